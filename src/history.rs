@@ -1,0 +1,96 @@
+//! Per-variable access history shared by the exact race checkers.
+//!
+//! Every exact engine answers the same question for each data access `e2`: is
+//! some earlier conflicting access `e1` of another thread (within the window)
+//! left unordered? Orderings are closed under program order on the left, so only
+//! the latest read and the latest write of each thread need checking. The latest
+//! unordered one becomes the race witness, so all engines pick the same witness.
+
+use crate::report::{Access, Race};
+use crate::trace::{Event, EventId, Op, ThreadId};
+
+/// One remembered access: its event, location, and the performing thread's
+/// local clock at it (the value orderings are tested against).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// Event id.
+    pub id: EventId,
+    /// Location id.
+    pub loc: u32,
+    /// Clock of the performing thread at the access.
+    pub clock: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    thread: ThreadId,
+    write: Option<Stamp>,
+    read: Option<Stamp>,
+}
+
+/// Latest read and write of every thread, per variable.
+#[derive(Clone, Debug, Default)]
+pub struct AccessHistory {
+    vars: Vec<Vec<Entry>>,
+    window: Option<u64>,
+}
+
+impl AccessHistory {
+    /// A history that only pairs accesses less than `window` events apart.
+    pub fn new(window: Option<u64>) -> Self {
+        AccessHistory { vars: Vec::new(), window }
+    }
+
+    /// Check data access `ev` (event `id`, local clock `clock`) against the
+    /// history, then record it. `ordered(t, c)` tells whether the access of
+    /// thread `t` with local clock `c` is ordered before `ev`. Returns the race
+    /// witness (latest unordered conflicting access), if any.
+    pub fn access(
+        &mut self,
+        id: EventId,
+        ev: &Event,
+        clock: u32,
+        mut ordered: impl FnMut(ThreadId, u32) -> bool,
+    ) -> Option<Race> {
+        debug_assert!(ev.op.is_access());
+        let v = ev.target as usize;
+        if self.vars.len() <= v {
+            self.vars.resize(v + 1, Vec::new());
+        }
+        let entries = &mut self.vars[v];
+        let is_write = ev.op == Op::Write;
+        let mut best: Option<(Stamp, ThreadId, Op)> = None;
+        for e in entries.iter() {
+            if e.thread == ev.thread {
+                continue;
+            }
+            let mut consider = |s: Option<Stamp>, op: Op| {
+                if let Some(s) = s {
+                    let near = self.window.is_none_or(|k| ((id - s.id) as u64) < k);
+                    if near && best.is_none_or(|(b, _, _)| s.id > b.id) && !ordered(e.thread, s.clock) {
+                        best = Some((s, e.thread, op));
+                    }
+                }
+            };
+            consider(e.write, Op::Write);
+            if is_write {
+                consider(e.read, Op::Read);
+            }
+        }
+        let stamp = Stamp { id, loc: ev.loc, clock };
+        match entries.iter_mut().find(|e| e.thread == ev.thread) {
+            Some(e) if is_write => e.write = Some(stamp),
+            Some(e) => e.read = Some(stamp),
+            None => entries.push(Entry {
+                thread: ev.thread,
+                write: is_write.then_some(stamp),
+                read: (!is_write).then_some(stamp),
+            }),
+        }
+        best.map(|(s, t, op)| Race {
+            first: Access { id: s.id, thread: t, op, loc: s.loc },
+            second: Access::of(id, ev),
+            variable: ev.target,
+        })
+    }
+}

@@ -1,0 +1,39 @@
+//! cprace: predict data races from recorded executions of multithreaded programs.
+//!
+//! Traces are loaded once ([`trace`]), exposed as the relations the CP paper
+//! names ([`facts`]), analysed by one engine per relation, and every engine fills
+//! the same [`report::Report`].
+
+pub mod facts;
+pub mod report;
+pub mod trace;
+pub mod analyze;
+pub mod cli;
+pub mod history;
+pub mod po;
+pub mod stats;
+
+/// A command-line usage error (exit code 2), as opposed to a failed analysis.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// An error that carries its own exit status (e.g. 3 when `--engine compare`
+/// finds engines disagreeing). Every other error exits with 2.
+#[derive(Debug)]
+pub struct ExitStatus(pub u8, pub String);
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+impl std::error::Error for ExitStatus {}

@@ -1,0 +1,36 @@
+//! The `cprace` binary: parse arguments, call the library, map errors to exit codes.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use cprace::cli::{Cli, run};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // Buffer the whole output so a failure never leaves a partial result behind.
+    let mut out = Vec::new();
+    match run(cli, &mut out) {
+        Ok(code) => {
+            let mut stdout = std::io::stdout().lock();
+            if let Err(e) = stdout.write_all(&out).and_then(|_| stdout.flush()) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    eprintln!("cprace: error: cannot write output: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+            ExitCode::from(code as u8)
+        }
+        Err(e) => {
+            eprintln!("cprace: error: {e:#}");
+            ExitCode::from(exit_code_for(&e))
+        }
+    }
+}
+
+fn exit_code_for(e: &anyhow::Error) -> u8 {
+    if let Some(c) = e.downcast_ref::<cprace::ExitStatus>() {
+        return c.0;
+    }
+    2
+}

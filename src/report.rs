@@ -1,0 +1,239 @@
+//! The one result type every engine fills, and the one place that prints it.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use serde_json::{Map, Value, json};
+
+use crate::trace::{Event, EventId, Names, Op, ThreadId};
+
+/// One side of a race.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Access {
+    /// Event id (0-based position in the input trace).
+    pub id: EventId,
+    /// Performing thread.
+    pub thread: ThreadId,
+    /// `Read` or `Write`.
+    pub op: Op,
+    /// Location id.
+    pub loc: u32,
+}
+
+impl Access {
+    /// The access view of event `id`.
+    pub fn of(id: EventId, ev: &Event) -> Access {
+        Access { id, thread: ev.thread, op: ev.op, loc: ev.loc }
+    }
+}
+
+/// A race witness: two conflicting accesses the relation leaves unordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Race {
+    /// The earlier access.
+    pub first: Access,
+    /// The later (racy) access.
+    pub second: Access,
+    /// The variable both access.
+    pub variable: u32,
+}
+
+impl Race {
+    /// `write-write`, `write-read` or `read-write`.
+    pub fn kind(&self) -> &'static str {
+        match (self.first.op.is_write(), self.second.op.is_write()) {
+            (true, true) => "write-write",
+            (true, false) => "write-read",
+            _ => "read-write",
+        }
+    }
+}
+
+/// Output formats of `analyze`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// ThreadSanitizer-style warnings and a summary line.
+    Text,
+    /// One JSON object.
+    Json,
+    /// One CSV row per race witness.
+    Csv,
+}
+
+/// What an engine found.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Relation name (`hb`, `cp`, `wcp`, `lockset`, ...).
+    pub relation: String,
+    /// Engine name.
+    pub engine: String,
+    /// Window K, or None for the whole trace.
+    pub window: Option<u64>,
+    /// Events in the trace.
+    pub events: u64,
+    /// One witness per racy event, ordered by the racy (second) event.
+    pub races: Vec<Race>,
+    /// Engine-specific counters, printed under `stats`.
+    pub stats: Map<String, Value>,
+    /// Remarks for the reader (e.g. soundness caveats).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// An empty report for `relation` computed by `engine`.
+    pub fn new(relation: &str, engine: &str, window: Option<u64>, events: u64) -> Report {
+        Report {
+            relation: relation.into(),
+            engine: engine.into(),
+            window,
+            events,
+            ..Report::default()
+        }
+    }
+
+    /// Sorted ids of the racy events.
+    pub fn racy_events(&self) -> Vec<EventId> {
+        let mut v: Vec<EventId> = self.races.iter().map(|r| r.second.id).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Distinct racy variables, sorted by id.
+    pub fn racy_variables(&self) -> BTreeSet<u32> {
+        self.races.iter().map(|r| r.variable).collect()
+    }
+
+    /// Distinct (first, second) location pairs, unordered.
+    pub fn location_pairs(&self) -> BTreeSet<(u32, u32)> {
+        self.races
+            .iter()
+            .map(|r| (r.first.loc.min(r.second.loc), r.first.loc.max(r.second.loc)))
+            .collect()
+    }
+
+    /// The first race per variable: the witness with the smallest racy event.
+    pub fn first_race_per_variable(&self) -> Vec<Race> {
+        let mut seen = BTreeSet::new();
+        let mut v: Vec<Race> = Vec::new();
+        let mut sorted = self.races.clone();
+        sorted.sort_by_key(|r| r.second.id);
+        for r in sorted {
+            if seen.insert(r.variable) {
+                v.push(r);
+            }
+        }
+        v
+    }
+
+    /// Sort witnesses by racy event; engines call this before returning.
+    pub fn normalize(&mut self) {
+        self.races.sort_by_key(|r| (r.second.id, r.first.id));
+        self.races.dedup_by_key(|r| r.second.id);
+    }
+
+    /// Exit status following diff(1): 0 without races, 1 with.
+    pub fn exit_code(&self) -> i32 {
+        if self.races.is_empty() { 0 } else { 1 }
+    }
+
+    /// The report as the JSON object of the output contract.
+    pub fn to_json(&self, names: &Names) -> Value {
+        let races: Vec<Value> = self.races.iter().map(|r| race_json(r, names)).collect();
+        let vars: Vec<&str> = self.racy_variables().into_iter().map(|v| names.var(v)).collect();
+        json!({
+            "relation": self.relation,
+            "engine": self.engine,
+            "window": self.window,
+            "events": self.events,
+            "racy_events": self.racy_events(),
+            "races": races,
+            "racy_variables": vars,
+            "location_pairs": self.location_pairs().len(),
+            "stats": Value::Object(self.stats.clone()),
+            "notes": self.notes,
+        })
+    }
+
+    /// Print in `format` to `out`.
+    pub fn write(&self, names: &Names, format: OutputFormat, out: &mut impl Write) -> std::io::Result<()> {
+        match format {
+            OutputFormat::Json => {
+                serde_json::to_writer_pretty(&mut *out, &self.to_json(names))?;
+                writeln!(out)
+            }
+            OutputFormat::Csv => self.write_csv(names, out),
+            OutputFormat::Text => self.write_text(names, out),
+        }
+    }
+
+    fn write_csv(&self, names: &Names, out: &mut impl Write) -> std::io::Result<()> {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record([
+            "first", "second", "variable", "kind", "first_thread", "first_op", "first_loc", "second_thread",
+            "second_op", "second_loc",
+        ])?;
+        for r in &self.races {
+            w.write_record([
+                r.first.id.to_string().as_str(),
+                &r.second.id.to_string(),
+                names.var(r.variable),
+                r.kind(),
+                names.thread(r.first.thread),
+                r.first.op.as_str(),
+                names.loc(r.first.loc),
+                names.thread(r.second.thread),
+                r.second.op.as_str(),
+                names.loc(r.second.loc),
+            ])?;
+        }
+        w.flush()
+    }
+
+    fn write_text(&self, names: &Names, out: &mut impl Write) -> std::io::Result<()> {
+        for r in &self.races {
+            writeln!(out, "WARNING: data race on `{}` ({})", names.var(r.variable), r.kind())?;
+            writeln!(out, "  {}", describe(&r.second, names, ""))?;
+            writeln!(out, "  {}", describe(&r.first, names, "previous "))?;
+            writeln!(out)?;
+        }
+        for n in &self.notes {
+            writeln!(out, "note: {n}")?;
+        }
+        let window = self.window.map_or("none".to_string(), |k| k.to_string());
+        writeln!(
+            out,
+            "SUMMARY: {} racy events, {} racy variables, {} location pairs ({} {}, window {window}, {} events)",
+            self.racy_events().len(),
+            self.racy_variables().len(),
+            self.location_pairs().len(),
+            self.relation,
+            self.engine,
+            self.events
+        )?;
+        for (k, v) in &self.stats {
+            writeln!(out, "  {k}: {v}")?;
+        }
+        Ok(())
+    }
+}
+
+fn describe(a: &Access, names: &Names, prefix: &str) -> String {
+    let what = if a.op.is_write() { "write" } else { "read" };
+    let loc = names.loc(a.loc);
+    let at = if loc.is_empty() { String::new() } else { format!(" at {loc}") };
+    format!("{prefix}{what} by thread {} (event {}){at}", names.thread(a.thread), a.id)
+}
+
+fn race_json(r: &Race, names: &Names) -> Value {
+    json!({
+        "first": r.first.id,
+        "second": r.second.id,
+        "variable": names.var(r.variable),
+        "first_loc": names.loc(r.first.loc),
+        "second_loc": names.loc(r.second.loc),
+        "kind": r.kind(),
+        "first_thread": names.thread(r.first.thread),
+        "second_thread": names.thread(r.second.thread),
+    })
+}

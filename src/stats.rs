@@ -1,0 +1,79 @@
+//! `cprace stats`: counts over a trace, computed while streaming it.
+
+use serde_json::{Value, json};
+
+use crate::trace::{Event, EventId, LoadStats, Names, Op};
+
+/// Event counts by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// All events.
+    pub events: u64,
+    /// Non-re-entrant acquires.
+    pub acquires: u64,
+    /// Non-re-entrant releases.
+    pub releases: u64,
+    /// Data reads.
+    pub reads: u64,
+    /// Data writes.
+    pub writes: u64,
+    /// Forks.
+    pub forks: u64,
+    /// Joins.
+    pub joins: u64,
+    /// Volatile reads and writes.
+    pub volatile_accesses: u64,
+}
+
+impl Counts {
+    /// Count one event.
+    pub fn add(&mut self, _id: EventId, ev: &Event) {
+        self.events += 1;
+        match ev.op {
+            Op::Acquire => self.acquires += 1,
+            Op::Release => self.releases += 1,
+            Op::Read => self.reads += 1,
+            Op::Write => self.writes += 1,
+            Op::Fork => self.forks += 1,
+            Op::Join => self.joins += 1,
+            Op::VolatileRead | Op::VolatileWrite => self.volatile_accesses += 1,
+            Op::ReentrantAcquire | Op::ReentrantRelease => {}
+        }
+    }
+}
+
+/// The stats of a trace as a JSON object (also the source of the text form).
+pub fn to_json(c: &Counts, names: &Names, load: &LoadStats) -> Value {
+    json!({
+        "events": c.events,
+        "threads": names.threads.len(),
+        "locks": names.locks.len(),
+        "variables": names.vars.len(),
+        "locations": names.locs.len() - 1,
+        "acquires": c.acquires,
+        "releases": c.releases,
+        "reads": c.reads,
+        "writes": c.writes,
+        "forks": c.forks,
+        "joins": c.joins,
+        "volatile_accesses": c.volatile_accesses,
+        "max_nesting_depth": load.max_nesting,
+        "reentrant_acquires_filtered": load.reentrant_acquires,
+        "out_of_nesting_releases": load.out_of_nesting_releases,
+        "unreleased_at_end": load.unreleased_at_end,
+    })
+}
+
+/// Text form: one `key: value` line each, with warnings for unusual lock use.
+pub fn to_text(v: &Value) -> String {
+    let mut s = String::new();
+    if let Value::Object(m) = v {
+        for (k, val) in m {
+            s.push_str(&format!("{k}: {val}\n"));
+        }
+        if m.get("out_of_nesting_releases").and_then(Value::as_u64).unwrap_or(0) > 0 {
+            s.push_str("warning: some releases are out of nesting order (legal for java.util.concurrent locks); every analysis pairs each release with its own acquire\n");
+        }
+    }
+    s
+}

@@ -1,0 +1,14 @@
+//! Traces: the event model, the three input formats, validation and interning.
+
+pub mod csv_format;
+pub mod error;
+pub mod lines;
+pub mod load;
+pub mod model;
+pub mod rapid_csv;
+pub mod std_format;
+pub mod validate;
+
+pub use error::LoadError;
+pub use load::{Format, load, load_str, stream};
+pub use model::{Event, EventId, LoadStats, Names, Op, ThreadId, Trace};

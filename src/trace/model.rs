@@ -1,0 +1,230 @@
+//! The trace model: events, operations and interned names.
+
+use indexmap::IndexSet;
+use rustc_hash::FxBuildHasher;
+
+/// Dense id of an event: its 0-based position in the input trace.
+pub type EventId = u32;
+/// Dense id of a thread (index into [`Names::threads`]).
+pub type ThreadId = u32;
+
+/// What an event does. `target` of the [`Event`] names a variable for
+/// accesses, a lock for `Acquire`/`Release` and a thread for `Fork`/`Join`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Op {
+    /// Data read of a variable (`r`).
+    Read,
+    /// Data write of a variable (`w`).
+    Write,
+    /// Lock acquire (`acq`).
+    Acquire,
+    /// Lock release (`rel`).
+    Release,
+    /// Start of a child thread (`fork`).
+    Fork,
+    /// Wait for a child thread to finish (`join`).
+    Join,
+    /// Volatile read (`vr`).
+    VolatileRead,
+    /// Volatile write (`vw`).
+    VolatileWrite,
+    /// A re-entrant acquire of a lock the thread already holds. Kept so event ids
+    /// stay input positions and `convert` is lossless; every analysis ignores it.
+    ReentrantAcquire,
+    /// The release matching a [`Op::ReentrantAcquire`]; ignored by analyses.
+    ReentrantRelease,
+}
+
+impl Op {
+    /// Parse the textual op used by every input format.
+    pub fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "r" => Op::Read,
+            "w" => Op::Write,
+            "acq" => Op::Acquire,
+            "rel" => Op::Release,
+            "fork" => Op::Fork,
+            "join" => Op::Join,
+            "vr" => Op::VolatileRead,
+            "vw" => Op::VolatileWrite,
+            _ => return None,
+        })
+    }
+
+    /// The textual name written back by `convert` and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Read => "r",
+            Op::Write => "w",
+            Op::Acquire | Op::ReentrantAcquire => "acq",
+            Op::Release | Op::ReentrantRelease => "rel",
+            Op::Fork => "fork",
+            Op::Join => "join",
+            Op::VolatileRead => "vr",
+            Op::VolatileWrite => "vw",
+        }
+    }
+
+    /// Data (non-volatile) access: the events races are reported on.
+    pub fn is_access(self) -> bool {
+        matches!(self, Op::Read | Op::Write)
+    }
+
+    /// Writes (data or volatile).
+    pub fn is_write(self) -> bool {
+        matches!(self, Op::Write | Op::VolatileWrite)
+    }
+
+    /// Volatile access.
+    pub fn is_volatile(self) -> bool {
+        matches!(self, Op::VolatileRead | Op::VolatileWrite)
+    }
+
+    /// Which name table `target` indexes.
+    pub fn target_kind(self) -> TargetKind {
+        match self {
+            Op::Read | Op::Write | Op::VolatileRead | Op::VolatileWrite => TargetKind::Variable,
+            Op::Acquire | Op::Release | Op::ReentrantAcquire | Op::ReentrantRelease => {
+                TargetKind::Lock
+            }
+            Op::Fork | Op::Join => TargetKind::Thread,
+        }
+    }
+}
+
+/// The namespace an event's target lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    /// A variable id.
+    Variable,
+    /// A lock id.
+    Lock,
+    /// A thread id.
+    Thread,
+}
+
+/// One event. 16 bytes: the loaded trace costs 16 bytes per event plus name tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Event {
+    /// Thread performing the event.
+    pub thread: ThreadId,
+    /// Variable, lock or thread id, depending on `op`.
+    pub target: u32,
+    /// Interned program location (id 0 is the empty location).
+    pub loc: u32,
+    /// The operation.
+    pub op: Op,
+}
+
+/// Interning table from names to dense ids, in order of first appearance.
+pub type Interner = IndexSet<Box<str>, FxBuildHasher>;
+
+/// Intern `name` in `table`, returning its dense id.
+pub fn intern(table: &mut Interner, name: &str) -> u32 {
+    if let Some(i) = table.get_index_of(name) {
+        return i as u32;
+    }
+    table.insert_full(name.into()).0 as u32
+}
+
+/// The original names behind the dense ids.
+#[derive(Clone, Debug)]
+pub struct Names {
+    /// Thread names.
+    pub threads: Interner,
+    /// Lock names.
+    pub locks: Interner,
+    /// Variable names (data and volatile).
+    pub vars: Interner,
+    /// Program locations; id 0 is always the empty location.
+    pub locs: Interner,
+}
+
+impl Default for Names {
+    fn default() -> Self {
+        let mut locs = Interner::default();
+        locs.insert("".into());
+        Names {
+            threads: Interner::default(),
+            locks: Interner::default(),
+            vars: Interner::default(),
+            locs,
+        }
+    }
+}
+
+impl Names {
+    /// Name of thread `t`.
+    pub fn thread(&self, t: u32) -> &str {
+        self.threads.get_index(t as usize).map_or("?", |s| s)
+    }
+    /// Name of lock `l`.
+    pub fn lock(&self, l: u32) -> &str {
+        self.locks.get_index(l as usize).map_or("?", |s| s)
+    }
+    /// Name of variable `v`.
+    pub fn var(&self, v: u32) -> &str {
+        self.vars.get_index(v as usize).map_or("?", |s| s)
+    }
+    /// Location text of `l` (empty when unknown).
+    pub fn loc(&self, l: u32) -> &str {
+        self.locs.get_index(l as usize).map_or("", |s| s)
+    }
+    /// Name of an event's target, looked up in the table its op uses.
+    pub fn target(&self, ev: &Event) -> &str {
+        match ev.op.target_kind() {
+            TargetKind::Variable => self.var(ev.target),
+            TargetKind::Lock => self.lock(ev.target),
+            TargetKind::Thread => self.thread(ev.target),
+        }
+    }
+}
+
+/// Counters gathered while loading and validating.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadStats {
+    /// Re-entrant acquires filtered (with their matching releases).
+    pub reentrant_acquires: u64,
+    /// Releases of a lock that was not the innermost one held (legal for
+    /// java.util.concurrent locks, accepted with a warning).
+    pub out_of_nesting_releases: u64,
+    /// Deepest lock nesting seen in any thread.
+    pub max_nesting: u32,
+    /// Critical sections still open when the trace ended.
+    pub unreleased_at_end: u64,
+}
+
+/// A loaded, validated trace.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    /// Events in trace order; the index is the event id.
+    pub events: Vec<Event>,
+    /// Name tables.
+    pub names: Names,
+    /// What validation counted.
+    pub stats: LoadStats,
+}
+
+impl Trace {
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+    /// True when the trace has no events.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+    /// Number of threads.
+    pub fn num_threads(&self) -> usize {
+        self.names.threads.len()
+    }
+    /// Number of locks.
+    pub fn num_locks(&self) -> usize {
+        self.names.locks.len()
+    }
+    /// Number of variables.
+    pub fn num_vars(&self) -> usize {
+        self.names.vars.len()
+    }
+}
