@@ -4,7 +4,9 @@
 //! names ([`facts`]), analysed by one engine per relation, and every engine fills
 //! the same [`report::Report`].
 
+pub mod clock;
 pub mod facts;
+pub mod generate;
 pub mod report;
 pub mod trace;
 pub mod analyze;
