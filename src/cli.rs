@@ -37,7 +37,9 @@ fn parse_window(s: &str) -> Result<Window, String> {
         return Ok(Window(None));
     }
     match s.parse::<u64>() {
-        Ok(0) | Err(_) => Err(format!("`{s}` is not a window; expected a positive number of events or `none`")),
+        Ok(0) | Err(_) => Err(format!(
+            "`{s}` is not a window; expected a positive number of events or `none`"
+        )),
         Ok(k) => Ok(Window(Some(k))),
     }
 }
@@ -70,7 +72,7 @@ pub enum Command {
     /// how many re-entrant acquires were filtered, releases out of nesting order
     /// and critical sections still open at the end.
     ///
-    /// Example: cprace stats data/cp-fig3-polarcoord.csv --format json
+    /// Example: cprace stats data/figures/cp-fig3-polarcoord.csv --format json
     Stats {
         /// Trace file (`-` reads standard input).
         trace: PathBuf,
@@ -115,7 +117,7 @@ pub enum Command {
     /// (sorted ids), races (one witness per racy event: first, second, variable,
     /// first_loc, second_loc, kind), racy_variables, location_pairs, stats.
     ///
-    /// Example: cprace analyze data/cp-fig3-polarcoord.csv --relation po --format json
+    /// Example: cprace analyze data/figures/cp-fig3-polarcoord.csv --relation po --format json
     Analyze {
         /// Trace file (`-` reads standard input).
         trace: PathBuf,
@@ -135,15 +137,27 @@ pub enum Command {
         /// Input format (detected when omitted).
         #[arg(long, value_enum)]
         input_format: Option<Format>,
+        /// Report only the first race (the one CP's soundness theorem covers).
+        #[arg(long, conflicts_with = "order_races")]
+        first_race: bool,
+        /// Treat each reported race as a CP edge from then on, so every report
+        /// is covered by the soundness theorem (may hide races near others).
+        #[arg(long)]
+        order_races: bool,
     },
 }
 
 /// Run a parsed command line; returns the process exit code.
 pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
     match cli.command {
-        Command::Stats { trace, format, input_format } => {
+        Command::Stats {
+            trace,
+            format,
+            input_format,
+        } => {
             let mut counts = crate::stats::Counts::default();
-            let (names, load, _) = trace::stream(&trace, input_format, |id, ev| counts.add(id, ev))?;
+            let (names, load, _) =
+                trace::stream(&trace, input_format, |id, ev| counts.add(id, ev))?;
             let v = crate::stats::to_json(&counts, &names, &load);
             match format {
                 StatsFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?,
@@ -151,7 +165,12 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Convert { trace, to, output, input_format } => {
+        Command::Convert {
+            trace,
+            to,
+            output,
+            input_format,
+        } => {
             let t = trace::load(&trace, input_format)?;
             let mut buf = Vec::new();
             match to {
@@ -159,13 +178,37 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
                 ConvertFormat::Std => trace::std_format::write(&t, &mut buf)?,
             }
             match output {
-                Some(p) => std::fs::write(&p, buf).with_context(|| format!("cannot write {}", p.display()))?,
+                Some(p) => std::fs::write(&p, buf)
+                    .with_context(|| format!("cannot write {}", p.display()))?,
                 None => out.write_all(&buf)?,
             }
             Ok(0)
         }
-        Command::Analyze { trace, relation, engine, window, format, input_format } => {
-            let opts = Options { relation, engine, window: window.and_then(|w| w.0), input_format };
+        Command::Analyze {
+            trace,
+            relation,
+            engine,
+            window,
+            format,
+            input_format,
+            first_race,
+            order_races,
+        } => {
+            let reporting = if first_race {
+                crate::cp::Reporting::FirstRace
+            } else if order_races {
+                crate::cp::Reporting::OrderRaces
+            } else {
+                crate::cp::Reporting::All
+            };
+            let window = window.map_or(analyze::default_window(relation), |w| w.0);
+            let opts = Options {
+                relation,
+                engine,
+                window,
+                input_format,
+                reporting,
+            };
             let (report, names) = analyze::analyze_path(&trace, &opts)?;
             report.write(&names, format, out)?;
             Ok(report.exit_code())

@@ -184,7 +184,8 @@ impl Config {
     }
 
     /// Names of the profiles [`Config::profile`] knows.
-    pub const PROFILES: &'static [&'static str] = &["small", "ftpserver", "long-cs", "many-threads", "bench"];
+    pub const PROFILES: &'static [&'static str] =
+        &["small", "ftpserver", "long-cs", "many-threads", "bench"];
 }
 
 #[derive(Clone, Debug, Default)]
@@ -218,7 +219,11 @@ impl Generator {
         let per_thread = cfg.events / n as u64 + 1;
         for (i, t) in threads.iter_mut().enumerate() {
             t.started = !cfg.fork_join || i == 0;
-            t.budget = if cfg.fork_join && i == 0 { u64::MAX } else { per_thread };
+            t.budget = if cfg.fork_join && i == 0 {
+                u64::MAX
+            } else {
+                per_thread
+            };
         }
         Generator {
             rng: Rng::new(cfg.seed),
@@ -253,7 +258,12 @@ impl Generator {
 
     fn ev(&mut self, t: u32, op: Op, target: u32) -> Event {
         let loc = self.loc(t);
-        Event { thread: t, target, loc, op }
+        Event {
+            thread: t,
+            target,
+            loc,
+            op,
+        }
     }
 
     fn runnable(&self, t: usize) -> bool {
@@ -307,7 +317,11 @@ impl Generator {
                     return Some(self.ev(t, Op::Acquire, l));
                 }
                 Some(h) if h == t && self.rng.chance(c.p_reentrant / c.p_acquire.max(1e-9)) => {
-                    let p = self.threads[ti].held.iter().position(|&x| x == l).unwrap_or(0);
+                    let p = self.threads[ti]
+                        .held
+                        .iter()
+                        .position(|&x| x == l)
+                        .unwrap_or(0);
                     self.threads[ti].extra[p] += 1;
                     return Some(self.ev(t, Op::Acquire, l));
                 }
@@ -316,7 +330,11 @@ impl Generator {
         }
         if c.volatiles > 0 && self.rng.chance(c.p_volatile) {
             let v = c.vars + self.rng.below(c.volatiles as u64) as u32;
-            let op = if self.rng.chance(c.p_write) { Op::VolatileWrite } else { Op::VolatileRead };
+            let op = if self.rng.chance(c.p_write) {
+                Op::VolatileWrite
+            } else {
+                Op::VolatileRead
+            };
             return Some(self.ev(t, op, v));
         }
         if c.vars == 0 || (!in_cs && !self.rng.chance(c.p_unlocked_access)) {
@@ -328,7 +346,11 @@ impl Generator {
         } else {
             self.rng.below(c.vars as u64) as u32
         };
-        let op = if self.rng.chance(c.p_write) { Op::Write } else { Op::Read };
+        let op = if self.rng.chance(c.p_write) {
+            Op::Write
+        } else {
+            Op::Read
+        };
         Some(self.ev(t, op, x))
     }
 
@@ -412,9 +434,20 @@ pub fn trace(cfg: &Config) -> Trace {
             crate::trace::model::TargetKind::Lock => names.lock(ev.target),
             crate::trace::model::TargetKind::Thread => names.thread(ev.target),
         };
-        b.push(0, b"", names.thread(ev.thread), ev.op.as_str(), target, names.loc(ev.loc))
-            .expect("generator emits well-formed traces");
+        b.push(
+            0,
+            b"",
+            names.thread(ev.thread),
+            ev.op.as_str(),
+            target,
+            names.loc(ev.loc),
+        )
+        .expect("generator emits well-formed traces");
     }
     let (names, stats) = b.finish();
-    Trace { events, names, stats }
+    Trace {
+        events,
+        names,
+        stats,
+    }
 }

@@ -71,7 +71,11 @@ pub fn to_text(v: &Value) -> String {
         for (k, val) in m {
             s.push_str(&format!("{k}: {val}\n"));
         }
-        if m.get("out_of_nesting_releases").and_then(Value::as_u64).unwrap_or(0) > 0 {
+        if m.get("out_of_nesting_releases")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            > 0
+        {
             s.push_str("warning: some releases are out of nesting order (legal for java.util.concurrent locks); every analysis pairs each release with its own acquire\n");
         }
     }

@@ -16,8 +16,17 @@ struct Columns {
 }
 
 fn find_columns(header: &[String]) -> Option<Columns> {
-    let pos = |name: &str| header.iter().position(|h| h.trim().eq_ignore_ascii_case(name));
-    Some(Columns { thread: pos("thread")?, op: pos("op")?, target: pos("target")?, loc: pos("loc") })
+    let pos = |name: &str| {
+        header
+            .iter()
+            .position(|h| h.trim().eq_ignore_ascii_case(name))
+    };
+    Some(Columns {
+        thread: pos("thread")?,
+        op: pos("op")?,
+        target: pos("target")?,
+        loc: pos("loc"),
+    })
 }
 
 /// True when a header row names the columns this format needs.
@@ -74,11 +83,17 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
             continue;
         }
         let Some(c) = &cols else {
-            let cells: Vec<String> = rec.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
+            let cells: Vec<String> = rec
+                .iter()
+                .map(|f| String::from_utf8_lossy(f).into_owned())
+                .collect();
             let c = find_columns(&cells).ok_or_else(|| {
                 b.error(line, &record_text(&rec), "header does not name the columns `thread`, `op` and `target`; expected a header such as `thread,op,target,loc`")
             })?;
-            need = 1 + [c.thread, c.op, c.target, c.loc.unwrap_or(0)].into_iter().max().unwrap_or(0);
+            need = 1 + [c.thread, c.op, c.target, c.loc.unwrap_or(0)]
+                .into_iter()
+                .max()
+                .unwrap_or(0);
             cols = Some(c);
             continue;
         };
@@ -86,12 +101,19 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
             return Err(b.error(
                 line,
                 &record_text(&rec),
-                format!("row has {} columns; expected at least {need} as named in the header", rec.len()),
+                format!(
+                    "row has {} columns; expected at least {need} as named in the header",
+                    rec.len()
+                ),
             ));
         }
         let field = |i: usize| -> Result<&str, LoadError> {
             std::str::from_utf8(&rec[i]).map(str::trim).map_err(|_| {
-                b.error(line, &record_text(&rec), "text is not valid UTF-8; expected UTF-8 fields")
+                b.error(
+                    line,
+                    &record_text(&rec),
+                    "text is not valid UTF-8; expected UTF-8 fields",
+                )
             })
         };
         let thread = field(c.thread)?;
@@ -105,7 +127,11 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
         b.push(line, &text, thread, op, target, loc)?;
     }
     if cols.is_none() {
-        return Err(b.error(0, b"", "no header row; expected a header such as `thread,op,target,loc`"));
+        return Err(b.error(
+            0,
+            b"",
+            "no header row; expected a header such as `thread,op,target,loc`",
+        ));
     }
     Ok(())
 }
@@ -116,7 +142,12 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
     w.write_record(["thread", "op", "target", "loc"])?;
     let n = &trace.names;
     for ev in &trace.events {
-        w.write_record([n.thread(ev.thread), ev.op.as_str(), n.target(ev), n.loc(ev.loc)])?;
+        w.write_record([
+            n.thread(ev.thread),
+            ev.op.as_str(),
+            n.target(ev),
+            n.loc(ev.loc),
+        ])?;
     }
     w.flush()?;
     Ok(())

@@ -21,11 +21,18 @@ const MAX_SHOWN: usize = 120;
 impl LoadError {
     /// Build an error; `text` may be any bytes (non-UTF-8 is shown lossily).
     pub fn new(file: &str, line: u64, text: &[u8], problem: impl Into<String>) -> Self {
-        let mut shown = String::from_utf8_lossy(text).trim_end_matches(['\r', '\n']).to_string();
+        let mut shown = String::from_utf8_lossy(text)
+            .trim_end_matches(['\r', '\n'])
+            .to_string();
         if shown.chars().count() > MAX_SHOWN {
             shown = shown.chars().take(MAX_SHOWN).collect::<String>() + "…";
         }
-        LoadError { file: file.to_string(), line, text: shown, problem: problem.into() }
+        LoadError {
+            file: file.to_string(),
+            line,
+            text: shown,
+            problem: problem.into(),
+        }
     }
 }
 
@@ -34,7 +41,11 @@ impl fmt::Display for LoadError {
         if self.line == 0 {
             write!(f, "{}: {}", self.file, self.problem)
         } else {
-            write!(f, "{}:{}: {} (in `{}`)", self.file, self.line, self.problem, self.text)
+            write!(
+                f,
+                "{}:{}: {} (in `{}`)",
+                self.file, self.line, self.problem, self.text
+            )
         }
     }
 }

@@ -37,7 +37,10 @@ pub fn detect(prefix: &[u8]) -> Option<Format> {
             return Some(Format::Std);
         }
     }
-    let cells: Vec<String> = first.split(',').map(|c| c.trim().trim_matches('"').to_string()).collect();
+    let cells: Vec<String> = first
+        .split(',')
+        .map(|c| c.trim().trim_matches('"').to_string())
+        .collect();
     if csv_format::is_header(&cells) {
         return Some(Format::Csv);
     }
@@ -55,9 +58,15 @@ fn open(path: &Path, name: &str) -> Result<Box<dyn Read>, LoadError> {
     if path.as_os_str() == "-" {
         return Ok(Box::new(std::io::stdin().lock()));
     }
-    let f = File::open(path).map_err(|e| LoadError::new(name, 0, b"", format!("cannot open: {e}")))?;
+    let f =
+        File::open(path).map_err(|e| LoadError::new(name, 0, b"", format!("cannot open: {e}")))?;
     if f.metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(LoadError::new(name, 0, b"", "is a directory; expected a trace file"));
+        return Err(LoadError::new(
+            name,
+            0,
+            b"",
+            "is a directory; expected a trace file",
+        ));
     }
     Ok(Box::new(f))
 }
@@ -70,7 +79,11 @@ pub fn stream(
     format: Option<Format>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
-    let name = if path.as_os_str() == "-" { "<stdin>".to_string() } else { path.to_string_lossy().into_owned() };
+    let name = if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.to_string_lossy().into_owned()
+    };
     let input = open(path, &name)?;
     stream_reader(&name, input, format, sink)
 }
@@ -88,7 +101,12 @@ pub fn stream_reader(
         .read_to_end(&mut prefix)
         .map_err(|e| LoadError::new(name, 0, b"", format!("read error: {e}")))?;
     if prefix.iter().all(|b| b.is_ascii_whitespace()) {
-        return Err(LoadError::new(name, 0, b"", "empty input; expected a trace (CSV with a `thread,op,target` header, STD or RAPID CSV)"));
+        return Err(LoadError::new(
+            name,
+            0,
+            b"",
+            "empty input; expected a trace (CSV with a `thread,op,target` header, STD or RAPID CSV)",
+        ));
     }
     let format = match format {
         Some(f) => f,
@@ -114,12 +132,22 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Trace, LoadError> {
     let mut events = Vec::new();
     let (names, stats, _) = stream(path, format, |_, ev| events.push(*ev))?;
     events.shrink_to_fit();
-    Ok(Trace { events, names, stats })
+    Ok(Trace {
+        events,
+        names,
+        stats,
+    })
 }
 
 /// Load a trace from in-memory text (tests, generated traces).
 pub fn load_str(text: &str, format: Option<Format>) -> Result<Trace, LoadError> {
     let mut events = Vec::new();
-    let (names, stats, _) = stream_reader("<string>", text.as_bytes(), format, |_, ev| events.push(*ev))?;
-    Ok(Trace { events, names, stats })
+    let (names, stats, _) = stream_reader("<string>", text.as_bytes(), format, |_, ev| {
+        events.push(*ev)
+    })?;
+    Ok(Trace {
+        events,
+        names,
+        stats,
+    })
 }

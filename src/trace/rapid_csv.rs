@@ -37,7 +37,9 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
         let text: Vec<u8> = rec.as_slice().to_vec();
         let cells: Vec<&str> = match rec.iter().map(std::str::from_utf8).collect() {
             Ok(c) => c,
-            Err(_) => return Err(b.error(line, &text, "text is not valid UTF-8; expected UTF-8 cells")),
+            Err(_) => {
+                return Err(b.error(line, &text, "text is not valid UTF-8; expected UTF-8 cells"));
+            }
         };
         if cells.iter().all(|c| c.trim().is_empty()) {
             continue;
@@ -49,10 +51,17 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
                 continue;
             }
         }
-        let mut filled = cells.iter().enumerate().filter(|(_, c)| !c.trim().is_empty());
+        let mut filled = cells
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.trim().is_empty());
         let (col, cell) = filled.next().expect("checked non-empty above");
         if filled.next().is_some() {
-            return Err(b.error(line, &text, "more than one filled cell; expected exactly one event per row"));
+            return Err(b.error(
+                line,
+                &text,
+                "more than one filled cell; expected exactly one event per row",
+            ));
         }
         let thread = match &names {
             Some(n) => match n.get(col) {

@@ -34,15 +34,24 @@ pub fn parse<S: FnMut(EventId, &Event)>(
         match read_line(r, &mut buf).map_err(|e| b.error(line, b"", format!("read error: {e}")))? {
             Line::Eof => return Ok(()),
             Line::TooLong => {
-                return Err(b.error(line, b"", format!("line longer than {MAX_LINE} bytes; expected one event per line")));
+                return Err(b.error(
+                    line,
+                    b"",
+                    format!("line longer than {MAX_LINE} bytes; expected one event per line"),
+                ));
             }
             Line::Ok => {}
         }
         if is_blank_or_comment(&buf) {
             continue;
         }
-        let text = std::str::from_utf8(&buf)
-            .map_err(|_| b.error(line, &buf, "text is not valid UTF-8; expected UTF-8 `thread|op(target)|loc`"))?;
+        let text = std::str::from_utf8(&buf).map_err(|_| {
+            b.error(
+                line,
+                &buf,
+                "text is not valid UTF-8; expected UTF-8 `thread|op(target)|loc`",
+            )
+        })?;
         let mut parts = text.splitn(3, '|');
         let thread = parts.next().unwrap_or("").trim();
         let Some(optarget) = parts.next() else {
@@ -61,7 +70,9 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
         let (t, tg, loc) = (n.thread(ev.thread), n.target(ev), n.loc(ev.loc));
         for (what, s) in [("thread", t), ("target", tg)] {
             if s.contains(['|', '(', ')', '\n', '\r']) || s.trim() != s {
-                anyhow::bail!("event {i}: {what} name `{s}` cannot be written in STD (it contains `|`, `(`, `)`, a line break or edge spaces)");
+                anyhow::bail!(
+                    "event {i}: {what} name `{s}` cannot be written in STD (it contains `|`, `(`, `)`, a line break or edge spaces)"
+                );
             }
         }
         if loc.contains(['\n', '\r']) || loc.trim() != loc {

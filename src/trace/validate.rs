@@ -77,9 +77,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             return Err(self.error(
                 line,
                 text,
-                format!(
-                    "unknown op `{op}`; expected one of r, w, acq, rel, fork, join, vr, vw"
-                ),
+                format!("unknown op `{op}`; expected one of r, w, acq, rel, fork, join, vr, vw"),
             ));
         };
         if !is_name_ok(thread) {
@@ -89,7 +87,10 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             return Err(self.error(
                 line,
                 text,
-                format!("empty target for `{}`; expected a variable, lock or thread name", op.as_str()),
+                format!(
+                    "empty target for `{}`; expected a variable, lock or thread name",
+                    op.as_str()
+                ),
             ));
         }
         if self.next_id > u32::MAX as u64 - 1 {
@@ -174,7 +175,11 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             Op::Fork => {
                 let u = target as usize;
                 if u == t as usize {
-                    return Err(self.error(line, text, format!("thread `{thread}` forks itself; expected a new thread")));
+                    return Err(self.error(
+                        line,
+                        text,
+                        format!("thread `{thread}` forks itself; expected a new thread"),
+                    ));
                 }
                 let us = &self.threads[u];
                 if us.started || us.forked {
@@ -189,20 +194,32 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             Op::Join => {
                 let u = target as usize;
                 if u == t as usize {
-                    return Err(self.error(line, text, format!("thread `{thread}` joins itself; expected another thread")));
+                    return Err(self.error(
+                        line,
+                        text,
+                        format!("thread `{thread}` joins itself; expected another thread"),
+                    ));
                 }
                 if self.threads[u].joined {
                     return Err(self.error(
                         line,
                         text,
-                        format!("thread `{}` joined twice; expected one join per thread", self.names.thread(target)),
+                        format!(
+                            "thread `{}` joined twice; expected one join per thread",
+                            self.names.thread(target)
+                        ),
                     ));
                 }
                 self.threads[u].joined = true;
             }
             _ => {}
         }
-        let ev = Event { thread: t, target, loc, op };
+        let ev = Event {
+            thread: t,
+            target,
+            loc,
+            op,
+        };
         let id = self.next_id as EventId;
         self.next_id += 1;
         (self.sink)(id, &ev);
