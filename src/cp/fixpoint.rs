@@ -27,41 +27,61 @@ use datafrog::{Iteration, Leaper, Relation, ValueFilter};
 use super::input::{CpInput, Rule};
 use super::sync::NONE;
 
-/// Proposes the sections whose end event lies in `[event(a), event(r) + K)`.
-struct SectionsEndingIn<'a> {
+/// Proposes, for a base edge `(a, r)`, the sections CS2 whose rule (b) edge
+/// it can newly justify. Per lock l (sections in trace order, so their ends are
+/// increasing and each is HB-before the next):
+/// - CS2 must satisfy `a <=HB end2`: a suffix of l's sections, from position f;
+/// - CS1 must satisfy `acq1 <=HB r`: a prefix of l's sections, of length g;
+/// - under a window, CS2 with `end2 >= r + K` are covered by the window rule.
+///
+/// For CS2 at position p the latest CS1 is at `min(p, g) - 1`. Past position g
+/// every CS2 gets the same CS1, and the first of them dominates the rest, so
+/// only positions `f ..= max(f, g)` are proposed: a contiguous slice per lock.
+struct CandidateSections<'a> {
     input: &'a CpInput,
-    /// Event id of each section's end, in `by_end` order.
-    ends: &'a [u32],
 }
 
-impl<'a> SectionsEndingIn<'a> {
-    fn range(&self, &(a, r): &(u32, u32)) -> (usize, usize) {
-        let from = self.input.sync.event(a);
-        let lo = self.ends.partition_point(|&e| e < from);
-        let hi = match self.input.window {
-            Some(k) => {
-                let until = self.input.sync.event(r) as u64 + k;
-                lo + self.ends[lo..].partition_point(|&e| (e as u64) < until)
-            }
-            None => self.ends.len(),
+impl<'a> CandidateSections<'a> {
+    /// The slice of `lock`'s sections to propose for `(a, r)`.
+    fn slice(&self, lock: usize, (a, r): (u32, u32)) -> &'a [u32] {
+        let input = self.input;
+        let sync = &input.sync;
+        let list = &input.by_lock[lock];
+        let end = |c: &u32| sync.event(input.sections[*c as usize].end);
+        let lo = list.partition_point(|c| end(c) < sync.event(a));
+        let hi = match input.window {
+            Some(k) => list.partition_point(|c| (end(c) as u64) < sync.event(r) as u64 + k),
+            None => list.len(),
         };
-        (lo, hi)
+        if lo >= hi {
+            return &[];
+        }
+        let f =
+            lo + list[lo..hi].partition_point(|c| !sync.hb_leq(a, input.sections[*c as usize].end));
+        if f >= hi {
+            return &[];
+        }
+        let g = input.prefix_hb_before(lock, hi, r);
+        &list[f..=g.max(f).min(hi - 1)]
     }
 }
 
-impl<'a> Leaper<'a, (u32, u32), u32> for SectionsEndingIn<'a> {
+impl<'a> Leaper<'a, (u32, u32), u32> for CandidateSections<'a> {
     fn count(&mut self, prefix: &(u32, u32)) -> usize {
-        let (lo, hi) = self.range(prefix);
-        hi - lo
+        (0..self.input.by_lock.len())
+            .map(|l| self.slice(l, *prefix).len())
+            .sum()
     }
     fn propose(&mut self, prefix: &(u32, u32), values: &mut Vec<&'a u32>) {
-        let (lo, hi) = self.range(prefix);
-        values.extend(self.input.by_end[lo..hi].iter());
+        for l in 0..self.input.by_lock.len() {
+            values.extend(self.slice(l, *prefix).iter());
+        }
     }
     fn intersect(&mut self, prefix: &(u32, u32), values: &mut Vec<&'a u32>) {
-        let (lo, hi) = self.range(prefix);
-        let inside = &self.input.by_end[lo..hi];
-        values.retain(|c| inside.contains(c));
+        values.retain(|&&c| {
+            self.slice(self.input.sections[c as usize].lock as usize, *prefix)
+                .contains(&c)
+        });
     }
 }
 
@@ -74,28 +94,28 @@ pub struct Fixpoint {
 }
 
 impl CpInput {
+    /// How many of the first `upto` sections of `lock` have their acquire
+    /// HB-before slot `r` (they form a prefix).
+    fn prefix_hb_before(&self, lock: usize, upto: usize, r: u32) -> usize {
+        self.by_lock[lock][..upto]
+            .partition_point(|&c1| self.sync.hb_leq(self.sections[c1 as usize].acq, r))
+    }
+
     /// The latest section on `cs2`'s lock before it whose acquire is HB-before
-    /// slot `r`, if it improves on `best` and its edge can matter.
+    /// slot `r`, if it improves on `best` (a position) and its edge can matter.
     fn latest_cs1(&self, cs2: u32, r: u32, best: u32) -> Option<u32> {
         let s2 = self.sections[cs2 as usize];
-        let list = &self.by_lock[s2.lock as usize];
-        let q = list[..s2.pos as usize]
-            .partition_point(|&c1| self.sync.hb_leq(self.sections[c1 as usize].acq, r));
+        let q = self.prefix_hb_before(s2.lock as usize, s2.pos as usize, r);
         if q == 0 || (best != NONE && (q as u32 - 1) <= best) {
             return None;
         }
-        let c1 = list[q - 1];
+        let c1 = self.by_lock[s2.lock as usize][q - 1];
         self.within(self.sections[c1 as usize].rel, s2.acq)
             .then_some(c1)
     }
 
     /// Run the fixpoint to completion.
     pub fn fixpoint(&self) -> Fixpoint {
-        let ends: Vec<u32> = self
-            .by_end
-            .iter()
-            .map(|&c| self.sync.event(self.sections[c as usize].end))
-            .collect();
         // Best (latest) CS1 position known to fire for each CS2, for dominance.
         let best: Vec<Cell<u32>> = vec![Cell::new(NONE); self.sections.len()];
         let mut iteration = Iteration::new();
@@ -108,14 +128,9 @@ impl CpInput {
             fired.from_leapjoin(
                 &base,
                 (
-                    SectionsEndingIn {
-                        input: self,
-                        ends: &ends,
-                    },
-                    ValueFilter::from(|&(a, r): &(u32, u32), &cs2: &u32| {
-                        let s2 = self.sections[cs2 as usize];
-                        self.sync.hb_leq(a, s2.end)
-                            && self.latest_cs1(cs2, r, best[cs2 as usize].get()).is_some()
+                    CandidateSections { input: self },
+                    ValueFilter::from(|&(_, r): &(u32, u32), &cs2: &u32| {
+                        self.latest_cs1(cs2, r, best[cs2 as usize].get()).is_some()
                     }),
                 ),
                 |&(_, r), &cs2| {

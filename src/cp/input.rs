@@ -59,8 +59,6 @@ pub struct CpInput {
     pub sections: Vec<Section>,
     /// Section ids of each lock, in trace order.
     pub by_lock: Vec<Vec<u32>>,
-    /// Section ids sorted by the event id of their end.
-    pub by_end: Vec<u32>,
     /// Seed base edges `(a, r)` (target slot, source slot) with their rule.
     pub seeds: Vec<(u32, u32, Rule)>,
     /// The window K (None: exact CP).
@@ -94,13 +92,11 @@ impl CpInput {
                 }
             })
             .collect();
-        let mut by_end: Vec<u32> = (0..sections.len() as u32).collect();
-        by_end.sort_by_key(|&c| sync.event(sections[c as usize].end));
         let mut input = CpInput {
             sync,
             sections,
             by_lock,
-            by_end,
+
             seeds: Vec::new(),
             window,
         };

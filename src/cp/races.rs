@@ -83,7 +83,7 @@ pub fn race_pass(
             Op::VolatileRead => join_into(&mut threads[lo..hi], &vwrites[tg * nt..(tg + 1) * nt]),
             Op::Read | Op::Write => {
                 let clock = &threads[lo..hi];
-                if !(first_only && !races.is_empty())
+                if (!first_only || races.is_empty())
                     && let Some(r) =
                         history.access(i as EventId, ev, local[t], |u, c| clock[u as usize] >= c)
                 {
