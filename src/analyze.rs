@@ -13,6 +13,11 @@ use crate::trace::{self, Format, Names};
 pub enum Relation {
     /// Thread order only: every conflicting cross-thread pair races (upper bound).
     Po,
+    /// Happens-before (CP paper, Definition 1; fork/join and volatile write ->
+    /// read edges included).
+    Hb,
+    /// Causally-precedes (CP paper, Definition 2), windowed by default.
+    Cp,
 }
 
 /// What to analyse and how.
@@ -32,6 +37,17 @@ pub struct Options {
 pub fn engines(relation: Relation) -> &'static [&'static str] {
     match relation {
         Relation::Po => &["stream"],
+        Relation::Hb => &["reference"],
+        Relation::Cp => &["reference"],
+    }
+}
+
+/// Window of `relation` when `--window` is not given: K = 1000 for CP (the
+/// paper used 500 and 1000; `--window none` is exact CP), none otherwise.
+pub fn default_window(relation: Relation) -> Option<u64> {
+    match relation {
+        Relation::Cp => Some(1000),
+        _ => None,
     }
 }
 
@@ -52,5 +68,16 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
             let (names, _, _) = trace::stream(path, opts.input_format, |id, ev| po.event(id, ev))?;
             Ok((po.finish(), names))
         }
+        Relation::Hb if engine == "reference" => {
+            let t = trace::load(path, opts.input_format)?;
+            let report = crate::reference::hb::analyze(&t, opts.window)?;
+            Ok((report, t.names))
+        }
+        Relation::Cp if engine == "reference" => {
+            let t = trace::load(path, opts.input_format)?;
+            let report = crate::reference::cp::analyze(&t, opts.window)?;
+            Ok((report, t.names))
+        }
+        Relation::Hb | Relation::Cp => bail!(crate::UsageError(format!("engine `{engine}` is not available"))),
     }
 }

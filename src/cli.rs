@@ -110,6 +110,9 @@ pub enum Command {
     ///
     /// Relations:
     ///   po   thread order only: every conflicting cross-thread pair races.
+    ///   hb   happens-before (engine reference: the literal rules/hb.dl).
+    ///   cp   causally-precedes; default window K = 1000, `--window none` is
+    ///        exact (engine reference: the literal rules/cp.dl, <= 2000 events).
     ///
     /// Output (--format json): relation, engine, window, events, racy_events
     /// (sorted ids), races (one witness per racy event: first, second, variable,
@@ -126,7 +129,7 @@ pub enum Command {
         #[arg(long)]
         engine: Option<String>,
         /// Window K: only accesses less than K events apart are paired; `none`
-        /// checks the whole trace.
+        /// checks the whole trace. Default: none (cp: 1000).
         #[arg(long, value_parser = parse_window)]
         window: Option<Window>,
         /// Output format.
@@ -165,7 +168,8 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             Ok(0)
         }
         Command::Analyze { trace, relation, engine, window, format, input_format } => {
-            let opts = Options { relation, engine, window: window.and_then(|w| w.0), input_format };
+            let window = window.map_or(analyze::default_window(relation), |w| w.0);
+            let opts = Options { relation, engine, window, input_format };
             let (report, names) = analyze::analyze_path(&trace, &opts)?;
             report.write(&names, format, out)?;
             Ok(report.exit_code())
