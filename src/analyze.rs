@@ -13,6 +13,9 @@ use crate::trace::{self, Format, Names};
 pub enum Relation {
     /// Thread order only: every conflicting cross-thread pair races (upper bound).
     Po,
+    /// Happens-before (CP paper, Definition 1; fork/join and volatile write ->
+    /// read edges included).
+    Hb,
     /// Causally-precedes (causally-precedes-2012), windowed.
     Cp,
 }
@@ -44,7 +47,8 @@ pub struct Options {
 pub fn engines(relation: Relation) -> &'static [&'static str] {
     match relation {
         Relation::Po => &["stream"],
-        Relation::Cp => &["datalog"],
+        Relation::Hb => &["reference"],
+        Relation::Cp => &["datalog", "reference", "compare"],
     }
 }
 
@@ -65,10 +69,40 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
             let (names, _, _) = trace::stream(path, opts.input_format, |id, ev| po.event(id, ev))?;
             Ok((po.finish(), names))
         }
+        Relation::Hb => {
+            let t = trace::load(path, opts.input_format)?;
+            let report = crate::reference::hb::analyze(&t, opts.window)?;
+            Ok((report, t.names))
+        }
         Relation::Cp => {
-            let trace = trace::load(path, opts.input_format)?;
-            let report = crate::cp::analyze(&trace, opts.window, opts.reporting);
-            Ok((report, trace.names))
+            if engine != "datalog" && opts.reporting != crate::cp::Reporting::All {
+                bail!(crate::UsageError(format!(
+                    "--first-race and --order-races need --engine datalog, not `{engine}`"
+                )));
+            }
+            let t = trace::load(path, opts.input_format)?;
+            let report = match engine {
+                "reference" => crate::reference::cp::analyze(&t, opts.window)?,
+                "compare" => compare_cp(&t, opts)?,
+                _ => crate::cp::analyze(&t, opts.window, opts.reporting),
+            };
+            Ok((report, t.names))
         }
     }
+}
+
+/// `--engine compare`: run `datalog` and `reference` and fail with exit code 3
+/// naming the first differing event, like polonius' Compare mode.
+fn compare_cp(t: &crate::trace::Trace, opts: &Options) -> Result<Report> {
+    let fast = crate::cp::analyze(t, opts.window, opts.reporting);
+    let reference = crate::reference::cp::analyze(t, opts.window)?;
+    if let Err(diff) = crate::reference::compare(&fast, &reference) {
+        bail!(crate::ExitStatus(3, format!("CP engines disagree: {diff}")));
+    }
+    let mut report = fast;
+    report.engine = "compare".into();
+    report
+        .notes
+        .push("datalog and reference engines agree".into());
+    Ok(report)
 }

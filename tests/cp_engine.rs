@@ -95,3 +95,17 @@ fn dump(t: &Trace) -> String {
         })
         .collect()
 }
+
+#[test]
+fn datalog_matches_crepe_reference_on_generated_traces() {
+    for cfg in configs().take(1200) {
+        let t = trace(&cfg);
+        for k in [None, Some(2), Some(5), Some(12)] {
+            let fast = analyze(&t, k, Reporting::All);
+            let reference = cprace::reference::cp::analyze(&t, k).expect("small trace");
+            if let Err(diff) = cprace::reference::compare(&fast, &reference) {
+                panic!("seed {} window {k:?}: {diff}\n{}", cfg.seed, dump(&t));
+            }
+        }
+    }
+}

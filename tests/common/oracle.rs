@@ -1,7 +1,7 @@
 //! Brute-force oracles straight from the papers' definitions, over all event
 //! pairs (cubic; for traces of a few dozen events). Independent of every engine.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::needless_range_loop)]
 
 use cprace::facts::Facts;
 use cprace::trace::{Op, Trace};
