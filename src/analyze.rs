@@ -1,12 +1,13 @@
-//! Relation × engine dispatch for `cprace analyze`.
+//! Relation × engine dispatch for `cprace analyze` (and `sweep`, `query`).
 
 use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use crate::cp::Reporting;
 use crate::po::ProgramOrder;
 use crate::report::Report;
-use crate::trace::{self, Format, Names};
+use crate::trace::{self, Format, Names, Trace};
 
 /// The relations cprace decides races for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -18,6 +19,17 @@ pub enum Relation {
     Hb,
     /// Causally-precedes (causally-precedes-2012), windowed.
     Cp,
+}
+
+impl Relation {
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Relation::Po => "po",
+            Relation::Hb => "hb",
+            Relation::Cp => "cp",
+        }
+    }
 }
 
 /// The window a relation uses when `--window` is not given.
@@ -40,60 +52,86 @@ pub struct Options {
     /// Input format (None: detect).
     pub input_format: Option<Format>,
     /// Which races to report (CP).
-    pub reporting: crate::cp::Reporting,
+    pub reporting: Reporting,
+}
+
+impl Options {
+    /// Options for `relation` with its default engine and window.
+    pub fn new(relation: Relation) -> Options {
+        Options {
+            relation,
+            engine: None,
+            window: default_window(relation),
+            input_format: None,
+            reporting: Reporting::All,
+        }
+    }
 }
 
 /// Engines available for `relation`, the default first.
 pub fn engines(relation: Relation) -> &'static [&'static str] {
     match relation {
         Relation::Po => &["stream"],
-        Relation::Hb => &["reference"],
+        Relation::Hb => &["datalog", "reference"],
         Relation::Cp => &["datalog", "reference", "compare"],
     }
 }
 
-/// Analyse the trace at `path`.
-pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
+/// The engine `opts` selects, checked against the relation's list.
+fn engine(opts: &Options) -> Result<&str> {
     let available = engines(opts.relation);
     let engine = opts.engine.as_deref().unwrap_or(available[0]);
     if !available.contains(&engine) {
         bail!(crate::UsageError(format!(
-            "relation `{:?}` has no engine `{engine}`; expected one of: {}",
-            opts.relation,
+            "relation `{}` has no engine `{engine}`; expected one of: {}",
+            opts.relation.name(),
             available.join(", ")
         )));
     }
-    match opts.relation {
-        Relation::Po => {
-            let mut po = ProgramOrder::new(opts.window);
-            let (names, _, _) = trace::stream(path, opts.input_format, |id, ev| po.event(id, ev))?;
-            Ok((po.finish(), names))
-        }
-        Relation::Hb => {
-            let t = trace::load(path, opts.input_format)?;
-            let report = crate::reference::hb::analyze(&t, opts.window)?;
-            Ok((report, t.names))
-        }
-        Relation::Cp => {
-            if engine != "datalog" && opts.reporting != crate::cp::Reporting::All {
-                bail!(crate::UsageError(format!(
-                    "--first-race and --order-races need --engine datalog, not `{engine}`"
-                )));
-            }
-            let t = trace::load(path, opts.input_format)?;
-            let report = match engine {
-                "reference" => crate::reference::cp::analyze(&t, opts.window)?,
-                "compare" => compare_cp(&t, opts)?,
-                _ => crate::cp::analyze(&t, opts.window, opts.reporting),
-            };
-            Ok((report, t.names))
-        }
+    if opts.reporting != Reporting::All && !(opts.relation == Relation::Cp && engine == "datalog") {
+        bail!(crate::UsageError(
+            "--first-race and --order-races need --relation cp --engine datalog".into()
+        ));
     }
+    Ok(engine)
+}
+
+/// Analyse the trace at `path`. Streaming engines never load the whole trace.
+pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
+    // Check the engine before reading a possibly huge file.
+    engine(opts)?;
+    if opts.relation == Relation::Po {
+        let mut po = ProgramOrder::new(opts.window);
+        let (names, _, _) = trace::stream(path, opts.input_format, |id, ev| po.event(id, ev))?;
+        return Ok((po.finish(), names));
+    }
+    let t = trace::load(path, opts.input_format)?;
+    let report = analyze_trace(&t, opts)?;
+    Ok((report, t.names))
+}
+
+/// Analyse a loaded trace.
+pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
+    let engine = engine(opts)?;
+    Ok(match (opts.relation, engine) {
+        (Relation::Po, _) => {
+            let mut po = ProgramOrder::new(opts.window);
+            for (i, ev) in t.events.iter().enumerate() {
+                po.event(i as u32, ev);
+            }
+            po.finish()
+        }
+        (Relation::Hb, "reference") => crate::reference::hb::analyze(t, opts.window)?,
+        (Relation::Hb, _) => crate::cp::hb_closure::analyze(t, opts.window),
+        (Relation::Cp, "reference") => crate::reference::cp::analyze(t, opts.window)?,
+        (Relation::Cp, "compare") => compare_cp(t, opts)?,
+        (Relation::Cp, _) => crate::cp::analyze(t, opts.window, opts.reporting),
+    })
 }
 
 /// `--engine compare`: run `datalog` and `reference` and fail with exit code 3
 /// naming the first differing event, like polonius' Compare mode.
-fn compare_cp(t: &crate::trace::Trace, opts: &Options) -> Result<Report> {
+fn compare_cp(t: &Trace, opts: &Options) -> Result<Report> {
     let fast = crate::cp::analyze(t, opts.window, opts.reporting);
     let reference = crate::reference::cp::analyze(t, opts.window)?;
     if let Err(diff) = crate::reference::compare(&fast, &reference) {

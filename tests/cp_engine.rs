@@ -109,3 +109,21 @@ fn datalog_matches_crepe_reference_on_generated_traces() {
         }
     }
 }
+
+#[test]
+fn hb_datalog_closure_matches_definition_within_window() {
+    for cfg in configs().take(800) {
+        let t = trace(&cfg);
+        let hb = oracle::hb_matrix(&t);
+        for k in [None, Some(2), Some(7)] {
+            let got = cprace::cp::hb_closure::analyze(&t, k).racy_events();
+            assert_eq!(
+                got,
+                oracle::racy(&t, &hb, k),
+                "seed {} window {k:?}\n{}",
+                cfg.seed,
+                dump(&t)
+            );
+        }
+    }
+}

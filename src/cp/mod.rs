@@ -6,6 +6,7 @@
 //! the reasoning that keeps the quadratic relations inside the window.
 
 pub mod fixpoint;
+pub mod hb_closure;
 pub mod input;
 pub mod races;
 pub mod sync;
