@@ -48,6 +48,9 @@ impl VectorClock {
     }
     /// Pointwise `self <= other`.
     pub fn leq(&self, other: &VectorClock) -> bool {
-        self.0.iter().enumerate().all(|(t, &v)| v <= other.get(t as u32))
+        self.0
+            .iter()
+            .enumerate()
+            .all(|(t, &v)| v <= other.get(t as u32))
     }
 }

@@ -60,7 +60,13 @@ impl Facts {
                 Op::Acquire => {
                     open.insert((ev.thread, ev.target), css.len() as u32);
                     by_boundary.insert(i, css.len() as u32);
-                    css.push(CriticalSection { lock: ev.target, thread: ev.thread, acq: i, rel: None, end: i });
+                    css.push(CriticalSection {
+                        lock: ev.target,
+                        thread: ev.thread,
+                        acq: i,
+                        rel: None,
+                        end: i,
+                    });
                 }
                 Op::Release => {
                     if let Some(c) = open.remove(&(ev.thread, ev.target)) {
@@ -93,12 +99,20 @@ impl Facts {
                 _ => {}
             }
         }
-        Facts { critical_sections: css, cs_of_boundary: by_boundary, thread_span: span, fork_edges, join_edges }
+        Facts {
+            critical_sections: css,
+            cs_of_boundary: by_boundary,
+            thread_span: span,
+            fork_edges,
+            join_edges,
+        }
     }
 
     /// The critical section an acquire or release event bounds.
     pub fn cs_of(&self, e: EventId) -> Option<&CriticalSection> {
-        self.cs_of_boundary.get(&e).map(|&c| &self.critical_sections[c as usize])
+        self.cs_of_boundary
+            .get(&e)
+            .map(|&c| &self.critical_sections[c as usize])
     }
 }
 

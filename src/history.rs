@@ -38,7 +38,10 @@ pub struct AccessHistory {
 impl AccessHistory {
     /// A history that only pairs accesses less than `window` events apart.
     pub fn new(window: Option<u64>) -> Self {
-        AccessHistory { vars: Vec::new(), window }
+        AccessHistory {
+            vars: Vec::new(),
+            window,
+        }
     }
 
     /// Check data access `ev` (event `id`, local clock `clock`) against the
@@ -67,7 +70,10 @@ impl AccessHistory {
             let mut consider = |s: Option<Stamp>, op: Op| {
                 if let Some(s) = s {
                     let near = self.window.is_none_or(|k| ((id - s.id) as u64) < k);
-                    if near && best.is_none_or(|(b, _, _)| s.id > b.id) && !ordered(e.thread, s.clock) {
+                    if near
+                        && best.is_none_or(|(b, _, _)| s.id > b.id)
+                        && !ordered(e.thread, s.clock)
+                    {
                         best = Some((s, e.thread, op));
                     }
                 }
@@ -77,7 +83,11 @@ impl AccessHistory {
                 consider(e.read, Op::Read);
             }
         }
-        let stamp = Stamp { id, loc: ev.loc, clock };
+        let stamp = Stamp {
+            id,
+            loc: ev.loc,
+            clock,
+        };
         match entries.iter_mut().find(|e| e.thread == ev.thread) {
             Some(e) if is_write => e.write = Some(stamp),
             Some(e) => e.read = Some(stamp),
@@ -88,7 +98,12 @@ impl AccessHistory {
             }),
         }
         best.map(|(s, t, op)| Race {
-            first: Access { id: s.id, thread: t, op, loc: s.loc },
+            first: Access {
+                id: s.id,
+                thread: t,
+                op,
+                loc: s.loc,
+            },
             second: Access::of(id, ev),
             variable: ev.target,
         })

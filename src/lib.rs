@@ -4,16 +4,16 @@
 //! names ([`facts`]), analysed by one engine per relation, and every engine fills
 //! the same [`report::Report`].
 
+pub mod analyze;
+pub mod cli;
 pub mod clock;
 pub mod facts;
 pub mod generate;
-pub mod report;
-pub mod trace;
-pub mod analyze;
-pub mod cli;
 pub mod history;
 pub mod po;
+pub mod report;
 pub mod stats;
+pub mod trace;
 
 /// A command-line usage error (exit code 2), as opposed to a failed analysis.
 #[derive(Debug)]

@@ -13,11 +13,11 @@ fn main() -> ExitCode {
     match run(cli, &mut out) {
         Ok(code) => {
             let mut stdout = std::io::stdout().lock();
-            if let Err(e) = stdout.write_all(&out).and_then(|_| stdout.flush()) {
-                if e.kind() != std::io::ErrorKind::BrokenPipe {
-                    eprintln!("cprace: error: cannot write output: {e}");
-                    return ExitCode::from(2);
-                }
+            if let Err(e) = stdout.write_all(&out).and_then(|_| stdout.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                eprintln!("cprace: error: cannot write output: {e}");
+                return ExitCode::from(2);
             }
             ExitCode::from(code as u8)
         }

@@ -15,7 +15,10 @@ pub struct ProgramOrder {
 impl ProgramOrder {
     /// A checker pairing accesses less than `window` events apart.
     pub fn new(window: Option<u64>) -> Self {
-        ProgramOrder { history: AccessHistory::new(window), report: Report::new("po", "stream", window, 0) }
+        ProgramOrder {
+            history: AccessHistory::new(window),
+            report: Report::new("po", "stream", window, 0),
+        }
     }
 
     /// Feed the next event.

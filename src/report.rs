@@ -23,7 +23,12 @@ pub struct Access {
 impl Access {
     /// The access view of event `id`.
     pub fn of(id: EventId, ev: &Event) -> Access {
-        Access { id, thread: ev.thread, op: ev.op, loc: ev.loc }
+        Access {
+            id,
+            thread: ev.thread,
+            op: ev.op,
+            loc: ev.loc,
+        }
     }
 }
 
@@ -140,7 +145,11 @@ impl Report {
     /// The report as the JSON object of the output contract.
     pub fn to_json(&self, names: &Names) -> Value {
         let races: Vec<Value> = self.races.iter().map(|r| race_json(r, names)).collect();
-        let vars: Vec<&str> = self.racy_variables().into_iter().map(|v| names.var(v)).collect();
+        let vars: Vec<&str> = self
+            .racy_variables()
+            .into_iter()
+            .map(|v| names.var(v))
+            .collect();
         json!({
             "relation": self.relation,
             "engine": self.engine,
@@ -156,7 +165,12 @@ impl Report {
     }
 
     /// Print in `format` to `out`.
-    pub fn write(&self, names: &Names, format: OutputFormat, out: &mut impl Write) -> std::io::Result<()> {
+    pub fn write(
+        &self,
+        names: &Names,
+        format: OutputFormat,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
         match format {
             OutputFormat::Json => {
                 serde_json::to_writer_pretty(&mut *out, &self.to_json(names))?;
@@ -170,8 +184,16 @@ impl Report {
     fn write_csv(&self, names: &Names, out: &mut impl Write) -> std::io::Result<()> {
         let mut w = csv::Writer::from_writer(out);
         w.write_record([
-            "first", "second", "variable", "kind", "first_thread", "first_op", "first_loc", "second_thread",
-            "second_op", "second_loc",
+            "first",
+            "second",
+            "variable",
+            "kind",
+            "first_thread",
+            "first_op",
+            "first_loc",
+            "second_thread",
+            "second_op",
+            "second_loc",
         ])?;
         for r in &self.races {
             w.write_record([
@@ -192,7 +214,12 @@ impl Report {
 
     fn write_text(&self, names: &Names, out: &mut impl Write) -> std::io::Result<()> {
         for r in &self.races {
-            writeln!(out, "WARNING: data race on `{}` ({})", names.var(r.variable), r.kind())?;
+            writeln!(
+                out,
+                "WARNING: data race on `{}` ({})",
+                names.var(r.variable),
+                r.kind()
+            )?;
             writeln!(out, "  {}", describe(&r.second, names, ""))?;
             writeln!(out, "  {}", describe(&r.first, names, "previous "))?;
             writeln!(out)?;
@@ -221,8 +248,16 @@ impl Report {
 fn describe(a: &Access, names: &Names, prefix: &str) -> String {
     let what = if a.op.is_write() { "write" } else { "read" };
     let loc = names.loc(a.loc);
-    let at = if loc.is_empty() { String::new() } else { format!(" at {loc}") };
-    format!("{prefix}{what} by thread {} (event {}){at}", names.thread(a.thread), a.id)
+    let at = if loc.is_empty() {
+        String::new()
+    } else {
+        format!(" at {loc}")
+    };
+    format!(
+        "{prefix}{what} by thread {} (event {}){at}",
+        names.thread(a.thread),
+        a.id
+    )
 }
 
 fn race_json(r: &Race, names: &Names) -> Value {

@@ -8,21 +8,43 @@ use cprace::trace::Op;
 fn generated_traces_are_valid_and_varied() {
     let mut saw = [false; 10];
     for seed in 0..300 {
-        let cfg = Config { events: 60 + seed % 80, threads: 2 + (seed % 5) as u32, seed, ..Config::default() };
+        let cfg = Config {
+            events: 60 + seed % 80,
+            threads: 2 + (seed % 5) as u32,
+            seed,
+            ..Config::default()
+        };
         let t = trace(&cfg);
-        assert!(t.len() as u64 >= cfg.events, "seed {seed}: {} events", t.len());
+        assert!(
+            t.len() as u64 >= cfg.events,
+            "seed {seed}: {} events",
+            t.len()
+        );
         for e in &t.events {
             saw[e.op as usize] = true;
         }
     }
-    for op in [Op::Read, Op::Write, Op::Acquire, Op::Release, Op::Fork, Op::Join, Op::VolatileRead, Op::VolatileWrite, Op::ReentrantAcquire] {
+    for op in [
+        Op::Read,
+        Op::Write,
+        Op::Acquire,
+        Op::Release,
+        Op::Fork,
+        Op::Join,
+        Op::VolatileRead,
+        Op::VolatileWrite,
+        Op::ReentrantAcquire,
+    ] {
         assert!(saw[op as usize], "no {op:?} in 300 generated traces");
     }
 }
 
 #[test]
 fn generation_is_reproducible() {
-    let cfg = Config { seed: 42, ..Config::default() };
+    let cfg = Config {
+        seed: 42,
+        ..Config::default()
+    };
     assert_eq!(trace(&cfg).events, trace(&cfg).events);
     for p in Config::PROFILES {
         let mut c = Config::profile(p).unwrap();
