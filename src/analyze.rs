@@ -13,6 +13,16 @@ use crate::trace::{self, Format, Names};
 pub enum Relation {
     /// Thread order only: every conflicting cross-thread pair races (upper bound).
     Po,
+    /// Causally-precedes (causally-precedes-2012), windowed.
+    Cp,
+}
+
+/// The window a relation uses when `--window` is not given.
+pub fn default_window(relation: Relation) -> Option<u64> {
+    match relation {
+        Relation::Cp => Some(crate::cp::DEFAULT_WINDOW),
+        _ => None,
+    }
 }
 
 /// What to analyse and how.
@@ -26,12 +36,15 @@ pub struct Options {
     pub window: Option<u64>,
     /// Input format (None: detect).
     pub input_format: Option<Format>,
+    /// Which races to report (CP).
+    pub reporting: crate::cp::Reporting,
 }
 
 /// Engines available for `relation`, the default first.
 pub fn engines(relation: Relation) -> &'static [&'static str] {
     match relation {
         Relation::Po => &["stream"],
+        Relation::Cp => &["datalog"],
     }
 }
 
@@ -51,6 +64,11 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
             let mut po = ProgramOrder::new(opts.window);
             let (names, _, _) = trace::stream(path, opts.input_format, |id, ev| po.event(id, ev))?;
             Ok((po.finish(), names))
+        }
+        Relation::Cp => {
+            let trace = trace::load(path, opts.input_format)?;
+            let report = crate::cp::analyze(&trace, opts.window, opts.reporting);
+            Ok((report, trace.names))
         }
     }
 }

@@ -92,7 +92,7 @@ pub enum Command {
     ///
     /// Examples:
     ///   cprace stats data/formats/example.csv
-    ///   cprace stats trace.std --format json
+    ///   cprace stats data/figures/cp-fig3-polarcoord.csv --format json
     ///   cprace gen -n 1M | cprace stats -
     #[command(verbatim_doc_comment)]
     Stats {
@@ -151,7 +151,7 @@ pub enum Command {
     /// (sorted ids), races (one witness per racy event: first, second, variable,
     /// first_loc, second_loc, kind), racy_variables, location_pairs, stats.
     ///
-    /// Example: cprace analyze data/cp-fig3-polarcoord.csv --relation po --format json
+    /// Example: cprace analyze data/figures/cp-fig3-polarcoord.csv --relation po --format json
     Analyze {
         /// Trace file (`-` reads standard input).
         trace: PathBuf,
@@ -171,6 +171,13 @@ pub enum Command {
         /// Input format (detected when omitted).
         #[arg(long, value_enum)]
         input_format: Option<Format>,
+        /// Report only the first race (the one CP's soundness theorem covers).
+        #[arg(long, conflicts_with = "order_races")]
+        first_race: bool,
+        /// Treat each reported race as a CP edge from then on, so every report
+        /// is covered by the soundness theorem (may hide races near others).
+        #[arg(long)]
+        order_races: bool,
     },
     /// Write a random, well-formed, reproducible trace (for tests and benchmarks)
     ///
@@ -249,12 +256,23 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             window,
             format,
             input_format,
+            first_race,
+            order_races,
         } => {
+            let reporting = if first_race {
+                crate::cp::Reporting::FirstRace
+            } else if order_races {
+                crate::cp::Reporting::OrderRaces
+            } else {
+                crate::cp::Reporting::All
+            };
+            let window = window.map_or(analyze::default_window(relation), |w| w.0);
             let opts = Options {
                 relation,
                 engine,
-                window: window.and_then(|w| w.0),
+                window,
                 input_format,
+                reporting,
             };
             let (report, names) = analyze::analyze_path(&trace, &opts)?;
             report.write(&names, format, out)?;

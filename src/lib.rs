@@ -7,6 +7,7 @@
 pub mod analyze;
 pub mod cli;
 pub mod clock;
+pub mod cp;
 pub mod facts;
 pub mod generate;
 pub mod history;

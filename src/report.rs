@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::trace::{Event, EventId, Names, Op, ThreadId};
 
@@ -144,24 +144,31 @@ impl Report {
 
     /// The report as the JSON object of the output contract.
     pub fn to_json(&self, names: &Names) -> Value {
-        let races: Vec<Value> = self.races.iter().map(|r| race_json(r, names)).collect();
-        let vars: Vec<&str> = self
-            .racy_variables()
-            .into_iter()
-            .map(|v| names.var(v))
-            .collect();
-        json!({
-            "relation": self.relation,
-            "engine": self.engine,
-            "window": self.window,
-            "events": self.events,
-            "racy_events": self.racy_events(),
-            "races": races,
-            "racy_variables": vars,
-            "location_pairs": self.location_pairs().len(),
-            "stats": Value::Object(self.stats.clone()),
-            "notes": self.notes,
-        })
+        serde_json::to_value(self.json_view(names)).expect("report serializes")
+    }
+
+    /// A borrowed, directly serializable view (no intermediate JSON tree, so
+    /// reports with millions of races print in constant extra memory).
+    fn json_view<'a>(&'a self, names: &'a Names) -> JsonReport<'a> {
+        JsonReport {
+            relation: &self.relation,
+            engine: &self.engine,
+            window: self.window,
+            events: self.events,
+            racy_events: self.racy_events(),
+            races: JsonRaces {
+                races: &self.races,
+                names,
+            },
+            racy_variables: self
+                .racy_variables()
+                .into_iter()
+                .map(|v| names.var(v))
+                .collect(),
+            location_pairs: self.location_pairs().len(),
+            stats: &self.stats,
+            notes: &self.notes,
+        }
     }
 
     /// Print in `format` to `out`.
@@ -173,7 +180,7 @@ impl Report {
     ) -> std::io::Result<()> {
         match format {
             OutputFormat::Json => {
-                serde_json::to_writer_pretty(&mut *out, &self.to_json(names))?;
+                serde_json::to_writer_pretty(&mut *out, &self.json_view(names))?;
                 writeln!(out)
             }
             OutputFormat::Csv => self.write_csv(names, out),
@@ -260,15 +267,55 @@ fn describe(a: &Access, names: &Names, prefix: &str) -> String {
     )
 }
 
-fn race_json(r: &Race, names: &Names) -> Value {
-    json!({
-        "first": r.first.id,
-        "second": r.second.id,
-        "variable": names.var(r.variable),
-        "first_loc": names.loc(r.first.loc),
-        "second_loc": names.loc(r.second.loc),
-        "kind": r.kind(),
-        "first_thread": names.thread(r.first.thread),
-        "second_thread": names.thread(r.second.thread),
-    })
+#[derive(serde::Serialize)]
+struct JsonReport<'a> {
+    relation: &'a str,
+    engine: &'a str,
+    window: Option<u64>,
+    events: u64,
+    racy_events: Vec<EventId>,
+    races: JsonRaces<'a>,
+    racy_variables: Vec<&'a str>,
+    location_pairs: usize,
+    stats: &'a Map<String, Value>,
+    notes: &'a [String],
+}
+
+struct JsonRaces<'a> {
+    races: &'a [Race],
+    names: &'a Names,
+}
+
+impl serde::Serialize for JsonRaces<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.races.iter().map(|r| JsonRace::new(r, self.names)))
+    }
+}
+
+/// One race witness in JSON.
+#[derive(serde::Serialize)]
+struct JsonRace<'a> {
+    first: EventId,
+    second: EventId,
+    variable: &'a str,
+    first_loc: &'a str,
+    second_loc: &'a str,
+    kind: &'static str,
+    first_thread: &'a str,
+    second_thread: &'a str,
+}
+
+impl<'a> JsonRace<'a> {
+    fn new(r: &Race, names: &'a Names) -> JsonRace<'a> {
+        JsonRace {
+            first: r.first.id,
+            second: r.second.id,
+            variable: names.var(r.variable),
+            first_loc: names.loc(r.first.loc),
+            second_loc: names.loc(r.second.loc),
+            kind: r.kind(),
+            first_thread: names.thread(r.first.thread),
+            second_thread: names.thread(r.second.thread),
+        }
+    }
 }

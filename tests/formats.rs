@@ -119,6 +119,67 @@ fn generated_traces_load_identically_from_all_formats() {
     }
 }
 
+/// Every cprace CSV trace shipped under `data/` (the paper figures too).
+fn data_traces() -> Vec<std::path::PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "csv")
+                && !p.to_string_lossy().ends_with(".rapid.csv")
+            {
+                out.push(p);
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data"), &mut v);
+    v.sort();
+    v
+}
+
+#[test]
+fn data_traces_load_identically_and_analyses_agree_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = data_traces();
+    assert!(!traces.is_empty());
+    for path in traces {
+        let what = path.display().to_string();
+        let t = load(&path, None).unwrap_or_else(|e| panic!("{e}"));
+        let s = std_text(&t);
+        let r = rapid(&t);
+        assert_same(
+            &t,
+            &detect_and_load(&s, Format::Std, &what),
+            true,
+            &format!("{what}: std"),
+        );
+        assert_same(
+            &t,
+            &detect_and_load(&r, Format::RapidCsv, &what),
+            false,
+            &format!("{what}: rapid csv"),
+        );
+        let sp = dir.path().join("t.std");
+        let rp = dir.path().join("t.rapid.csv");
+        std::fs::write(&sp, s).unwrap();
+        std::fs::write(&rp, r).unwrap();
+        for &rel in Relation::value_variants() {
+            let c = analysis(&path, rel, true);
+            assert_eq!(c, analysis(&sp, rel, true), "{what}, {rel:?}: csv vs std");
+            assert_eq!(
+                analysis(&path, rel, false),
+                analysis(&rp, rel, false),
+                "{what}, {rel:?}: csv vs rapid csv"
+            );
+        }
+    }
+}
+
 #[test]
 fn example_traces_agree() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/formats");
@@ -141,17 +202,36 @@ fn example_traces_agree() {
     assert_eq!(h.len(), 15);
 }
 
+/// Remove wall-clock measurements (engines report them in `stats`): they
+/// differ between runs, not between formats.
+fn drop_timings(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|k, _| {
+                !["second", "time", "elapsed", "_ms"]
+                    .iter()
+                    .any(|w| k.contains(w))
+            });
+            m.values_mut().for_each(drop_timings);
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_timings),
+        _ => {}
+    }
+}
+
 /// The analysis JSON, with locations removed when `locs` is false (RAPID CSV has none).
 fn analysis(path: &Path, relation: Relation, locs: bool) -> Value {
     let opts = Options {
         relation,
         engine: None,
-        window: None,
+        window: cprace::analyze::default_window(relation),
         input_format: None,
+        reporting: Default::default(),
     };
     let (report, names) =
         analyze_path(path, &opts).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
     let mut v = report.to_json(&names);
+    drop_timings(&mut v);
     if !locs {
         if let Some(Value::Array(races)) = v.get_mut("races") {
             for r in races {
@@ -222,7 +302,9 @@ fn analyze_json_is_identical_for_the_example_in_every_format() {
             "{f}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        serde_json::from_slice(&out.stdout).unwrap()
+        let mut v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        drop_timings(&mut v);
+        v
     };
     let c = json("example.csv");
     assert_eq!(c, json("example.std"));

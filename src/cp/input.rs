@@ -1,0 +1,280 @@
+//! The CP fixpoint's inputs: critical sections over sync slots and the seed
+//! base edges that need no fixpoint (rule (a), hard edges, the window rule).
+//!
+//! A base edge `(r, a)` is a release->acquire pair from rules (a)/(b), or a hard
+//! edge (fork, join, volatile write -> read of another thread). CP is then
+//! exactly `{(x, y) : some base (r, a) with x <=HB r and a <=HB y}` plus, under a
+//! window K, the conservative pairs `x <=HB y` with `y - x >= K`. Consequences
+//! used throughout:
+//! - Under a window, a base edge with `a - r >= K` is redundant: every pair it
+//!   orders is at least K apart and already ordered by the window rule. So only
+//!   edges spanning less than K are kept, which makes the fixpoint linear.
+//! - For a fixed CS2 on lock l, the CS1 satisfying rule (a) or (b) form a prefix
+//!   of l's critical sections in trace order (earlier sections are HB-before
+//!   later ones on the same lock), and the edge from the latest one implies all
+//!   the others by composition. So each CS2 needs one dominant edge.
+
+use rustc_hash::FxHashMap;
+
+use super::sync::{NONE, SyncPoints};
+use crate::facts::Facts;
+use crate::trace::{Op, Trace};
+
+/// A critical section in slot terms.
+#[derive(Clone, Copy, Debug)]
+pub struct Section {
+    /// Lock id.
+    pub lock: u32,
+    /// Owning thread.
+    pub thread: u32,
+    /// Slot of the acquire.
+    pub acq: u32,
+    /// Slot of the release (NONE when never released).
+    pub rel: u32,
+    /// Slot of the last event (the release, or the thread's last event).
+    pub end: u32,
+    /// Position among the lock's sections, in trace order.
+    pub pos: u32,
+}
+
+/// Why a base edge exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Rule {
+    /// Rule (a): the sections hold conflicting accesses.
+    A,
+    /// Rule (b): the sections hold CP-ordered events.
+    B,
+    /// Rule (b) through the window's conservative closure (CS1's acquire is
+    /// K or more events before CS2's end, and HB-ordered with it).
+    Window,
+    /// Fork, join or volatile write -> read: an explicit CP edge.
+    Hard,
+}
+
+/// Everything the fixpoint needs.
+pub struct CpInput {
+    /// Sync points and HB clocks.
+    pub sync: SyncPoints,
+    /// Critical sections, ordered by acquire.
+    pub sections: Vec<Section>,
+    /// Section ids of each lock, in trace order.
+    pub by_lock: Vec<Vec<u32>>,
+    /// Seed base edges `(a, r)` (target slot, source slot) with their rule.
+    pub seeds: Vec<(u32, u32, Rule)>,
+    /// The window K (None: exact CP).
+    pub window: Option<u64>,
+}
+
+impl CpInput {
+    /// Build the inputs; `extra_hard` are additional hard edges given as event
+    /// pairs (used by `--order-races`).
+    pub fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
+        let facts = Facts::new(trace);
+        let extra_events: Vec<u32> = extra_hard.iter().flat_map(|&(a, b)| [a, b]).collect();
+        let sync = SyncPoints::new(trace, &facts, &extra_events);
+        let slot = |e: u32| sync.slot(e).expect("boundary events are sync points");
+        let mut by_lock: Vec<Vec<u32>> = vec![Vec::new(); trace.num_locks()];
+        let sections: Vec<Section> = facts
+            .critical_sections
+            .iter()
+            .enumerate()
+            .map(|(i, cs)| {
+                let list = &mut by_lock[cs.lock as usize];
+                let pos = list.len() as u32;
+                list.push(i as u32);
+                Section {
+                    lock: cs.lock,
+                    thread: cs.thread,
+                    acq: slot(cs.acq),
+                    rel: cs.rel.map_or(NONE, slot),
+                    end: slot(cs.end),
+                    pos,
+                }
+            })
+            .collect();
+        let mut input = CpInput {
+            sync,
+            sections,
+            by_lock,
+
+            seeds: Vec::new(),
+            window,
+        };
+        input.seed_rule_a(trace);
+        input.seed_hard(trace, &facts, extra_hard);
+        input.seed_window();
+        input
+    }
+
+    /// True when a base edge from slot `r` to slot `a` can matter under the window.
+    #[inline]
+    pub fn within(&self, r: u32, a: u32) -> bool {
+        self.window
+            .is_none_or(|k| ((self.sync.event(a) - self.sync.event(r)) as u64) < k)
+    }
+
+    /// Rule (a): for each CS2, the latest earlier CS1 on the same lock, of
+    /// another thread, holding an access that conflicts with one in CS2.
+    fn seed_rule_a(&mut self, trace: &Trace) {
+        // (section, variable, is_write) for every access inside every section;
+        // nested sections each see the access.
+        let mut open: Vec<Vec<u32>> = vec![Vec::new(); trace.num_threads()];
+        let mut acc: Vec<(u32, u32, bool)> = Vec::new();
+        let mut next_cs = 0usize;
+        for (i, ev) in trace.events.iter().enumerate() {
+            let o = &mut open[ev.thread as usize];
+            match ev.op {
+                Op::Acquire => {
+                    o.push(next_cs as u32);
+                    next_cs += 1;
+                }
+                Op::Release => {
+                    if let Some(p) = o
+                        .iter()
+                        .rposition(|&c| self.sections[c as usize].lock == ev.target)
+                    {
+                        o.remove(p);
+                    }
+                }
+                Op::Read | Op::Write => {
+                    for &c in o.iter() {
+                        acc.push((c, ev.target, ev.op == Op::Write));
+                    }
+                }
+                _ => {}
+            }
+            let _ = i;
+        }
+        // Per section, a write subsumes a read of the same variable for conflicts.
+        acc.sort_unstable();
+        acc.dedup_by(|next, prev| {
+            next.0 == prev.0 && next.1 == prev.1 && {
+                prev.2 |= next.2;
+                true
+            }
+        });
+        let mut start_of = vec![0usize; self.sections.len() + 1];
+        for &(c, _, _) in &acc {
+            start_of[c as usize + 1] += 1;
+        }
+        for i in 0..self.sections.len() {
+            start_of[i + 1] += start_of[i];
+        }
+        // Two most recent sections per (variable, kind) from distinct threads:
+        // enough to find the latest one of any thread other than CS2's.
+        #[derive(Clone, Copy)]
+        struct Top2([(u32, u32); 2]);
+        impl Top2 {
+            const EMPTY: Top2 = Top2([(NONE, NONE); 2]);
+            fn push(&mut self, thread: u32, pos: u32) {
+                if self.0[0].0 != thread {
+                    self.0[1] = self.0[0];
+                }
+                self.0[0] = (thread, pos);
+            }
+            fn latest_other(&self, thread: u32) -> Option<u32> {
+                self.0
+                    .iter()
+                    .find(|e| e.0 != NONE && e.0 != thread)
+                    .map(|e| e.1)
+            }
+        }
+        let mut last: FxHashMap<u32, (Top2, Top2)> = FxHashMap::default();
+        for l in 0..self.by_lock.len() {
+            last.clear();
+            for &c2 in &self.by_lock[l] {
+                let s2 = self.sections[c2 as usize];
+                let accesses = &acc[start_of[c2 as usize]..start_of[c2 as usize + 1]];
+                let mut best: Option<u32> = None;
+                for &(_, x, w) in accesses {
+                    if let Some((writes, reads)) = last.get(&x) {
+                        let mut cand = writes.latest_other(s2.thread);
+                        if w {
+                            cand = cand.max(reads.latest_other(s2.thread));
+                        }
+                        best = best.max(cand);
+                    }
+                }
+                for &(_, x, w) in accesses {
+                    let e = last.entry(x).or_insert((Top2::EMPTY, Top2::EMPTY));
+                    if w { &mut e.0 } else { &mut e.1 }.push(s2.thread, s2.pos);
+                }
+                if let Some(p) = best {
+                    let s1 = self.sections[self.by_lock[l][p as usize] as usize];
+                    if self.within(s1.rel, s2.acq) {
+                        self.seeds.push((s2.acq, s1.rel, Rule::A));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fork, join, volatile write -> read (other threads; per read, the latest
+    /// write of each thread dominates that thread's earlier writes) and extra.
+    fn seed_hard(&mut self, trace: &Trace, facts: &Facts, extra: &[(u32, u32)]) {
+        let slot = |e: u32| self.sync.slot(e).expect("hard edge ends are sync points");
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        for &(f, first) in &facts.fork_edges {
+            edges.push((slot(first), slot(f)));
+        }
+        for &(last, j) in &facts.join_edges {
+            edges.push((slot(j), slot(last)));
+        }
+        for &(e1, e2) in extra {
+            edges.push((slot(e2), slot(e1)));
+        }
+        let nt = trace.num_threads();
+        let mut last_write: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        for (i, ev) in trace.events.iter().enumerate() {
+            match ev.op {
+                Op::VolatileWrite => {
+                    last_write
+                        .entry(ev.target)
+                        .or_insert_with(|| vec![NONE; nt])[ev.thread as usize] = slot(i as u32);
+                }
+                Op::VolatileRead => {
+                    if let Some(ws) = last_write.get(&ev.target) {
+                        let a = slot(i as u32);
+                        for (t, &w) in ws.iter().enumerate() {
+                            if w != NONE && t != ev.thread as usize {
+                                edges.push((a, w));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (a, r) in edges {
+            if self.within(r, a) {
+                self.seeds.push((a, r, Rule::Hard));
+            }
+        }
+    }
+
+    /// Window rule for rule (b): CS1 before CS2 on the same lock always has
+    /// acq1 <=HB end2, so when they are K or more apart CP(acq1, end2) holds by
+    /// the conservative closure; the latest such CS1 gives CS2's edge.
+    fn seed_window(&mut self) {
+        let Some(k) = self.window else { return };
+        for list in &self.by_lock {
+            for (p2, &c2) in list.iter().enumerate() {
+                let s2 = self.sections[c2 as usize];
+                let end2 = self.sync.event(s2.end) as u64;
+                if end2 < k {
+                    continue;
+                }
+                let limit = end2 - k;
+                let q = list[..p2].partition_point(|&c1| {
+                    self.sync.event(self.sections[c1 as usize].acq) as u64 <= limit
+                });
+                if q > 0 {
+                    let s1 = self.sections[list[q - 1] as usize];
+                    if self.within(s1.rel, s2.acq) {
+                        self.seeds.push((s2.acq, s1.rel, Rule::Window));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Brute-force oracles straight from the papers' definitions, over all event
+//! pairs (cubic; for traces of a few dozen events). Independent of every engine.
+
+#![allow(dead_code)]
+
+use cprace::facts::Facts;
+use cprace::trace::{Op, Trace};
+
+/// Reflexive HB matrix: program order, release -> later acquire of the same
+/// lock, fork -> child's first event, child's last event -> join, volatile
+/// write -> later volatile read of the same variable; transitively closed.
+pub fn hb_matrix(t: &Trace) -> Vec<Vec<bool>> {
+    let n = t.len();
+    let f = Facts::new(t);
+    let mut m = vec![vec![false; n]; n];
+    for i in 0..n {
+        for j in i..n {
+            let (a, b) = (&t.events[i], &t.events[j]);
+            let edge = i == j
+                || a.thread == b.thread
+                || (a.op == Op::Release && b.op == Op::Acquire && a.target == b.target)
+                || (a.op == Op::VolatileWrite && b.op == Op::VolatileRead && a.target == b.target);
+            if edge {
+                m[i][j] = true;
+            }
+        }
+    }
+    for &(x, y) in f.fork_edges.iter().chain(&f.join_edges) {
+        m[x as usize][y as usize] = true;
+    }
+    close(&mut m);
+    m
+}
+
+fn close(m: &mut [Vec<bool>]) {
+    let n = m.len();
+    for k in 0..n {
+        for i in 0..n {
+            if m[i][k] {
+                for j in 0..n {
+                    if m[k][j] {
+                        m[i][j] = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn conflict(t: &Trace, i: usize, j: usize) -> bool {
+    let (a, b) = (&t.events[i], &t.events[j]);
+    a.op.is_access()
+        && b.op.is_access()
+        && a.thread != b.thread
+        && a.target == b.target
+        && (a.op == Op::Write || b.op == Op::Write)
+}
+
+/// CP matrix by Definition 2 (rules a, b, c), hard fork/join edges, hard
+/// volatile write -> read edges between different threads, and under a window
+/// K the conservative rule: `x <=HB y` with `y - x >= K` implies CP(x, y).
+pub fn cp_matrix(t: &Trace, window: Option<u64>) -> Vec<Vec<bool>> {
+    let n = t.len();
+    let hb = hb_matrix(t);
+    let f = Facts::new(t);
+    let mut cp = vec![vec![false; n]; n];
+    for &(x, y) in f.fork_edges.iter().chain(&f.join_edges) {
+        cp[x as usize][y as usize] = true;
+    }
+    for i in 0..n {
+        for j in i + 1..n {
+            let (a, b) = (&t.events[i], &t.events[j]);
+            if a.op == Op::VolatileWrite
+                && b.op == Op::VolatileRead
+                && a.target == b.target
+                && a.thread != b.thread
+            {
+                cp[i][j] = true;
+            }
+            if let Some(k) = window
+                && hb[i][j]
+                && (j - i) as u64 >= k
+            {
+                cp[i][j] = true;
+            }
+        }
+    }
+    let css = &f.critical_sections;
+    let members: Vec<Vec<usize>> = css
+        .iter()
+        .map(|cs| {
+            (cs.acq..=cs.end)
+                .filter(|&e| t.events[e as usize].thread == cs.thread)
+                .map(|e| e as usize)
+                .collect()
+        })
+        .collect();
+    loop {
+        let mut changed = false;
+        for (c1, cs1) in css.iter().enumerate() {
+            let Some(rel1) = cs1.rel else { continue };
+            for (c2, cs2) in css.iter().enumerate() {
+                if cs2.lock != cs1.lock || cs2.acq < rel1 || cp[rel1 as usize][cs2.acq as usize] {
+                    continue;
+                }
+                let fire = members[c1].iter().any(|&e1| {
+                    members[c2]
+                        .iter()
+                        .any(|&e2| conflict(t, e1, e2) || cp[e1][e2])
+                });
+                if fire {
+                    cp[rel1 as usize][cs2.acq as usize] = true;
+                    changed = true;
+                }
+            }
+        }
+        // Rule (c): compose with HB on both sides.
+        let mut next = cp.clone();
+        for x in 0..n {
+            for y in 0..n {
+                if next[x][y] {
+                    continue;
+                }
+                let left = (0..n).any(|z| hb[x][z] && cp[z][y]);
+                let right = (0..n).any(|z| cp[x][z] && hb[z][y]);
+                if left || right {
+                    next[x][y] = true;
+                    changed = true;
+                }
+            }
+        }
+        cp = next;
+        if !changed {
+            return cp;
+        }
+    }
+}
+
+/// Racy events per the output contract given an "ordered" matrix.
+pub fn racy(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>) -> Vec<u32> {
+    let n = t.len();
+    (0..n)
+        .filter(|&j| {
+            (0..j).any(|i| {
+                conflict(t, i, j) && window.is_none_or(|k| ((j - i) as u64) < k) && !ordered[i][j]
+            })
+        })
+        .map(|j| j as u32)
+        .collect()
+}

@@ -1,0 +1,84 @@
+//! The paper figures shipped in data/figures, each with hand-derived verdicts
+//! in a sidecar `.expected` file (`hb: ids`, `cp: ids`, `wcp: ids`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::oracle;
+use cprace::cp::{Reporting, analyze};
+use cprace::trace::{Trace, load};
+
+/// Every figure with its expected racy events per relation.
+pub fn figures() -> Vec<(PathBuf, Trace, BTreeMap<String, Vec<u32>>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/figures");
+    let mut out = Vec::new();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("data/figures exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    paths.sort();
+    for p in paths {
+        let t = load(&p, None).unwrap_or_else(|e| panic!("{e}"));
+        let text = std::fs::read_to_string(p.with_extension("expected")).expect("sidecar exists");
+        let mut want = BTreeMap::new();
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains(':'))
+        {
+            let (rel, ids) = line.split_once(':').unwrap();
+            let ids: Vec<u32> = ids.split_whitespace().map(|s| s.parse().unwrap()).collect();
+            want.insert(rel.trim().to_string(), ids);
+        }
+        for rel in ["hb", "cp", "wcp"] {
+            assert!(want.contains_key(rel), "{}: no `{rel}:` line", p.display());
+        }
+        out.push((p, t, want));
+    }
+    assert!(
+        out.len() >= 14,
+        "expected the paper figures, found {}",
+        out.len()
+    );
+    out
+}
+
+#[test]
+fn cp_datalog_matches_figures() {
+    for (p, t, want) in figures() {
+        assert_eq!(
+            analyze(&t, None, Reporting::All).racy_events(),
+            want["cp"],
+            "{}",
+            p.display()
+        );
+        // A window wider than the trace changes nothing.
+        let k = Some(t.len() as u64 + 1);
+        assert_eq!(
+            analyze(&t, k, Reporting::All).racy_events(),
+            want["cp"],
+            "{} K={k:?}",
+            p.display()
+        );
+    }
+}
+
+#[test]
+fn oracles_match_figures() {
+    for (p, t, want) in figures() {
+        assert_eq!(
+            oracle::racy(&t, &oracle::hb_matrix(&t), None),
+            want["hb"],
+            "hb {}",
+            p.display()
+        );
+        assert_eq!(
+            oracle::racy(&t, &oracle::cp_matrix(&t, None), None),
+            want["cp"],
+            "cp {}",
+            p.display()
+        );
+    }
+}
