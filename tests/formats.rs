@@ -478,6 +478,9 @@ fn detection_and_forced_formats() {
     // A forced format wins over detection.
     assert!(load_str(std_line, Some(Format::Csv)).is_err());
     assert!(load_str(std_line, Some(Format::Std)).is_ok());
+    // Rows may omit a trailing loc.
+    let t = load_str("thread,op,target,loc\nT0,w,x\nT0,r,x,L\n", None).unwrap();
+    assert_eq!((t.events[0].loc, t.names.loc(t.events[1].loc)), (0, "L"));
     // A header with no rows is an empty trace.
     assert!(load_str("thread,op,target\n", None).unwrap().is_empty());
 }

@@ -203,21 +203,22 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
         let Some(c) = &cols else {
             let cells: Vec<&str> = (0..sp.len()).map(|i| sp.field(text, i)).collect();
             let c = find_columns(&cells).map_err(|p| err(&p))?;
-            need = 1 + [c.thread, c.op, c.target, c.loc.unwrap_or(0)]
-                .into_iter()
-                .max()
-                .unwrap_or(0);
+            // `loc` is optional per row too: a row may end before it.
+            need = 1 + c.thread.max(c.op).max(c.target);
             cols = Some(c);
             return Ok(());
         };
         if sp.len() < need {
             return Err(err(&format!(
-                "row has {} column{}; expected at least {need} as named in the header",
+                "row has {} column{}; expected at least {need} (for `thread`, `op` and `target`) as the header names them",
                 sp.len(),
                 if sp.len() == 1 { "" } else { "s" }
             )));
         }
-        let loc = c.loc.map_or("", |i| sp.field(text, i));
+        let loc = c
+            .loc
+            .filter(|&i| i < sp.len())
+            .map_or("", |i| sp.field(text, i));
         b.push(
             sp.field(text, c.thread),
             sp.field(text, c.op),
