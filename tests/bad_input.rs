@@ -79,6 +79,25 @@ fn empty_and_whitespace_files() {
         None,
         &["no events", "expected"],
     );
+    // More than 1 MiB of comments before the first event: detection gives up
+    // (it never buffers more), an explicit format streams through.
+    let mut long_comments =
+        "# comment comment comment comment comment comment comment\n".repeat(20_000);
+    long_comments.push_str("T0|w(x)|1\n");
+    bad(
+        "comments-first.std",
+        long_comments.as_bytes(),
+        &[],
+        None,
+        &["cannot detect", "--input-format"],
+    );
+    let (_dir, path) = file("comments-first.std", long_comments.as_bytes());
+    let out = cprace(&["stats", &path, "--input-format", "std", "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // With an explicit format too.
     bad(
         "empty.std",

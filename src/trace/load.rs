@@ -136,18 +136,27 @@ pub fn stream_reader(
         ));
     }
     if format.is_none() && !eof && first_line_end(&prefix).is_none() {
-        let (line, text) = significant_lines(&prefix)
-            .next()
-            .unwrap_or((1, String::new()));
-        return Err(LoadError::new(
-            name,
-            line,
-            &text.as_bytes()[..text.len().min(200)],
-            format!(
-                "line is longer than {} bytes; expected one event per line",
-                super::lines::MAX_LINE
+        let err = match significant_lines(&prefix).next() {
+            Some((line, text)) => LoadError::new(
+                name,
+                line,
+                &text.as_bytes()[..text.len().min(200)],
+                format!(
+                    "line is longer than {} bytes; expected one event per line",
+                    super::lines::MAX_LINE
+                ),
             ),
-        ));
+            None => LoadError::new(
+                name,
+                0,
+                b"",
+                format!(
+                    "only blank lines and `#` comments in the first {} bytes; cannot detect the format (pass --input-format)",
+                    prefix.len()
+                ),
+            ),
+        };
+        return Err(err);
     }
     let format = match format {
         Some(f) => f,
