@@ -65,14 +65,36 @@ pub enum ConvertFormat {
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Count events, threads, locks, variables and lock usage of a trace.
+    /// Count events, threads, locks, variables and lock usage of a trace
     ///
-    /// Prints events, threads, locks, variables, locations, acquires/releases,
-    /// reads/writes, forks/joins, volatile accesses, the deepest lock nesting,
-    /// how many re-entrant acquires were filtered, releases out of nesting order
-    /// and critical sections still open at the end.
+    /// Streams the trace (any size, constant memory), validating it as every
+    /// command does, and prints:
+    ///   events, threads, locks, variables, locations   sizes of the name tables
+    ///                                                  (locations: non-empty ones)
+    ///   acquires, releases        lock operations (re-entrant ones not counted)
+    ///   reads, writes             data accesses
+    ///   forks, joins              thread creation and joining
+    ///   volatile_accesses         volatile reads and writes (vr, vw)
+    ///   accesses_under_locks      data accesses made while holding some lock
+    ///   max_nesting_depth         most locks one thread held at once
+    ///   reentrant_acquires_filtered
+    ///                             acquires of a lock the thread already held;
+    ///                             they and their releases are ignored by every
+    ///                             analysis (as RoadRunner and RAPID do)
+    ///   out_of_nesting_releases   releases of a lock other than the innermost
+    ///                             held (legal for java.util.concurrent locks;
+    ///                             accepted, each paired with its own acquire)
+    ///   unreleased_at_end         critical sections still open when the trace
+    ///                             ends (accepted; they extend to the thread's
+    ///                             last event)
     ///
-    /// Example: cprace stats data/figures/cp-fig3-polarcoord.csv --format json
+    /// Text output adds a warning or note line for the last three when non-zero.
+    ///
+    /// Examples:
+    ///   cprace stats data/formats/example.csv
+    ///   cprace stats data/figures/cp-fig3-polarcoord.csv --format json
+    ///   cprace gen -n 1M | cprace stats -
+    #[command(verbatim_doc_comment)]
     Stats {
         /// Trace file (`-` reads standard input).
         trace: PathBuf,
@@ -83,13 +105,25 @@ pub enum Command {
         #[arg(long, value_enum)]
         input_format: Option<Format>,
     },
-    /// Convert a trace between cprace CSV and RAPID STD, losslessly.
+    /// Convert a trace to cprace CSV or RAPID STD, losslessly
     ///
-    /// Any input format is accepted. Re-entrant acquires are written back as
-    /// the acquires they were. Names that STD cannot represent (containing `|`,
-    /// `(`, `)`) are an error rather than silently changed.
+    /// Reads any input format (detected, or --input-format), validates the whole
+    /// trace first (bad input writes nothing and exits 2), then writes every
+    /// event in order, so event ids are unchanged. Re-entrant acquires and
+    /// their releases are written back as the `acq`/`rel` they were. Names are
+    /// kept exactly: CSV quotes fields that need it; a name STD cannot hold
+    /// (a thread, lock or variable containing `|`, `(` or `)`) is an error
+    /// rather than silently changed. RAPID CSV input has no locations, so the
+    /// output's are empty. CSV -> STD -> CSV gives back the same bytes for
+    /// traces cprace wrote.
     ///
-    /// Example: cprace convert trace.std --to csv -o trace.csv
+    /// Holds the loaded trace (16 bytes per event plus the name tables).
+    ///
+    /// Examples:
+    ///   cprace convert trace.std --to csv -o trace.csv
+    ///   cprace convert trace.csv --to std > trace.std
+    ///   cprace convert rapid.csv --input-format rapid-csv --to csv
+    #[command(verbatim_doc_comment)]
     Convert {
         /// Trace file (`-` reads standard input).
         trace: PathBuf,
@@ -145,6 +179,31 @@ pub enum Command {
         #[arg(long)]
         order_races: bool,
     },
+    /// Write a random, well-formed, reproducible trace (for tests and benchmarks)
+    ///
+    /// Streams events as it generates them, so any size (hundreds of millions
+    /// of events) costs no memory. The same options and seed always give the
+    /// same bytes. Exactly --events events are written; every lock is released
+    /// by the end. Threads are named T0.., locks l0.., variables x0..,
+    /// volatiles v0.., locations fT.java:N.
+    ///
+    /// Profiles (the defaults that the other options override):
+    ///   small         4 threads, 3 locks, 8 variables, every feature on
+    ///                 (re-entrant acquires, out-of-nesting releases)
+    ///   ftpserver     11 threads, 300 locks, 2000 variables, many short
+    ///                 critical sections (like the papers' ftpserver trace)
+    ///   long-cs       4 threads, 4 locks, critical sections of ~100 events
+    ///                 (the CP paper's quadratic case)
+    ///   many-threads  64 threads, 50 locks, 5000 variables
+    ///   bench         8 threads, 20 locks, 1000 variables (benchmark shape)
+    ///
+    /// Examples:
+    ///   cprace gen --profile ftpserver --events 10M --format std -o ftp-10M.std
+    ///   cprace gen --events 1000 --threads 3 --locks 2 --seed 7 | cprace stats -
+    ///   cprace gen --profile long-cs --cs-length 500 --locked-share 0.9 -o long.csv
+    ///   cprace gen --threads 16 --nesting 4 --fork-join false --volatiles 0 -n 100k
+    #[command(verbatim_doc_comment)]
+    Gen(GenArgs),
 }
 
 /// Run a parsed command line; returns the process exit code.
@@ -171,19 +230,25 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             output,
             input_format,
         } => {
+            // Load (and so validate) everything before writing anything, so bad
+            // input never leaves a partial output behind.
             let t = trace::load(&trace, input_format)?;
-            let mut buf = Vec::new();
-            match to {
-                ConvertFormat::Csv => trace::csv_format::write(&t, &mut buf)?,
-                ConvertFormat::Std => trace::std_format::write(&t, &mut buf)?,
-            }
+            let write = |w: &mut dyn Write| match to {
+                ConvertFormat::Csv => trace::csv_format::write(&t, &mut &mut *w),
+                ConvertFormat::Std => trace::std_format::write(&t, &mut &mut *w),
+            };
             match output {
-                Some(p) => std::fs::write(&p, buf)
-                    .with_context(|| format!("cannot write {}", p.display()))?,
-                None => out.write_all(&buf)?,
+                Some(p) => {
+                    let f = std::fs::File::create(&p)
+                        .with_context(|| format!("cannot create {}", p.display()))?;
+                    write(&mut std::io::BufWriter::with_capacity(1 << 16, f))
+                        .with_context(|| format!("cannot write {}", p.display()))?;
+                }
+                None => write(out)?,
             }
             Ok(0)
         }
+        Command::Gen(args) => run_gen(&args),
         Command::Analyze {
             trace,
             relation,
@@ -214,4 +279,213 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             Ok(report.exit_code())
         }
     }
+}
+
+/// Parse an event count: digits with an optional k, M or G suffix (10M = 10^7);
+/// `_` separators are allowed.
+fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim().replace('_', "");
+    let (num, mul) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1_000),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1_000_000),
+        Some('g' | 'G') => (&t[..t.len() - 1], 1_000_000_000),
+        _ => (&t[..], 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .ok_or_else(|| format!("`{s}` is not an event count; expected digits with an optional k, M or G suffix (e.g. 10M)"))
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "`{s}` is not a share; expected a number from 0 to 1"
+        )),
+    }
+}
+
+fn parse_profile(s: &str) -> Result<String, String> {
+    if crate::generate::Config::profile(s).is_some() {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "unknown profile `{s}`; expected one of: {}",
+            crate::generate::Config::PROFILES.join(", ")
+        ))
+    }
+}
+
+/// Options of `cprace gen`: a profile, then knobs overriding it.
+#[derive(clap::Args, Debug)]
+pub struct GenArgs {
+    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, bench.
+    #[arg(long, default_value = "bench", value_parser = parse_profile)]
+    pub profile: String,
+    /// Number of events to write (k, M, G suffixes: 10M is ten million).
+    #[arg(short = 'n', long, default_value = "1M", value_parser = parse_count)]
+    pub events: u64,
+    /// Seed of the random generator: same seed and options, same bytes.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ConvertFormat::Csv)]
+    pub format: ConvertFormat,
+    /// Output file (standard output when omitted).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Threads (1 to 65536).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Locks (0 disables locking).
+    #[arg(long)]
+    pub locks: Option<u32>,
+    /// Data variables (at least 1).
+    #[arg(long)]
+    pub vars: Option<u32>,
+    /// Volatile variables (0 disables volatile accesses).
+    #[arg(long)]
+    pub volatiles: Option<u32>,
+    /// Share of events that are volatile accesses (when there are volatiles).
+    #[arg(long, value_parser = parse_share)]
+    pub volatile_share: Option<f64>,
+    /// Deepest lock nesting per thread.
+    #[arg(long)]
+    pub nesting: Option<u32>,
+    /// Mean critical-section length in events, acquire and release included.
+    #[arg(long)]
+    pub cs_length: Option<f64>,
+    /// Share of data accesses made while holding a lock (reached within about
+    /// 0.01; `cprace stats` reports it as accesses_under_locks).
+    #[arg(long, value_parser = parse_share)]
+    pub locked_share: Option<f64>,
+    /// Share of data accesses that are writes.
+    #[arg(long, value_parser = parse_share)]
+    pub write_share: Option<f64>,
+    /// Thread T0 forks the others and joins them when they finish (true), or
+    /// all threads run from the start (false).
+    #[arg(long)]
+    pub fork_join: Option<bool>,
+    /// Chance per acquire attempt of re-acquiring a lock already held.
+    #[arg(long, value_parser = parse_share)]
+    pub reentrant: Option<f64>,
+    /// Chance that a release is not of the innermost lock held.
+    #[arg(long, value_parser = parse_share)]
+    pub out_of_nesting: Option<f64>,
+    /// Distinct program locations per thread (at least 1).
+    #[arg(long)]
+    pub locations: Option<u32>,
+    /// Share of accesses going to a few hot variables (contention).
+    #[arg(long, value_parser = parse_share)]
+    pub hot: Option<f64>,
+}
+
+impl GenArgs {
+    /// The generator configuration: the profile, overridden by each knob given.
+    pub fn config(&self) -> Result<crate::generate::Config> {
+        let usage = |m: String| anyhow::Error::new(crate::UsageError(m));
+        let mut c = crate::generate::Config::profile(&self.profile)
+            .ok_or_else(|| usage(format!("unknown profile `{}`", self.profile)))?;
+        c.events = self.events;
+        c.seed = self.seed;
+        if let Some(v) = self.threads {
+            if !(1..=65536).contains(&v) {
+                return Err(usage(format!("--threads {v}: expected 1 to 65536 threads")));
+            }
+            c.threads = v;
+        }
+        if let Some(v) = self.locks {
+            c.locks = v;
+        }
+        if let Some(v) = self.vars {
+            if v == 0 {
+                return Err(usage(
+                    "--vars 0: expected at least one data variable".into(),
+                ));
+            }
+            c.vars = v;
+        }
+        if let Some(v) = self.volatiles {
+            c.volatiles = v;
+        }
+        if let Some(v) = self.volatile_share {
+            c.p_volatile = v;
+        }
+        if let Some(v) = self.nesting {
+            c.max_nesting = v;
+        }
+        if let Some(v) = self.write_share {
+            c.p_write = v;
+        }
+        if let Some(v) = self.fork_join {
+            c.fork_join = v;
+        }
+        if let Some(v) = self.reentrant {
+            c.p_reentrant = v;
+        }
+        if let Some(v) = self.out_of_nesting {
+            c.p_out_of_order_release = v;
+        }
+        if let Some(v) = self.locations {
+            if v == 0 {
+                return Err(usage(
+                    "--locations 0: expected at least one location per thread".into(),
+                ));
+            }
+            c.locs_per_thread = v;
+        }
+        if let Some(v) = self.hot {
+            c.p_hot = v;
+        }
+        if let Some(v) = self.cs_length {
+            if !(v >= 1.0 && v.is_finite()) {
+                return Err(usage(format!(
+                    "--cs-length {v}: expected a mean length of at least 1 event"
+                )));
+            }
+            c.set_cs_length(v);
+        }
+        if let Some(v) = self.locked_share {
+            c.set_locked_share(v);
+        }
+        if (c.threads as u64).saturating_mul(c.locs_per_thread as u64) >= u32::MAX as u64 {
+            return Err(usage(
+                "--threads times --locations must stay below 2^32".into(),
+            ));
+        }
+        if c.vars.checked_add(c.volatiles).is_none() {
+            return Err(usage("--vars plus --volatiles must stay below 2^32".into()));
+        }
+        Ok(c)
+    }
+}
+
+/// `cprace gen`: stream a generated trace to a file or standard output.
+fn run_gen(args: &GenArgs) -> Result<i32> {
+    use crate::generate::{TextFormat, write};
+    let cfg = args.config()?;
+    let fmt = match args.format {
+        ConvertFormat::Csv => TextFormat::Csv,
+        ConvertFormat::Std => TextFormat::Std,
+    };
+    match &args.output {
+        Some(p) => {
+            let f = std::fs::File::create(p)
+                .with_context(|| format!("cannot create {}", p.display()))?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+            write(&cfg, fmt, &mut w).with_context(|| format!("cannot write {}", p.display()))?;
+        }
+        None => {
+            // Straight to standard output: the trace may be far larger than memory.
+            let mut stdout = std::io::stdout().lock();
+            match write(&cfg, fmt, &mut stdout) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => {
+                    r.context("cannot write to standard output")?;
+                }
+            }
+        }
+    }
+    Ok(0)
 }

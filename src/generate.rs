@@ -71,6 +71,10 @@ pub struct Config {
     pub locs_per_thread: u32,
     /// Share of accesses that go to a small set of hot variables (contention).
     pub p_hot: f64,
+    /// Target share of data accesses made under a lock: when set, accesses
+    /// outside critical sections are held back while the share is below it
+    /// (see [`Config::set_locked_share`]).
+    pub locked_share: Option<f64>,
     /// Seed.
     pub seed: u64,
 }
@@ -94,6 +98,7 @@ impl Default for Config {
             p_out_of_order_release: 0.05,
             locs_per_thread: 16,
             p_hot: 0.3,
+            locked_share: None,
             seed: 0,
         }
     }
@@ -183,6 +188,44 @@ impl Config {
         })
     }
 
+    /// Set the mean critical-section length: events from an acquire to its
+    /// release, both included (a thread inside a critical section always
+    /// emits an event, and leaves with chance `p_release` per event).
+    pub fn set_cs_length(&mut self, len: f64) {
+        self.p_release = 1.0 / (len - 1.0).max(1.0);
+    }
+
+    /// Aim for a share `s` (0..=1) of data accesses made while holding a lock.
+    /// A first-order model sets `p_unlocked_access` (and `p_acquire` when even
+    /// unthrottled unlocked accesses would be too few): a thread is inside a
+    /// critical section for a share `pa / (pa + pr)` of its steps, where every
+    /// step but the release is an access, and outside an access happens with
+    /// chance `pu`. Contention and nesting make the model inexact, so it errs
+    /// towards unlocked accesses and the generator then holds them back
+    /// whenever the share reached so far falls below `s`.
+    pub fn set_locked_share(&mut self, s: f64) {
+        let s = s.clamp(0.0, 1.0);
+        self.locked_share = Some(s);
+        let pr = self.p_release.clamp(1e-6, 1.0);
+        if s <= 0.0 {
+            self.p_acquire = 0.0;
+            self.p_unlocked_access = 1.0;
+            return;
+        }
+        if self.p_acquire <= 0.0 {
+            self.p_acquire = 0.1;
+        }
+        let inside = (1.0 - pr) * self.p_acquire / pr;
+        let pu = 2.0 * inside * (1.0 - s) / s;
+        if pu <= 1.0 {
+            self.p_unlocked_access = pu;
+        } else {
+            // Enter critical sections more often instead.
+            self.p_unlocked_access = 1.0;
+            self.p_acquire = (pr * s / ((1.0 - pr).max(1e-6) * (1.0 - s))).min(1.0);
+        }
+    }
+
     /// Names of the profiles [`Config::profile`] knows.
     pub const PROFILES: &'static [&'static str] =
         &["small", "ftpserver", "long-cs", "many-threads", "bench"];
@@ -192,23 +235,35 @@ impl Config {
 struct ThreadState {
     started: bool,
     done: bool,
-    joined: bool,
     held: Vec<u32>,
     /// Re-entrant depth per held lock (parallel to `held`).
     extra: Vec<u32>,
+    /// Events this thread may still emit before it winds down.
     budget: u64,
 }
 
-/// Streaming generator: an iterator of well-formed events. Thread `i` is named
-/// `T{i}`, lock `l{i}`, variable `x{i}`, volatile `v{i}`, location `f{t}.java:{n}`.
+/// Streaming generator: an iterator of exactly `Config::events` well-formed
+/// events (fewer only when there is nothing to generate, e.g. no variables).
+/// Thread `i` is named `T{i}`, lock `l{i}`, variable `x{i}`, volatile `v{i}`
+/// (target id `vars + i`), location id `1 + t * locs_per_thread + n` is
+/// `f{t}.java:{n}`; [`Generator::names`] builds the matching tables and
+/// [`write`] formats them on the fly.
 pub struct Generator {
     cfg: Config,
     rng: Rng,
     threads: Vec<ThreadState>,
     lock_holder: Vec<Option<u32>>,
     emitted: u64,
+    /// Releases still owed (held locks plus re-entrant depth): the generator
+    /// keeps `outstanding <= events - emitted` so the trace ends with every
+    /// lock released at exactly the requested length.
+    outstanding: u64,
     next_fork: u32,
-    pending: std::collections::VecDeque<Event>,
+    /// Finished threads not joined yet (fork/join mode).
+    done_unjoined: Vec<u32>,
+    /// Data accesses emitted inside and outside critical sections.
+    locked_accesses: u64,
+    unlocked_accesses: u64,
 }
 
 impl Generator {
@@ -219,6 +274,7 @@ impl Generator {
         let per_thread = cfg.events / n as u64 + 1;
         for (i, t) in threads.iter_mut().enumerate() {
             t.started = !cfg.fork_join || i == 0;
+            // In fork/join mode thread 0 outlives its children so it can join them.
             t.budget = if cfg.fork_join && i == 0 {
                 u64::MAX
             } else {
@@ -230,8 +286,11 @@ impl Generator {
             lock_holder: vec![None; cfg.locks as usize],
             threads,
             emitted: 0,
+            outstanding: 0,
             next_fork: 1,
-            pending: Default::default(),
+            done_unjoined: Vec::new(),
+            locked_accesses: 0,
+            unlocked_accesses: 0,
             cfg,
         }
     }
@@ -272,8 +331,19 @@ impl Generator {
     }
 
     /// Produce the next event of thread `t`, or None if it had nothing to do.
-    fn step(&mut self, t: u32) -> Option<Event> {
-        let c = self.cfg.clone();
+    /// `may_acquire` is false when the remaining length only leaves room for
+    /// the releases already owed (plus one other event).
+    fn step(&mut self, t: u32, may_acquire: bool) -> Option<Event> {
+        let c = &self.cfg;
+        let (p_release, fork_join, threads, locks, max_nesting, p_acquire, p_reentrant) = (
+            c.p_release,
+            c.fork_join,
+            c.threads,
+            c.locks,
+            c.max_nesting,
+            c.p_acquire,
+            c.p_reentrant,
+        );
         let ti = t as usize;
         let in_cs = !self.threads[ti].held.is_empty();
         // A thread past its budget winds down: release everything, then stop.
@@ -282,71 +352,94 @@ impl Generator {
                 return Some(self.release(t));
             }
             self.threads[ti].done = true;
+            if fork_join && t != 0 {
+                self.done_unjoined.push(t);
+            }
             return None;
         }
-        self.threads[ti].budget -= 1;
-        if in_cs && self.rng.chance(c.p_release) {
+        if in_cs && self.rng.chance(p_release) {
             return Some(self.release(t));
         }
-        if c.fork_join && t == 0 {
-            if self.next_fork < c.threads && self.rng.chance(0.2) {
+        if fork_join && t == 0 {
+            if self.next_fork < threads && self.rng.chance(0.2) {
                 let u = self.next_fork;
                 self.next_fork += 1;
                 self.threads[u as usize].started = true;
                 return Some(self.ev(0, Op::Fork, u));
             }
-            if !in_cs || self.rng.chance(0.5) {
-                let done: Vec<u32> = (1..c.threads)
-                    .filter(|&u| self.threads[u as usize].done && !self.threads[u as usize].joined)
-                    .collect();
-                if !done.is_empty() && self.rng.chance(0.3) {
-                    let u = done[self.rng.below(done.len() as u64) as usize];
-                    self.threads[u as usize].joined = true;
-                    return Some(self.ev(0, Op::Join, u));
-                }
+            if (!in_cs || self.rng.chance(0.5))
+                && !self.done_unjoined.is_empty()
+                && self.rng.chance(0.3)
+            {
+                let i = self.rng.below(self.done_unjoined.len() as u64) as usize;
+                let u = self.done_unjoined.swap_remove(i);
+                return Some(self.ev(0, Op::Join, u));
             }
         }
         let depth = self.threads[ti].held.len() as u32;
-        if c.locks > 0 && depth < c.max_nesting && self.rng.chance(c.p_acquire) {
-            let l = self.rng.below(c.locks as u64) as u32;
+        if may_acquire && locks > 0 && depth < max_nesting && self.rng.chance(p_acquire) {
+            let l = self.rng.below(locks as u64) as u32;
             match self.lock_holder[l as usize] {
                 None => {
                     self.lock_holder[l as usize] = Some(t);
                     self.threads[ti].held.push(l);
                     self.threads[ti].extra.push(0);
+                    self.outstanding += 1;
                     return Some(self.ev(t, Op::Acquire, l));
                 }
-                Some(h) if h == t && self.rng.chance(c.p_reentrant / c.p_acquire.max(1e-9)) => {
+                Some(h) if h == t && self.rng.chance(p_reentrant / p_acquire.max(1e-9)) => {
                     let p = self.threads[ti]
                         .held
                         .iter()
                         .position(|&x| x == l)
                         .unwrap_or(0);
                     self.threads[ti].extra[p] += 1;
+                    self.outstanding += 1;
                     return Some(self.ev(t, Op::Acquire, l));
                 }
                 _ => {}
             }
         }
-        if c.volatiles > 0 && self.rng.chance(c.p_volatile) {
-            let v = c.vars + self.rng.below(c.volatiles as u64) as u32;
-            let op = if self.rng.chance(c.p_write) {
+        let c = &self.cfg;
+        let (vars, volatiles, p_volatile, p_write, p_unlocked, p_hot) = (
+            c.vars,
+            c.volatiles,
+            c.p_volatile,
+            c.p_write,
+            c.p_unlocked_access,
+            c.p_hot,
+        );
+        if volatiles > 0 && self.rng.chance(p_volatile) {
+            let v = vars + self.rng.below(volatiles as u64) as u32;
+            let op = if self.rng.chance(p_write) {
                 Op::VolatileWrite
             } else {
                 Op::VolatileRead
             };
             return Some(self.ev(t, op, v));
         }
-        if c.vars == 0 || (!in_cs && !self.rng.chance(c.p_unlocked_access)) {
+        if vars == 0 || (!in_cs && !self.rng.chance(p_unlocked)) {
             return None;
         }
-        let hot = (c.vars / 16).max(1);
-        let x = if self.rng.chance(c.p_hot) {
-            self.rng.below(hot as u64) as u32
+        if !in_cs
+            && let Some(s) = self.cfg.locked_share
+            && (self.locked_accesses as f64)
+                < s * (self.locked_accesses + self.unlocked_accesses + 1) as f64
+        {
+            return None;
+        }
+        if in_cs {
+            self.locked_accesses += 1;
         } else {
-            self.rng.below(c.vars as u64) as u32
-        };
-        let op = if self.rng.chance(c.p_write) {
+            self.unlocked_accesses += 1;
+        }
+        let hot = (vars / 16).max(1);
+        let x = if self.rng.chance(p_hot) {
+            self.rng.below(hot as u64)
+        } else {
+            self.rng.below(vars as u64)
+        } as u32;
+        let op = if self.rng.chance(p_write) {
             Op::Write
         } else {
             Op::Read
@@ -370,7 +463,25 @@ impl Generator {
             self.threads[ti].extra.remove(p);
             self.lock_holder[l as usize] = None;
         }
+        self.outstanding -= 1;
         self.ev(t, Op::Release, l)
+    }
+
+    /// A release by some thread holding a lock (used to end the trace on time).
+    fn forced_release(&mut self) -> Option<Event> {
+        let n = self.threads.len();
+        let start = self.rng.below(n as u64) as usize;
+        let t = (0..n)
+            .map(|i| (start + i) % n)
+            .find(|&t| !self.threads[t].held.is_empty())?;
+        Some(self.release(t as u32))
+    }
+
+    fn emit(&mut self, e: Event) -> Event {
+        self.emitted += 1;
+        let b = &mut self.threads[e.thread as usize].budget;
+        *b = b.saturating_sub(1);
+        e
     }
 }
 
@@ -384,41 +495,133 @@ impl Iterator for Generator {
     type Item = Event;
 
     fn next(&mut self) -> Option<Event> {
-        if let Some(e) = self.pending.pop_front() {
-            self.emitted += 1;
-            return Some(e);
+        let remaining = self.cfg.events.saturating_sub(self.emitted);
+        if remaining == 0 {
+            return None;
         }
-        if self.emitted >= self.cfg.events {
-            // Wind down: release every held lock so the trace ends cleanly.
-            for t in 0..self.threads.len() {
-                while !self.threads[t].held.is_empty() {
-                    let e = self.release(t as u32);
-                    self.pending.push_back(e);
-                }
-            }
-            let e = self.pending.pop_front()?;
-            return Some(e);
+        // Only room left for the releases owed: emit them (invariant:
+        // outstanding <= remaining, so this ends with every lock released).
+        if remaining <= self.outstanding {
+            let e = self.forced_release()?;
+            return Some(self.emit(e));
         }
+        let may_acquire = remaining > self.outstanding + 1;
         let n = self.threads.len() as u64;
         for _ in 0..64 {
             let t = self.rng.below(n) as usize;
             if !self.runnable(t) {
                 continue;
             }
-            if let Some(e) = self.step(t as u32) {
-                self.emitted += 1;
-                return Some(e);
+            if let Some(e) = self.step(t as u32, may_acquire) {
+                return Some(self.emit(e));
             }
         }
-        // Every thread we tried was idle: let thread 0 (or any live one) act.
-        let live = (0..self.threads.len()).find(|&t| self.runnable(t))?;
-        let e = self.ev(live as u32, Op::Read, 0);
-        if self.cfg.vars == 0 {
-            return None;
+        // Every thread we tried was idle: let the first live thread read.
+        let live = (0..self.threads.len()).find(|&t| self.runnable(t));
+        match live {
+            Some(t) if self.cfg.vars > 0 => {
+                let e = self.ev(t as u32, Op::Read, 0);
+                Some(self.emit(e))
+            }
+            // Nothing left to generate: still end with every lock released.
+            _ => {
+                let e = self.forced_release()?;
+                Some(self.emit(e))
+            }
         }
-        self.emitted += 1;
-        Some(e)
     }
+}
+
+/// Output format of [`write`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextFormat {
+    /// cprace CSV with the header `thread,op,target,loc`.
+    Csv,
+    /// RAPID STD: `thread|op(target)|loc`.
+    Std,
+}
+
+/// Append the decimal digits of `n` to `out` (no allocation, unlike `format!`).
+fn push_u32(out: &mut Vec<u8>, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Append the generator's name for `ev`'s target.
+fn push_target(out: &mut Vec<u8>, cfg: &Config, ev: &Event) {
+    use crate::trace::model::TargetKind;
+    match ev.op.target_kind() {
+        TargetKind::Thread => {
+            out.push(b'T');
+            push_u32(out, ev.target);
+        }
+        TargetKind::Lock => {
+            out.push(b'l');
+            push_u32(out, ev.target);
+        }
+        TargetKind::Variable if ev.target >= cfg.vars => {
+            out.push(b'v');
+            push_u32(out, ev.target - cfg.vars);
+        }
+        TargetKind::Variable => {
+            out.push(b'x');
+            push_u32(out, ev.target);
+        }
+    }
+}
+
+/// Stream the trace `cfg` describes to `out` as text, formatting names on the fly
+/// (the output is byte-identical to `cprace convert` of the same trace). Holds
+/// only the generator's per-thread state, never the trace. Returns the number
+/// of events written. `out` should be buffered; this writes in 64 KiB chunks.
+pub fn write(
+    cfg: &Config,
+    format: TextFormat,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<u64> {
+    let per = cfg.locs_per_thread.max(1);
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
+    if format == TextFormat::Csv {
+        buf.extend_from_slice(b"thread,op,target,loc\n");
+    }
+    let mut n = 0u64;
+    for ev in Generator::new(cfg.clone()) {
+        let (sep1, open, close, sep2): (&[u8], &[u8], &[u8], &[u8]) = match format {
+            TextFormat::Csv => (b",", b",", b"", b","),
+            TextFormat::Std => (b"|", b"(", b")", b"|"),
+        };
+        buf.push(b'T');
+        push_u32(&mut buf, ev.thread);
+        buf.extend_from_slice(sep1);
+        buf.extend_from_slice(ev.op.as_str().as_bytes());
+        buf.extend_from_slice(open);
+        push_target(&mut buf, cfg, &ev);
+        buf.extend_from_slice(close);
+        buf.extend_from_slice(sep2);
+        let l = ev.loc - 1;
+        buf.push(b'f');
+        push_u32(&mut buf, l / per);
+        buf.extend_from_slice(b".java:");
+        push_u32(&mut buf, l % per);
+        buf.push(b'\n');
+        n += 1;
+        if buf.len() >= (1 << 16) - 256 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)?;
+    out.flush()?;
+    Ok(n)
 }
 
 /// Generate a whole trace in memory (tests and small experiments).
@@ -435,8 +638,6 @@ pub fn trace(cfg: &Config) -> Trace {
             crate::trace::model::TargetKind::Thread => names.thread(ev.target),
         };
         b.push(
-            0,
-            b"",
             names.thread(ev.thread),
             ev.op.as_str(),
             target,

@@ -23,15 +23,32 @@ pub struct Counts {
     pub joins: u64,
     /// Volatile reads and writes.
     pub volatile_accesses: u64,
+    /// Data reads and writes made while their thread held at least one lock.
+    pub accesses_under_locks: u64,
+    /// Locks each thread holds right now (re-entrant acquires not counted).
+    held: Vec<u32>,
 }
 
 impl Counts {
     /// Count one event.
     pub fn add(&mut self, _id: EventId, ev: &Event) {
         self.events += 1;
+        let t = ev.thread as usize;
+        if self.held.len() <= t {
+            self.held.resize(t + 1, 0);
+        }
+        if ev.op.is_access() && self.held[t] > 0 {
+            self.accesses_under_locks += 1;
+        }
         match ev.op {
-            Op::Acquire => self.acquires += 1,
-            Op::Release => self.releases += 1,
+            Op::Acquire => {
+                self.acquires += 1;
+                self.held[t] += 1;
+            }
+            Op::Release => {
+                self.releases += 1;
+                self.held[t] = self.held[t].saturating_sub(1);
+            }
             Op::Read => self.reads += 1,
             Op::Write => self.writes += 1,
             Op::Fork => self.forks += 1,
@@ -57,6 +74,7 @@ pub fn to_json(c: &Counts, names: &Names, load: &LoadStats) -> Value {
         "forks": c.forks,
         "joins": c.joins,
         "volatile_accesses": c.volatile_accesses,
+        "accesses_under_locks": c.accesses_under_locks,
         "max_nesting_depth": load.max_nesting,
         "reentrant_acquires_filtered": load.reentrant_acquires,
         "out_of_nesting_releases": load.out_of_nesting_releases,
@@ -71,12 +89,31 @@ pub fn to_text(v: &Value) -> String {
         for (k, val) in m {
             s.push_str(&format!("{k}: {val}\n"));
         }
-        if m.get("out_of_nesting_releases")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            > 0
-        {
-            s.push_str("warning: some releases are out of nesting order (legal for java.util.concurrent locks); every analysis pairs each release with its own acquire\n");
+        let count = |k: &str| m.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let n = count("out_of_nesting_releases");
+        if n > 0 {
+            s.push_str(&format!("warning: {n} release{} out of nesting order (legal for java.util.concurrent locks); every analysis pairs each release with its own acquire\n", if n == 1 { " is" } else { "s are" }));
+        }
+        let n = count("unreleased_at_end");
+        if n > 0 {
+            s.push_str(&format!("note: {n} critical section{} still open at the end of the trace; each extends to its thread's last event\n", if n == 1 { " is" } else { "s are" }));
+        }
+        let n = count("reentrant_acquires_filtered");
+        if n > 0 {
+            let (what, verb) = if n == 1 {
+                (
+                    "re-entrant acquire (of a lock already held) and its release",
+                    "is",
+                )
+            } else {
+                (
+                    "re-entrant acquires (of locks already held) and their releases",
+                    "are",
+                )
+            };
+            s.push_str(&format!(
+                "note: {n} {what} {verb} ignored by every analysis\n"
+            ));
         }
     }
     s

@@ -1,9 +1,16 @@
 //! cprace's CSV schema: a header naming at least `thread,op,target` (optional
 //! `loc`, any order, extra columns ignored), then one event per row.
+//!
+//! A small line-based CSV reader rather than a general one: every record is
+//! one line (names never contain line breaks), which keeps line numbers in
+//! errors exact, bounds memory by the line cap and is several times faster.
+//! Fields are separated by `,` and trimmed; a field may be quoted with `"`
+//! (then it may contain `,`, and `""` stands for one `"`).
 
 use std::io::{Read, Write};
 
 use super::error::LoadError;
+use super::lines::{for_each_line, is_blank_or_comment};
 use super::model::{Event, EventId, Trace};
 use super::validate::Builder;
 
@@ -15,52 +22,164 @@ struct Columns {
     loc: Option<usize>,
 }
 
-fn find_columns(header: &[String]) -> Option<Columns> {
+fn find_columns<S: AsRef<str>>(header: &[S]) -> Result<Columns, String> {
     let pos = |name: &str| {
         header
             .iter()
-            .position(|h| h.trim().eq_ignore_ascii_case(name))
+            .position(|h| h.as_ref().trim().eq_ignore_ascii_case(name))
     };
-    Some(Columns {
-        thread: pos("thread")?,
-        op: pos("op")?,
-        target: pos("target")?,
-        loc: pos("loc"),
-    })
+    let missing: Vec<&str> = ["thread", "op", "target"]
+        .into_iter()
+        .filter(|c| pos(c).is_none())
+        .collect();
+    match (pos("thread"), pos("op"), pos("target")) {
+        (Some(thread), Some(op), Some(target)) => Ok(Columns {
+            thread,
+            op,
+            target,
+            loc: pos("loc"),
+        }),
+        _ => Err(format!(
+            "header lacks the column{} {}; expected a header naming `thread`, `op` and `target` (optionally `loc`), such as `thread,op,target,loc`",
+            if missing.len() > 1 { "s" } else { "" },
+            missing
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }
 
 /// True when a header row names the columns this format needs.
-pub fn is_header(cells: &[String]) -> bool {
-    find_columns(cells).is_some()
+pub fn is_header<S: AsRef<str>>(cells: &[S]) -> bool {
+    find_columns(cells).is_ok()
 }
 
-fn record_text(rec: &csv::ByteRecord) -> Vec<u8> {
-    let mut v = Vec::new();
-    for (i, f) in rec.iter().enumerate() {
-        if i > 0 {
-            v.push(b',');
+/// True when a row reads like an attempt at our header: it names at least one
+/// of the columns (so a header missing some gets a precise error).
+pub fn looks_like_header<S: AsRef<str>>(cells: &[S]) -> bool {
+    cells.iter().any(|c| {
+        ["thread", "op", "target"]
+            .iter()
+            .any(|n| c.as_ref().trim().eq_ignore_ascii_case(n))
+    })
+}
+
+/// Splits one CSV line into trimmed fields, reusing its buffers.
+#[derive(Default)]
+pub struct Splitter {
+    /// Unquoted field text when the line has quotes.
+    scratch: String,
+    /// Field ranges into the line (no quotes) or into `scratch`.
+    ranges: Vec<(usize, usize)>,
+    quoted: bool,
+}
+
+impl Splitter {
+    /// Split `line`; afterwards [`Splitter::len`] and [`Splitter::field`] give
+    /// the fields (pass the same `line` to `field`).
+    pub fn split(&mut self, line: &str) -> Result<(), &'static str> {
+        self.ranges.clear();
+        let bytes = line.as_bytes();
+        // Fast path, no quotes: one pass over short lines beats memchr calls.
+        self.quoted = false;
+        let mut start = 0;
+        for (i, &c) in bytes.iter().enumerate() {
+            if c == b',' {
+                self.ranges.push(trim_range(bytes, start, i));
+                start = i + 1;
+            } else if c == b'"' {
+                self.quoted = true;
+                break;
+            }
         }
-        v.extend_from_slice(f);
+        if !self.quoted {
+            self.ranges.push(trim_range(bytes, start, bytes.len()));
+            return Ok(());
+        }
+        self.ranges.clear();
+        self.scratch.clear();
+        let mut rest = line;
+        loop {
+            let t = rest.trim_start();
+            let from = self.scratch.len();
+            if let Some(q) = t.strip_prefix('"') {
+                // Quoted field: up to the closing quote, `""` is a quote.
+                let mut s = q;
+                loop {
+                    let Some(i) = s.find('"') else {
+                        return Err(
+                            "unterminated quoted field; expected a closing `\"` on the same line",
+                        );
+                    };
+                    self.scratch.push_str(&s[..i]);
+                    if s[i + 1..].starts_with('"') {
+                        self.scratch.push('"');
+                        s = &s[i + 2..];
+                    } else {
+                        s = &s[i + 1..];
+                        break;
+                    }
+                }
+                let after = s.trim_start();
+                let (from_t, to_t) = trim_range(self.scratch.as_bytes(), from, self.scratch.len());
+                self.ranges.push((from_t, to_t));
+                if after.is_empty() {
+                    return Ok(());
+                }
+                let Some(next) = after.strip_prefix(',') else {
+                    return Err("text after a closing quote; expected `,` or the end of the line");
+                };
+                rest = next;
+            } else {
+                let end = t.find(',').unwrap_or(t.len());
+                self.scratch.push_str(&t[..end]);
+                let (from_t, to_t) = trim_range(self.scratch.as_bytes(), from, self.scratch.len());
+                self.ranges.push((from_t, to_t));
+                if end == t.len() {
+                    return Ok(());
+                }
+                rest = &t[end + 1..];
+            }
+        }
     }
-    v
+
+    /// Number of fields of the last line split.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// True when the last line split had no fields (never: a line has one).
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Field `i` of `line` (the line last split).
+    pub fn field<'s>(&'s self, line: &'s str, i: usize) -> &'s str {
+        let (a, b) = self.ranges[i];
+        if self.quoted {
+            &self.scratch[a..b]
+        } else {
+            &line[a..b]
+        }
+    }
+
+    /// True when every field of the last line is empty (a row to skip).
+    pub fn all_empty(&self) -> bool {
+        self.ranges.iter().all(|(a, b)| a == b)
+    }
 }
 
-fn csv_error<S: FnMut(EventId, &Event)>(b: &Builder<'_, S>, e: csv::Error) -> LoadError {
-    let line = e.position().map_or(0, |p| p.line());
-    match e.kind() {
-        csv::ErrorKind::Io(io) => b.error(line, b"", format!("read error: {io}")),
-        _ => b.error(line, b"", format!("malformed CSV: {e}")),
+/// The range of `s[from..to]` without ASCII whitespace at either end.
+fn trim_range(s: &[u8], mut from: usize, mut to: usize) -> (usize, usize) {
+    while from < to && s[from].is_ascii_whitespace() {
+        from += 1;
     }
-}
-
-/// A CSV reader configured the same way for this format and RAPID's.
-pub fn reader<R: Read>(r: R) -> csv::Reader<R> {
-    csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .comment(Some(b'#'))
-        .buffer_capacity(1 << 16)
-        .from_reader(r)
+    while to > from && s[to - 1].is_ascii_whitespace() {
+        to -= 1;
+    }
+    (from, to)
 }
 
 /// Parse our CSV schema from `r`.
@@ -68,64 +187,46 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
     r: R,
     b: &mut Builder<'_, S>,
 ) -> Result<(), LoadError> {
-    let mut rdr = reader(r);
-    let mut rec = csv::ByteRecord::new();
+    let file = b.file();
     let mut cols: Option<Columns> = None;
     let mut need = 0usize;
-    loop {
-        match rdr.read_byte_record(&mut rec) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => return Err(csv_error(b, e)),
+    let mut sp = Splitter::default();
+    for_each_line(file, r, |line, text| {
+        if is_blank_or_comment(text.as_bytes()) {
+            return Ok(());
         }
-        let line = rec.position().map_or(0, |p| p.line());
-        if rec.iter().all(|f| f.trim_ascii().is_empty()) {
-            continue;
+        let err = |p: &str| LoadError::new(file, line, text.as_bytes(), p);
+        sp.split(text).map_err(err)?;
+        if sp.all_empty() {
+            return Ok(());
         }
         let Some(c) = &cols else {
-            let cells: Vec<String> = rec
-                .iter()
-                .map(|f| String::from_utf8_lossy(f).into_owned())
-                .collect();
-            let c = find_columns(&cells).ok_or_else(|| {
-                b.error(line, &record_text(&rec), "header does not name the columns `thread`, `op` and `target`; expected a header such as `thread,op,target,loc`")
-            })?;
-            need = 1 + [c.thread, c.op, c.target, c.loc.unwrap_or(0)]
-                .into_iter()
-                .max()
-                .unwrap_or(0);
+            let cells: Vec<&str> = (0..sp.len()).map(|i| sp.field(text, i)).collect();
+            let c = find_columns(&cells).map_err(|p| err(&p))?;
+            // `loc` is optional per row too: a row may end before it.
+            need = 1 + c.thread.max(c.op).max(c.target);
             cols = Some(c);
-            continue;
+            return Ok(());
         };
-        if rec.len() < need {
-            return Err(b.error(
-                line,
-                &record_text(&rec),
-                format!(
-                    "row has {} columns; expected at least {need} as named in the header",
-                    rec.len()
-                ),
-            ));
+        if sp.len() < need {
+            return Err(err(&format!(
+                "row has {} column{}; expected at least {need} (for `thread`, `op` and `target`) as the header names them",
+                sp.len(),
+                if sp.len() == 1 { "" } else { "s" }
+            )));
         }
-        let field = |i: usize| -> Result<&str, LoadError> {
-            std::str::from_utf8(&rec[i]).map(str::trim).map_err(|_| {
-                b.error(
-                    line,
-                    &record_text(&rec),
-                    "text is not valid UTF-8; expected UTF-8 fields",
-                )
-            })
-        };
-        let thread = field(c.thread)?;
-        let op = field(c.op)?;
-        let target = field(c.target)?;
-        let loc = match c.loc {
-            Some(i) => field(i)?,
-            None => "",
-        };
-        let text = record_text(&rec);
-        b.push(line, &text, thread, op, target, loc)?;
-    }
+        let loc = c
+            .loc
+            .filter(|&i| i < sp.len())
+            .map_or("", |i| sp.field(text, i));
+        b.push(
+            sp.field(text, c.thread),
+            sp.field(text, c.op),
+            sp.field(text, c.target),
+            loc,
+        )
+        .map_err(|p| err(&p))
+    })?;
     if cols.is_none() {
         return Err(b.error(
             0,
@@ -136,19 +237,83 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
     Ok(())
 }
 
-/// Write `trace` in our CSV schema (quoting where needed; lossless).
-pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
-    let mut w = csv::WriterBuilder::new().from_writer(out);
-    w.write_record(["thread", "op", "target", "loc"])?;
-    let n = &trace.names;
-    for ev in &trace.events {
-        w.write_record([
-            n.thread(ev.thread),
-            ev.op.as_str(),
-            n.target(ev),
-            n.loc(ev.loc),
-        ])?;
+/// Append `field` to `out`, quoted when a reader would otherwise misread it.
+/// `first` marks the first field of a line (a leading `#` would be a comment).
+pub fn push_field(out: &mut Vec<u8>, field: &str, first: bool) {
+    let needs = field
+        .bytes()
+        .any(|c| matches!(c, b',' | b'"' | b'\n' | b'\r'))
+        || (first && field.starts_with('#'))
+        || field.trim_ascii() != field;
+    if !needs {
+        out.extend_from_slice(field.as_bytes());
+        return;
     }
-    w.flush()?;
+    out.push(b'"');
+    for c in field.bytes() {
+        if c == b'"' {
+            out.push(b'"');
+        }
+        out.push(c);
+    }
+    out.push(b'"');
+}
+
+/// Write `trace` in our CSV schema (quoting where needed; lossless for every
+/// trace a loader produced: names never contain line breaks or edge spaces).
+pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
+    let n = &trace.names;
+    let mut buf = Vec::with_capacity(1 << 16);
+    buf.extend_from_slice(b"thread,op,target,loc\n");
+    for ev in &trace.events {
+        push_field(&mut buf, n.thread(ev.thread), true);
+        buf.push(b',');
+        buf.extend_from_slice(ev.op.as_str().as_bytes());
+        buf.push(b',');
+        push_field(&mut buf, n.target(ev), false);
+        buf.push(b',');
+        push_field(&mut buf, n.loc(ev.loc), false);
+        buf.push(b'\n');
+        if buf.len() >= (1 << 16) - 1024 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)?;
+    out.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(line: &str) -> Result<Vec<String>, &'static str> {
+        let mut s = Splitter::default();
+        s.split(line)?;
+        Ok((0..s.len()).map(|i| s.field(line, i).to_string()).collect())
+    }
+
+    #[test]
+    fn splits_plain_and_quoted_fields() {
+        assert_eq!(split("a, b ,,c").unwrap(), ["a", "b", "", "c"]);
+        assert_eq!(
+            split(r#""a,b", "say ""hi""" ,x"#).unwrap(),
+            ["a,b", r#"say "hi""#, "x"]
+        );
+        assert_eq!(split(r#"x,"""#).unwrap(), ["x", ""]);
+        assert_eq!(split(r#"x,y"z"#).unwrap(), ["x", r#"y"z"#]);
+        assert!(split(r#"x,"open"#).is_err());
+        assert!(split(r#""a"b,c"#).is_err());
+    }
+
+    #[test]
+    fn push_field_round_trips() {
+        for f in ["plain", "a,b", r#"q"q"#, "#hash", ""] {
+            let mut out = Vec::new();
+            push_field(&mut out, f, true);
+            let line = String::from_utf8(out).unwrap();
+            assert_eq!(split(&line).unwrap(), [f], "{line}");
+        }
+    }
 }

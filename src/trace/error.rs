@@ -21,11 +21,35 @@ const MAX_SHOWN: usize = 120;
 impl LoadError {
     /// Build an error; `text` may be any bytes (non-UTF-8 is shown lossily).
     pub fn new(file: &str, line: u64, text: &[u8], problem: impl Into<String>) -> Self {
-        let mut shown = String::from_utf8_lossy(text)
-            .trim_end_matches(['\r', '\n'])
-            .to_string();
-        if shown.chars().count() > MAX_SHOWN {
-            shown = shown.chars().take(MAX_SHOWN).collect::<String>() + "…";
+        let mut text = &text[..text.len().min(4 * MAX_SHOWN)];
+        while let [rest @ .., b'\r' | b'\n'] = text {
+            text = rest;
+        }
+        // Invalid UTF-8 shows as `\xNN` and control characters are escaped,
+        // so the message stays one readable line on any terminal.
+        let mut shown = String::new();
+        let mut count = 0;
+        'all: for chunk in text.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                if count == MAX_SHOWN {
+                    shown.push('…');
+                    break 'all;
+                }
+                count += 1;
+                if c.is_control() {
+                    shown.extend(c.escape_default());
+                } else {
+                    shown.push(c);
+                }
+            }
+            for b in chunk.invalid() {
+                if count == MAX_SHOWN {
+                    shown.push('…');
+                    break 'all;
+                }
+                count += 1;
+                shown.push_str(&format!("\\x{b:02X}"));
+            }
         }
         LoadError {
             file: file.to_string(),

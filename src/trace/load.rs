@@ -1,7 +1,7 @@
 //! Format detection and dispatch: the one entry point for reading traces.
 
 use std::fs::File;
-use std::io::{BufReader, Cursor, Read};
+use std::io::{Cursor, Read};
 use std::path::Path;
 
 use super::error::LoadError;
@@ -23,32 +23,52 @@ pub enum Format {
 /// How much of the input detection may look at.
 const PEEK: usize = 1 << 16;
 
-/// Guess the format from the first significant lines of the input.
-pub fn detect(prefix: &[u8]) -> Option<Format> {
-    let text = String::from_utf8_lossy(prefix);
-    let mut lines = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'));
-    let first = lines.next()?;
-    if let Some((_, rest)) = first.split_once('|') {
-        let op = rest.split('|').next().unwrap_or("");
-        if std_format::split_op_target(op).is_ok() {
-            return Some(Format::Std);
+/// The first significant (not blank, not comment) lines of `prefix`, lossily
+/// decoded, with their 1-based line numbers.
+fn significant_lines(prefix: &[u8]) -> impl Iterator<Item = (u64, String)> + '_ {
+    let prefix = prefix.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(prefix);
+    prefix
+        .split(|&c| c == b'\n')
+        .enumerate()
+        .filter(|(_, l)| !super::lines::is_blank_or_comment(l))
+        .map(|(i, l)| (i as u64 + 1, String::from_utf8_lossy(l).trim().to_string()))
+}
+
+/// Where the first significant line of `prefix` ends (its `\n`), if it does.
+fn first_line_end(prefix: &[u8]) -> Option<usize> {
+    let mut start = 0;
+    while start < prefix.len() {
+        let end = memchr::memchr(b'\n', &prefix[start..]).map(|i| start + i);
+        if !super::lines::is_blank_or_comment(&prefix[start..end.unwrap_or(prefix.len())]) {
+            return end;
         }
+        start = end? + 1;
+    }
+    None
+}
+
+/// Guess the format from the first significant lines of the input. Decides on
+/// the first line's shape alone where it can, so that a malformed first line
+/// gets the format's own precise error rather than "cannot detect".
+pub fn detect(prefix: &[u8]) -> Option<Format> {
+    let mut lines = significant_lines(prefix).map(|(_, l)| l);
+    let first = lines.next()?;
+    if first.contains('|') {
+        return Some(Format::Std);
     }
     let cells: Vec<String> = first
         .split(',')
         .map(|c| c.trim().trim_matches('"').to_string())
         .collect();
-    if csv_format::is_header(&cells) {
+    if csv_format::looks_like_header(&cells) {
         return Some(Format::Csv);
     }
-    if cells.iter().any(|c| rapid_csv::looks_like_event(c)) {
+    if first.contains(['(', ')']) {
         return Some(Format::RapidCsv);
     }
+    // A RAPID CSV header of thread names, then event cells.
     let second = lines.next()?;
-    if second.split(',').any(rapid_csv::looks_like_event) {
+    if second.contains(['(', ')']) {
         return Some(Format::RapidCsv);
     }
     None
@@ -95,31 +115,70 @@ pub fn stream_reader(
     format: Option<Format>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
+    // Read enough to see the first significant line whole (detection decides
+    // on it), but never more than one maximal line plus a block.
     let mut prefix = Vec::with_capacity(PEEK);
-    (&mut input)
-        .take(PEEK as u64)
-        .read_to_end(&mut prefix)
-        .map_err(|e| LoadError::new(name, 0, b"", format!("read error: {e}")))?;
-    if prefix.iter().all(|b| b.is_ascii_whitespace()) {
+    let mut eof = false;
+    while !eof && first_line_end(&prefix).is_none() && prefix.len() <= super::lines::MAX_LINE {
+        let before = prefix.len();
+        (&mut input)
+            .take(PEEK as u64)
+            .read_to_end(&mut prefix)
+            .map_err(|e| LoadError::new(name, 0, b"", format!("read error: {e}")))?;
+        eof = prefix.len() - before < PEEK;
+    }
+    if eof && prefix.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(LoadError::new(
             name,
             0,
             b"",
-            "empty input; expected a trace (CSV with a `thread,op,target` header, STD or RAPID CSV)",
+            "empty input; expected a trace (CSV with a `thread,op,target` header, STD `thread|op(target)|loc` lines or RAPID CSV)",
         ));
+    }
+    if format.is_none() && !eof && first_line_end(&prefix).is_none() {
+        let err = match significant_lines(&prefix).next() {
+            Some((line, text)) => LoadError::new(
+                name,
+                line,
+                &text.as_bytes()[..text.len().min(200)],
+                format!(
+                    "line is longer than {} bytes; expected one event per line",
+                    super::lines::MAX_LINE
+                ),
+            ),
+            None => LoadError::new(
+                name,
+                0,
+                b"",
+                format!(
+                    "only blank lines and `#` comments in the first {} bytes; cannot detect the format (pass --input-format)",
+                    prefix.len()
+                ),
+            ),
+        };
+        return Err(err);
     }
     let format = match format {
         Some(f) => f,
-        None => detect(&prefix).ok_or_else(|| {
-            let significant = prefix.split(|&c| c == b'\n').position(|l| !super::lines::is_blank_or_comment(l)).unwrap_or(0);
-            let first = prefix.split(|&c| c == b'\n').nth(significant).unwrap_or(b"");
-            LoadError::new(name, 1 + significant as u64, first, "cannot detect the trace format; expected a CSV header `thread,op,target[,loc]`, an STD line `thread|op(target)|loc` or RAPID CSV cells `op(target)` (or pass --input-format)")
+        None => detect(&prefix).ok_or_else(|| match significant_lines(&prefix).next() {
+            None => LoadError::new(
+                name,
+                0,
+                b"",
+                "no events: only blank lines and `#` comments; expected a trace (CSV with a `thread,op,target` header, STD or RAPID CSV)",
+            ),
+            Some((line, text)) => LoadError::new(
+                name,
+                line,
+                text.as_bytes(),
+                "cannot detect the trace format; expected a CSV header naming `thread,op,target`, an STD line `thread|op(target)|loc` or RAPID CSV cells `op(target)` (or pass --input-format)",
+            ),
         })?,
     };
-    let mut reader = BufReader::with_capacity(1 << 16, Cursor::new(prefix).chain(input));
+    let reader = Cursor::new(prefix).chain(input);
     let mut b = Builder::new(name, sink);
     match format {
-        Format::Std => std_format::parse(&mut reader, &mut b, 0)?,
+        Format::Std => std_format::parse(reader, &mut b)?,
         Format::Csv => csv_format::parse(reader, &mut b)?,
         Format::RapidCsv => rapid_csv::parse(reader, &mut b)?,
     }

@@ -1,18 +1,19 @@
 //! RAPID's CSV format: one column per thread and exactly one filled cell per row,
 //! holding `op(target)`. An optional first row of thread names is a header;
-//! without one, column `i` is thread `T{i}`.
+//! without one, column `i` is thread `T{i}`. There are no locations.
 
-use std::io::Read;
+use std::io::{Read, Write};
 
-use super::csv_format::reader;
+use super::csv_format::{Splitter, push_field};
 use super::error::LoadError;
-use super::model::{Event, EventId};
+use super::lines::{for_each_line, is_blank_or_comment};
+use super::model::{Event, EventId, Op, Trace};
 use super::std_format::split_op_target;
 use super::validate::Builder;
 
 /// True when `cell` reads as `op(target)` with a known op.
 pub fn looks_like_event(cell: &str) -> bool {
-    split_op_target(cell).is_ok_and(|(op, _)| super::model::Op::parse(op).is_some())
+    split_op_target(cell).is_ok_and(|(op, _)| Op::parse(op).is_some())
 }
 
 /// Parse RAPID CSV from `r`.
@@ -20,60 +21,118 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
     r: R,
     b: &mut Builder<'_, S>,
 ) -> Result<(), LoadError> {
-    let mut rdr = reader(r);
-    let mut rec = csv::ByteRecord::new();
+    let file = b.file();
     let mut names: Option<Vec<String>> = None;
     let mut first = true;
-    loop {
-        match rdr.read_byte_record(&mut rec) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                let line = e.position().map_or(0, |p| p.line());
-                return Err(b.error(line, b"", format!("malformed CSV: {e}")));
-            }
+    let mut sp = Splitter::default();
+    let mut thread_name = String::new();
+    for_each_line(file, r, |line, text| {
+        if is_blank_or_comment(text.as_bytes()) {
+            return Ok(());
         }
-        let line = rec.position().map_or(0, |p| p.line());
-        let text: Vec<u8> = rec.as_slice().to_vec();
-        let cells: Vec<&str> = match rec.iter().map(std::str::from_utf8).collect() {
-            Ok(c) => c,
-            Err(_) => {
-                return Err(b.error(line, &text, "text is not valid UTF-8; expected UTF-8 cells"));
-            }
-        };
-        if cells.iter().all(|c| c.trim().is_empty()) {
-            continue;
+        let err = |p: &str| LoadError::new(file, line, text.as_bytes(), p);
+        sp.split(text).map_err(err)?;
+        if sp.all_empty() {
+            return Ok(());
         }
         if first {
             first = false;
-            if !cells.iter().any(|c| looks_like_event(c)) {
-                names = Some(cells.iter().map(|c| c.trim().to_string()).collect());
-                continue;
+            // A first row without parentheses names the threads.
+            if !text.contains(['(', ')']) {
+                names = Some(
+                    (0..sp.len())
+                        .map(|i| sp.field(text, i).to_string())
+                        .collect(),
+                );
+                return Ok(());
             }
         }
-        let mut filled = cells
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| !c.trim().is_empty());
-        let (col, cell) = filled.next().expect("checked non-empty above");
-        if filled.next().is_some() {
-            return Err(b.error(
-                line,
-                &text,
-                "more than one filled cell; expected exactly one event per row",
-            ));
+        let mut filled = (0..sp.len()).filter(|&i| !sp.field(text, i).is_empty());
+        let Some(col) = filled.next() else {
+            return Ok(());
+        };
+        if let Some(other) = filled.next() {
+            return Err(err(&format!(
+                "cells in columns {} and {} are both filled; expected exactly one filled cell (one event) per row",
+                col + 1,
+                other + 1
+            )));
         }
         let thread = match &names {
             Some(n) => match n.get(col) {
-                Some(name) if !name.is_empty() => name.clone(),
+                Some(name) if !name.is_empty() => name.as_str(),
                 _ => {
-                    return Err(b.error(line, &text, format!("cell in column {} has no thread name in the header; expected at most {} columns", col + 1, n.len())));
+                    return Err(err(&format!(
+                        "the filled cell is in column {} but the header names no thread there; expected a cell under one of the {} thread names",
+                        col + 1,
+                        n.iter().filter(|s| !s.is_empty()).count()
+                    )));
                 }
             },
-            None => format!("T{col}"),
+            None => {
+                use std::fmt::Write as _;
+                thread_name.clear();
+                let _ = write!(thread_name, "T{col}");
+                thread_name.as_str()
+            }
         };
-        let (op, target) = split_op_target(cell).map_err(|p| b.error(line, &text, p))?;
-        b.push(line, &text, &thread, op, target, "")?;
+        let (op, target) = split_op_target(sp.field(text, col))
+            .map_err(|p| err(&format!("{p} (in a RAPID CSV cell)")))?;
+        b.push(thread, op, target, "").map_err(|p| err(&p))
+    })
+}
+
+/// Write `trace` as RAPID CSV: a header row of thread names, then one row per
+/// event with the cell `op(target)` in its thread's column. Locations are lost
+/// (the format has none). Fails when a name cannot be represented.
+pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
+    let n = &trace.names;
+    for (what, table) in [
+        ("thread", &n.threads),
+        ("lock", &n.locks),
+        ("variable", &n.vars),
+    ] {
+        for name in table {
+            if name.contains(['(', ')', '\n', '\r']) || name.trim_ascii() != &**name {
+                anyhow::bail!(
+                    "{what} name `{name}` cannot be written in RAPID CSV: it contains `(`, `)`, a line break or edge spaces"
+                );
+            }
+        }
     }
+    if n.threads.is_empty() {
+        anyhow::bail!("an empty trace cannot be written in RAPID CSV (it would be an empty file)");
+    }
+    let mut buf = Vec::with_capacity(1 << 16);
+    for (i, t) in n.threads.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        push_field(&mut buf, t, i == 0);
+    }
+    buf.push(b'\n');
+    let mut cell = String::new();
+    for ev in &trace.events {
+        cell.clear();
+        cell.push_str(ev.op.as_str());
+        cell.push('(');
+        cell.push_str(n.target(ev));
+        cell.push(')');
+        for i in 0..n.threads.len() as u32 {
+            if i > 0 {
+                buf.push(b',');
+            }
+            if i == ev.thread {
+                push_field(&mut buf, &cell, i == 0);
+            }
+        }
+        buf.push(b'\n');
+        if buf.len() >= (1 << 16) - 1024 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)?;
+    out.flush()?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! re-entrant acquires and passes each event on. One place, so all formats agree.
 
 use super::error::LoadError;
-use super::model::{Event, EventId, LoadStats, Names, Op, intern};
+use super::model::{Event, EventId, LoadStats, Names, Op, TargetKind, intern};
 
 #[derive(Clone, Default)]
 struct ThreadState {
@@ -32,11 +32,21 @@ pub struct Builder<'a, S: FnMut(EventId, &Event)> {
     threads: Vec<ThreadState>,
     locks: Vec<LockState>,
     next_id: u64,
+    /// The id of the last thread seen.
+    last_thread: Option<u32>,
     sink: S,
 }
 
 fn is_name_ok(s: &str) -> bool {
     !s.is_empty()
+}
+
+fn kind_name(op: Op) -> &'static str {
+    match op.target_kind() {
+        TargetKind::Variable => "variable",
+        TargetKind::Lock => "lock",
+        TargetKind::Thread => "thread",
+    }
 }
 
 impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
@@ -49,6 +59,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             threads: Vec::new(),
             locks: Vec::new(),
             next_id: 0,
+            last_thread: None,
             sink,
         }
     }
@@ -58,63 +69,72 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
         LoadError::new(self.file, line, text, problem)
     }
 
+    /// The file name errors report.
+    pub fn file(&self) -> &'a str {
+        self.file
+    }
+
     /// Number of events accepted so far.
     pub fn count(&self) -> u64 {
         self.next_id
     }
 
-    /// Add one event given as text. `text` is the whole input line, for errors.
-    pub fn push(
-        &mut self,
-        line: u64,
-        text: &[u8],
-        thread: &str,
-        op: &str,
-        target: &str,
-        loc: &str,
-    ) -> Result<(), LoadError> {
+    /// Add one event given as text, or say what is wrong with it (the caller
+    /// adds the file, line and text: see [`Builder::error`]).
+    pub fn push(&mut self, thread: &str, op: &str, target: &str, loc: &str) -> Result<(), String> {
         let Some(op) = Op::parse(op) else {
-            return Err(self.error(
-                line,
-                text,
-                format!("unknown op `{op}`; expected one of r, w, acq, rel, fork, join, vr, vw"),
-            ));
+            return Err(if op.is_empty() {
+                "empty op; expected one of r, w, acq, rel, fork, join, vr, vw".to_string()
+            } else {
+                format!("unknown op `{op}`; expected one of r, w, acq, rel, fork, join, vr, vw")
+            });
         };
         if !is_name_ok(thread) {
-            return Err(self.error(line, text, "empty thread name; expected a thread id"));
+            return Err("empty thread name; expected a thread id".into());
         }
         if !is_name_ok(target) {
-            return Err(self.error(
-                line,
-                text,
-                format!(
-                    "empty target for `{}`; expected a variable, lock or thread name",
-                    op.as_str()
-                ),
+            return Err(format!(
+                "empty target for `{}`; expected a {} name",
+                op.as_str(),
+                kind_name(op)
             ));
         }
-        if self.next_id > u32::MAX as u64 - 1 {
-            return Err(self.error(line, text, "trace has more than 4294967294 events"));
+        if self.next_id >= u32::MAX as u64 {
+            return Err(format!(
+                "trace has more than {} events; expected fewer",
+                u32::MAX
+            ));
         }
-        let t = intern(&mut self.names.threads, thread);
-        let loc = intern(&mut self.names.locs, loc);
+        // Consecutive events of one thread are common: skip the hash lookup.
+        let t = match self.last_thread {
+            Some(id) if self.names.thread(id) == thread => id,
+            _ => {
+                let id = intern(&mut self.names.threads, thread);
+                self.last_thread = Some(id);
+                id
+            }
+        };
+        let loc = if loc.is_empty() {
+            0
+        } else {
+            intern(&mut self.names.locs, loc)
+        };
         let target = match op.target_kind() {
-            super::model::TargetKind::Variable => intern(&mut self.names.vars, target),
-            super::model::TargetKind::Lock => intern(&mut self.names.locks, target),
-            super::model::TargetKind::Thread => intern(&mut self.names.threads, target),
+            TargetKind::Variable => intern(&mut self.names.vars, target),
+            TargetKind::Lock => intern(&mut self.names.locks, target),
+            TargetKind::Thread => intern(&mut self.names.threads, target),
         };
         let nthreads = self.names.threads.len();
         if self.threads.len() < nthreads {
             self.threads.resize(nthreads, ThreadState::default());
         }
-        if self.threads[t as usize].joined {
-            return Err(self.error(
-                line,
-                text,
-                format!("event of thread `{thread}` after it was joined; expected no events of a joined thread"),
+        let ts = &mut self.threads[t as usize];
+        if ts.joined {
+            return Err(format!(
+                "event of thread `{thread}` after it was joined; expected no events of a joined thread"
             ));
         }
-        self.threads[t as usize].started = true;
+        ts.started = true;
         let mut op = op;
         match op {
             Op::Acquire => {
@@ -124,11 +144,10 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                 let ls = &mut self.locks[target as usize];
                 match ls.holder {
                     Some(h) if h != t => {
-                        let holder = self.names.thread(h).to_string();
-                        return Err(self.error(
-                            line,
-                            text,
-                            format!("acquire of lock `{}` held by thread `{holder}`; expected it to be released first", self.names.lock(target)),
+                        return Err(format!(
+                            "acquire of lock `{}` held by thread `{}`; expected it to be released first",
+                            self.names.lock(target),
+                            self.names.thread(h)
                         ));
                     }
                     Some(_) => {
@@ -146,18 +165,16 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                 }
             }
             Op::Release => {
-                let held_by_t = self
+                let Some(ls) = self
                     .locks
-                    .get(target as usize)
-                    .is_some_and(|ls| ls.holder == Some(t));
-                if !held_by_t {
-                    return Err(self.error(
-                        line,
-                        text,
-                        format!("release of lock `{}` that thread `{thread}` does not hold; expected a matching acquire first", self.names.lock(target)),
+                    .get_mut(target as usize)
+                    .filter(|ls| ls.holder == Some(t))
+                else {
+                    return Err(format!(
+                        "release of lock `{}` that thread `{thread}` does not hold; expected a matching acquire first",
+                        self.names.lock(target)
                     ));
-                }
-                let ls = &mut self.locks[target as usize];
+                };
                 if ls.depth > 1 {
                     ls.depth -= 1;
                     op = Op::ReentrantRelease;
@@ -165,28 +182,35 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                     ls.holder = None;
                     ls.depth = 0;
                     let held = &mut self.threads[t as usize].held;
-                    let pos = held.iter().rposition(|&l| l == target).unwrap_or(0);
-                    if pos + 1 != held.len() {
-                        self.stats.out_of_nesting_releases += 1;
+                    if let Some(pos) = held.iter().rposition(|&l| l == target) {
+                        if pos + 1 != held.len() {
+                            self.stats.out_of_nesting_releases += 1;
+                        }
+                        held.remove(pos);
                     }
-                    held.remove(pos);
                 }
             }
             Op::Fork => {
                 let u = target as usize;
                 if u == t as usize {
-                    return Err(self.error(
-                        line,
-                        text,
-                        format!("thread `{thread}` forks itself; expected a new thread"),
+                    return Err(format!(
+                        "thread `{thread}` forks itself; expected a new thread"
                     ));
                 }
                 let us = &self.threads[u];
-                if us.started || us.forked {
-                    return Err(self.error(
-                        line,
-                        text,
-                        format!("fork of thread `{}` that already has events or was forked; expected a new thread", self.names.thread(target)),
+                let why = if us.started {
+                    Some("already has events")
+                } else if us.forked {
+                    Some("was already forked")
+                } else if us.joined {
+                    Some("was already joined")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    return Err(format!(
+                        "fork of thread `{}` that {why}; expected a new thread",
+                        self.names.thread(target)
                     ));
                 }
                 self.threads[u].forked = true;
@@ -194,20 +218,14 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             Op::Join => {
                 let u = target as usize;
                 if u == t as usize {
-                    return Err(self.error(
-                        line,
-                        text,
-                        format!("thread `{thread}` joins itself; expected another thread"),
+                    return Err(format!(
+                        "thread `{thread}` joins itself; expected another thread"
                     ));
                 }
                 if self.threads[u].joined {
-                    return Err(self.error(
-                        line,
-                        text,
-                        format!(
-                            "thread `{}` joined twice; expected one join per thread",
-                            self.names.thread(target)
-                        ),
+                    return Err(format!(
+                        "thread `{}` joined twice; expected one join per thread",
+                        self.names.thread(target)
                     ));
                 }
                 self.threads[u].joined = true;

@@ -1,0 +1,380 @@
+//! `cprace gen`: well-formed, reproducible, exactly the size requested, and
+//! every knob does what it says.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use cprace::generate::{self, Config, TextFormat};
+use cprace::trace::{Format, Op, load_str};
+use serde_json::Value;
+
+fn cprace(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_cprace"))
+        .args(args)
+        .output()
+        .expect("run cprace")
+}
+
+fn gen_text(args: &[&str]) -> String {
+    let mut a = vec!["gen"];
+    a.extend_from_slice(args);
+    let out = cprace(&a);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// `cprace stats --format json` of a generated trace given by `args`.
+fn gen_stats(args: &[&str]) -> Value {
+    let text = gen_text(args);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t");
+    std::fs::write(&p, text).unwrap();
+    let out = cprace(&["stats", p.to_str().unwrap(), "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn every_profile_and_format_loads_with_exactly_the_events_requested() {
+    for p in Config::PROFILES {
+        for (fmt, expect) in [("csv", Format::Csv), ("std", Format::Std)] {
+            let text = gen_text(&["--profile", p, "-n", "3000", "--format", fmt, "--seed", "5"]);
+            assert_eq!(
+                cprace::trace::load::detect(text.as_bytes()),
+                Some(expect),
+                "{p} {fmt}"
+            );
+            let t = load_str(&text, None).unwrap_or_else(|e| panic!("{p} {fmt}: {e}"));
+            assert_eq!(t.len(), 3000, "{p} {fmt}");
+            assert_eq!(
+                t.stats.unreleased_at_end, 0,
+                "{p} {fmt}: every lock is released at the end"
+            );
+        }
+    }
+}
+
+#[test]
+fn library_generator_is_exact_for_many_small_configs() {
+    for seed in 0..500u64 {
+        let cfg = Config {
+            events: seed % 97,
+            threads: 1 + (seed % 7) as u32,
+            locks: (seed % 5) as u32,
+            max_nesting: (seed % 4) as u32,
+            fork_join: seed % 2 == 0,
+            p_reentrant: 0.1,
+            p_out_of_order_release: 0.3,
+            seed,
+            ..Config::default()
+        };
+        let t = generate::trace(&cfg);
+        assert_eq!(t.len() as u64, cfg.events, "seed {seed}: {cfg:?}");
+        assert_eq!(t.stats.unreleased_at_end, 0, "seed {seed}");
+        // The streamed text is the same trace.
+        let mut text = Vec::new();
+        let n = generate::write(&cfg, TextFormat::Std, &mut text).unwrap();
+        assert_eq!(n, cfg.events);
+        if n > 0 {
+            let l = load_str(std::str::from_utf8(&text).unwrap(), None).unwrap();
+            assert_eq!(l.events, t.events, "seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn same_seed_same_bytes_and_file_equals_stdout() {
+    let a = gen_text(&[
+        "--profile",
+        "ftpserver",
+        "-n",
+        "20k",
+        "--seed",
+        "42",
+        "--format",
+        "std",
+    ]);
+    let b = gen_text(&[
+        "--profile",
+        "ftpserver",
+        "-n",
+        "20k",
+        "--seed",
+        "42",
+        "--format",
+        "std",
+    ]);
+    let c = gen_text(&[
+        "--profile",
+        "ftpserver",
+        "-n",
+        "20k",
+        "--seed",
+        "43",
+        "--format",
+        "std",
+    ]);
+    assert!(a == b, "same seed, different output");
+    assert!(a != c, "different seeds, same output");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.std");
+    let out = cprace(&[
+        "gen",
+        "--profile",
+        "ftpserver",
+        "-n",
+        "20k",
+        "--seed",
+        "42",
+        "--format",
+        "std",
+        "-o",
+        p.to_str().unwrap(),
+    ]);
+    assert!(out.status.success() && out.stdout.is_empty());
+    assert!(
+        std::fs::read_to_string(&p).unwrap() == a,
+        "-o output differs from stdout"
+    );
+}
+
+#[test]
+fn event_counts_accept_suffixes() {
+    for (arg, n) in [("1k", 1000u64), ("2_500", 2500), ("7", 7)] {
+        let v = gen_stats(&["-n", arg, "--profile", "small", "--format", "std"]);
+        assert_eq!(v["events"].as_u64(), Some(n), "{arg}");
+    }
+    // Zero events: a CSV header alone (an empty STD file would not be a trace).
+    assert_eq!(gen_text(&["-n", "0"]), "thread,op,target,loc\n");
+}
+
+#[test]
+fn knobs_shape_the_trace() {
+    let v = gen_stats(&[
+        "-n",
+        "20k",
+        "--threads",
+        "3",
+        "--locks",
+        "2",
+        "--vars",
+        "5",
+        "--volatiles",
+        "0",
+        "--nesting",
+        "1",
+    ]);
+    assert_eq!(v["threads"].as_u64(), Some(3));
+    assert_eq!(v["locks"].as_u64(), Some(2));
+    assert_eq!(v["variables"].as_u64(), Some(5));
+    assert_eq!(v["volatile_accesses"].as_u64(), Some(0));
+    assert_eq!(v["max_nesting_depth"].as_u64(), Some(1));
+    assert_eq!(
+        v["forks"].as_u64(),
+        Some(2),
+        "fork/join on in the bench profile: T0 forks the others"
+    );
+
+    let v = gen_stats(&[
+        "-n",
+        "20k",
+        "--profile",
+        "many-threads",
+        "--fork-join",
+        "false",
+        "--nesting",
+        "4",
+        "--locks",
+        "200",
+    ]);
+    assert_eq!(v["threads"].as_u64(), Some(64));
+    assert_eq!(
+        (v["forks"].as_u64(), v["joins"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(v["max_nesting_depth"].as_u64().unwrap() >= 3, "{v}");
+
+    let v = gen_stats(&[
+        "-n",
+        "20k",
+        "--profile",
+        "small",
+        "--reentrant",
+        "0",
+        "--out-of-nesting",
+        "0",
+    ]);
+    assert_eq!(
+        (
+            v["reentrant_acquires_filtered"].as_u64(),
+            v["out_of_nesting_releases"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    let v = gen_stats(&[
+        "-n",
+        "20k",
+        "--profile",
+        "small",
+        "--reentrant",
+        "0.05",
+        "--out-of-nesting",
+        "0.5",
+    ]);
+    assert!(
+        v["reentrant_acquires_filtered"].as_u64().unwrap() > 0
+            && v["out_of_nesting_releases"].as_u64().unwrap() > 0
+    );
+
+    let v = gen_stats(&[
+        "-n",
+        "20k",
+        "--volatiles",
+        "3",
+        "--volatile-share",
+        "0.2",
+        "--write-share",
+        "1",
+    ]);
+    let vol = v["volatile_accesses"].as_f64().unwrap() / 20_000.0;
+    assert!((0.1..0.3).contains(&vol), "volatile share {vol}");
+    assert_eq!(
+        v["reads"].as_u64(),
+        Some(0),
+        "--write-share 1 makes every access a write"
+    );
+
+    for share in [0.2, 0.5, 0.9] {
+        let v = gen_stats(&[
+            "-n",
+            "50k",
+            "--profile",
+            "long-cs",
+            "--locked-share",
+            &share.to_string(),
+        ]);
+        let got = v["accesses_under_locks"].as_f64().unwrap()
+            / (v["reads"].as_f64().unwrap() + v["writes"].as_f64().unwrap());
+        assert!(
+            (got - share).abs() < 0.05,
+            "--locked-share {share}: got {got}"
+        );
+    }
+}
+
+/// Mean number of events from an acquire to its release, both included.
+fn mean_cs_length(text: &str) -> f64 {
+    let t = load_str(text, None).unwrap();
+    let mut open: Vec<Option<usize>> = vec![None; t.num_threads()];
+    let mut per_thread_pos = vec![0usize; t.num_threads()];
+    let (mut total, mut n) = (0usize, 0usize);
+    for e in &t.events {
+        let th = e.thread as usize;
+        per_thread_pos[th] += 1;
+        match e.op {
+            Op::Acquire => open[th] = Some(per_thread_pos[th]),
+            Op::Release => {
+                if let Some(a) = open[th].take() {
+                    total += per_thread_pos[th] - a + 1;
+                    n += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    total as f64 / n.max(1) as f64
+}
+
+#[test]
+fn cs_length_sets_the_mean_critical_section() {
+    for len in [5.0, 40.0] {
+        let text = gen_text(&[
+            "-n",
+            "100k",
+            "--nesting",
+            "1",
+            "--cs-length",
+            &len.to_string(),
+            "--seed",
+            "3",
+        ]);
+        let got = mean_cs_length(&text);
+        assert!(
+            (got - len).abs() / len < 0.25,
+            "--cs-length {len}: mean {got}"
+        );
+    }
+}
+
+#[test]
+fn bad_options_are_usage_errors() {
+    for args in [
+        vec!["gen", "--profile", "nope"],
+        vec!["gen", "-n", "10X"],
+        vec!["gen", "--vars", "0"],
+        vec!["gen", "--threads", "0"],
+        vec!["gen", "--locked-share", "1.5"],
+        vec!["gen", "--cs-length", "0.5"],
+        vec!["gen", "--locations", "0"],
+        vec!["gen", "--format", "rapid"],
+    ] {
+        let out = cprace(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(
+            err.contains("expected")
+                || err.contains("possible values")
+                || err.contains("invalid value"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn closing_the_pipe_early_ends_generation_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cprace"))
+        .args(["gen", "-n", "1G", "--format", "std"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 4096];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut head)
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(head.starts_with(b"T0|"));
+}
+
+#[test]
+fn help_reads_like_a_manual() {
+    let out = cprace(&["gen", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for p in Config::PROFILES {
+        assert!(help.contains(p), "profile {p} missing from help");
+    }
+    assert!(
+        help.contains("Examples:")
+            && help.contains("--locked-share")
+            && help.contains("--cs-length")
+    );
+}
