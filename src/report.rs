@@ -63,6 +63,8 @@ pub enum OutputFormat {
     Json,
     /// One CSV row per race witness.
     Csv,
+    /// Only the summary line, notes and engine counters (no per-race lines).
+    Summary,
 }
 
 /// What an engine found.
@@ -184,7 +186,8 @@ impl Report {
                 writeln!(out)
             }
             OutputFormat::Csv => self.write_csv(names, out),
-            OutputFormat::Text => self.write_text(names, out),
+            OutputFormat::Text => self.write_text(names, out, true),
+            OutputFormat::Summary => self.write_text(names, out, false),
         }
     }
 
@@ -219,8 +222,8 @@ impl Report {
         w.flush()
     }
 
-    fn write_text(&self, names: &Names, out: &mut impl Write) -> std::io::Result<()> {
-        for r in &self.races {
+    fn write_text(&self, names: &Names, out: &mut impl Write, races: bool) -> std::io::Result<()> {
+        for r in self.races.iter().filter(|_| races) {
             writeln!(
                 out,
                 "WARNING: data race on `{}` ({})",

@@ -60,12 +60,20 @@ fn conflict(t: &Trace, i: usize, j: usize) -> bool {
 /// volatile write -> read edges between different threads, and under a window
 /// K the conservative rule: `x <=HB y` with `y - x >= K` implies CP(x, y).
 pub fn cp_matrix(t: &Trace, window: Option<u64>) -> Vec<Vec<bool>> {
+    cp_matrix_with(t, window, &[])
+}
+
+/// [`cp_matrix`] with extra hard CP edges (`--order-races`).
+pub fn cp_matrix_with(t: &Trace, window: Option<u64>, extra: &[(usize, usize)]) -> Vec<Vec<bool>> {
     let n = t.len();
     let hb = hb_matrix(t);
     let f = Facts::new(t);
     let mut cp = vec![vec![false; n]; n];
     for &(x, y) in f.fork_edges.iter().chain(&f.join_edges) {
         cp[x as usize][y as usize] = true;
+    }
+    for &(x, y) in extra {
+        cp[x][y] = true;
     }
     for i in 0..n {
         for j in i + 1..n {
@@ -147,4 +155,11 @@ pub fn racy(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>) -> Vec<u32> {
         })
         .map(|j| j as u32)
         .collect()
+}
+
+/// The witness of racy event `j`: the latest earlier conflicting unordered access.
+pub fn witness(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>, j: usize) -> Option<usize> {
+    (0..j)
+        .rev()
+        .find(|&i| conflict(t, i, j) && window.is_none_or(|k| ((j - i) as u64) < k) && !ordered[i][j])
 }
