@@ -136,7 +136,12 @@ fn first_race_and_order_races_follow_the_paper() {
         for k in [None, Some(6)] {
             let all = engine_racy(&t, k);
             let first = analyze(&t, k, Reporting::FirstRace).racy_events();
-            assert_eq!(first, all.iter().copied().take(1).collect::<Vec<_>>(), "seed {}", cfg.seed);
+            assert_eq!(
+                first,
+                all.iter().copied().take(1).collect::<Vec<_>>(),
+                "seed {}",
+                cfg.seed
+            );
             // Oracle for --order-races: after each race, its witness pair is a
             // hard CP edge, then the next race is sought.
             let mut extra = Vec::new();
@@ -144,18 +149,26 @@ fn first_race_and_order_races_follow_the_paper() {
             loop {
                 let cp = oracle::cp_matrix_with(&t, k, &extra);
                 let racy = oracle::racy(&t, &cp, k);
-                let Some(&j) = racy.iter().find(|&&j| want.last().is_none_or(|&l| j > l)) else { break };
+                let Some(&j) = racy.iter().find(|&&j| want.last().is_none_or(|&l| j > l)) else {
+                    break;
+                };
                 let i = oracle::witness(&t, &cp, k, j as usize).expect("racy has a witness");
                 extra.push((i, j as usize));
                 want.push(j);
             }
             let got = analyze(&t, k, Reporting::OrderRaces).racy_events();
             assert_eq!(got, want, "seed {} window {k:?}\n{}", cfg.seed, dump(&t));
-            assert!(got.iter().all(|e| all.contains(e)), "ordering races only removes reports");
+            assert!(
+                got.iter().all(|e| all.contains(e)),
+                "ordering races only removes reports"
+            );
             if got.len() < all.len() {
                 ordered_some += 1;
             }
         }
     }
-    assert!(ordered_some > 20, "order-races changed the reports in only {ordered_some} runs");
+    assert!(
+        ordered_some > 20,
+        "order-races changed the reports in only {ordered_some} runs"
+    );
 }

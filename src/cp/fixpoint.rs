@@ -36,52 +36,116 @@ use super::sync::NONE;
 ///
 /// For CS2 at position p the latest CS1 is at `min(p, g) - 1`. Past position g
 /// every CS2 gets the same CS1, and the first of them dominates the rest, so
-/// only positions `f ..= max(f, g)` are proposed: a contiguous slice per lock.
+/// only positions `f ..= max(f, g)` matter. A CS2 whose edge already comes from
+/// its immediate predecessor is saturated (no CS1 can be later); saturated
+/// positions are skipped with a union-find "next open position" structure, so
+/// each section is passed over O(α) times in the whole fixpoint.
 struct CandidateSections<'a> {
     input: &'a CpInput,
+    open: &'a OpenPositions,
+    /// Proposals computed by `count`, reused by `propose` for the same tuple.
+    cache: ((u32, u32), Vec<&'a u32>),
+}
+
+/// Union-find over each lock's section positions: `next[c]` points at a
+/// position at or after section c's own; a position is open when it points at
+/// itself. Interior mutability because datafrog's leapers and logic closures
+/// share it.
+pub(crate) struct OpenPositions {
+    next: Vec<Cell<u32>>,
+}
+
+impl OpenPositions {
+    fn new(input: &CpInput) -> OpenPositions {
+        // Position 0 has no earlier section: never a CS2.
+        let next = input
+            .sections
+            .iter()
+            .map(|s| Cell::new(if s.pos == 0 { 1 } else { s.pos }))
+            .collect();
+        OpenPositions { next }
+    }
+
+    /// First open position at or after `p` in `list` (`list.len()` if none).
+    fn find(&self, list: &[u32], p: usize) -> usize {
+        let mut q = p;
+        while q < list.len() {
+            let n = self.next[list[q] as usize].get() as usize;
+            if n == q {
+                break;
+            }
+            q = n;
+        }
+        let mut x = p;
+        while x < q {
+            let cell = &self.next[list[x] as usize];
+            x = cell.get() as usize;
+            cell.set(q as u32);
+        }
+        q
+    }
+
+    /// Mark section `c` (at position `pos`) saturated.
+    fn close(&self, c: u32, pos: u32) {
+        self.next[c as usize].set(pos + 1);
+    }
 }
 
 impl<'a> CandidateSections<'a> {
-    /// The slice of `lock`'s sections to propose for `(a, r)`.
-    fn slice(&self, lock: usize, (a, r): (u32, u32)) -> &'a [u32] {
+    /// Push the open candidates of `lock` for `(a, r)` onto `out`.
+    fn candidates(&self, lock: usize, (a, r): (u32, u32), out: &mut Vec<&'a u32>) {
         let input = self.input;
         let sync = &input.sync;
         let list = &input.by_lock[lock];
-        let end = |c: &u32| sync.event(input.sections[*c as usize].end);
-        let lo = list.partition_point(|c| end(c) < sync.event(a));
+        let ends = &input.lock_end_event[lock];
+        let lo = ends.partition_point(|&e| e < sync.event(a));
         let hi = match input.window {
-            Some(k) => list.partition_point(|c| (end(c) as u64) < sync.event(r) as u64 + k),
+            Some(k) => lo + ends[lo..].partition_point(|&e| (e as u64) < sync.event(r) as u64 + k),
             None => list.len(),
         };
         if lo >= hi {
-            return &[];
+            return;
         }
-        let f =
-            lo + list[lo..hi].partition_point(|c| !sync.hb_leq(a, input.sections[*c as usize].end));
+        let f = lo + input.lock_end_slot[lock][lo..hi].partition_point(|&s| !sync.hb_leq(a, s));
         if f >= hi {
-            return &[];
+            return;
         }
         let g = input.prefix_hb_before(lock, hi, r);
-        &list[f..=g.max(f).min(hi - 1)]
+        let last = g.max(f).min(hi - 1);
+        let mut q = self.open.find(list, f);
+        while q <= last {
+            out.push(&list[q]);
+            q = self.open.find(list, q + 1);
+        }
+    }
+
+    fn compute(&mut self, prefix: &(u32, u32)) {
+        if self.cache.0 == *prefix && !self.cache.1.is_empty() {
+            return;
+        }
+        let mut v = std::mem::take(&mut self.cache.1);
+        v.clear();
+        for l in 0..self.input.by_lock.len() {
+            self.candidates(l, *prefix, &mut v);
+        }
+        self.cache = (*prefix, v);
     }
 }
 
 impl<'a> Leaper<'a, (u32, u32), u32> for CandidateSections<'a> {
     fn count(&mut self, prefix: &(u32, u32)) -> usize {
-        (0..self.input.by_lock.len())
-            .map(|l| self.slice(l, *prefix).len())
-            .sum()
+        self.cache.1.clear();
+        self.compute(prefix);
+        self.cache.1.len()
     }
     fn propose(&mut self, prefix: &(u32, u32), values: &mut Vec<&'a u32>) {
-        for l in 0..self.input.by_lock.len() {
-            values.extend(self.slice(l, *prefix).iter());
-        }
+        self.compute(prefix);
+        values.append(&mut self.cache.1);
     }
     fn intersect(&mut self, prefix: &(u32, u32), values: &mut Vec<&'a u32>) {
-        values.retain(|&&c| {
-            self.slice(self.input.sections[c as usize].lock as usize, *prefix)
-                .contains(&c)
-        });
+        self.compute(prefix);
+        let keep = std::mem::take(&mut self.cache.1);
+        values.retain(|c| keep.contains(c));
     }
 }
 
@@ -97,8 +161,8 @@ impl CpInput {
     /// How many of the first `upto` sections of `lock` have their acquire
     /// HB-before slot `r` (they form a prefix).
     fn prefix_hb_before(&self, lock: usize, upto: usize, r: u32) -> usize {
-        self.by_lock[lock][..upto]
-            .partition_point(|&c1| self.sync.hb_leq(self.sections[c1 as usize].acq, r))
+        let clock = self.sync.clock(r);
+        self.lock_acq[lock][..upto].partition_point(|&(t, local)| clock[t as usize] >= local)
     }
 
     /// The latest section on `cs2`'s lock before it whose acquire is HB-before
@@ -118,6 +182,7 @@ impl CpInput {
     pub fn fixpoint(&self) -> Fixpoint {
         // Best (latest) CS1 position known to fire for each CS2, for dominance.
         let best: Vec<Cell<u32>> = vec![Cell::new(NONE); self.sections.len()];
+        let open = OpenPositions::new(self);
         let mut iteration = Iteration::new();
         let base = iteration.variable::<(u32, u32)>("base");
         let fired = iteration.variable::<(u32, u32)>("fired");
@@ -128,7 +193,11 @@ impl CpInput {
             fired.from_leapjoin(
                 &base,
                 (
-                    CandidateSections { input: self },
+                    CandidateSections {
+                        input: self,
+                        open: &open,
+                        cache: ((NONE, NONE), Vec::new()),
+                    },
                     ValueFilter::from(|&(_, r): &(u32, u32), &cs2: &u32| {
                         self.latest_cs1(cs2, r, best[cs2 as usize].get()).is_some()
                     }),
@@ -139,7 +208,14 @@ impl CpInput {
                     let c1 = self
                         .latest_cs1(cs2, r, best[cs2 as usize].get())
                         .expect("filter accepted");
-                    best[cs2 as usize].set(self.sections[c1 as usize].pos);
+                    let (pos1, pos2) = (
+                        self.sections[c1 as usize].pos,
+                        self.sections[cs2 as usize].pos,
+                    );
+                    best[cs2 as usize].set(pos1);
+                    if pos1 + 1 == pos2 {
+                        open.close(cs2, pos2);
+                    }
                     (cs2, c1)
                 },
             );

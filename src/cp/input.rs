@@ -59,6 +59,12 @@ pub struct CpInput {
     pub sections: Vec<Section>,
     /// Section ids of each lock, in trace order.
     pub by_lock: Vec<Vec<u32>>,
+    /// Per lock, per position: the event id of the section's end (increasing).
+    pub lock_end_event: Vec<Vec<u32>>,
+    /// Per lock, per position: the slot of the section's end.
+    pub lock_end_slot: Vec<Vec<u32>>,
+    /// Per lock, per position: thread and local index of the section's acquire.
+    pub lock_acq: Vec<Vec<(u32, u32)>>,
     /// Seed base edges `(a, r)` (target slot, source slot) with their rule.
     pub seeds: Vec<(u32, u32, Rule)>,
     /// The window K (None: exact CP).
@@ -92,11 +98,33 @@ impl CpInput {
                 }
             })
             .collect();
+        // Flat per-lock views: the fixpoint's binary searches run over these.
+        let view = |f: &dyn Fn(&Section) -> u32| -> Vec<Vec<u32>> {
+            by_lock
+                .iter()
+                .map(|l| l.iter().map(|&c| f(&sections[c as usize])).collect())
+                .collect()
+        };
+        let lock_end_event = view(&|s| sync.event(s.end));
+        let lock_end_slot = view(&|s| s.end);
+        let lock_acq = by_lock
+            .iter()
+            .map(|l| {
+                l.iter()
+                    .map(|&c| {
+                        let a = sections[c as usize].acq as usize;
+                        (sync.thread[a], sync.local[a])
+                    })
+                    .collect()
+            })
+            .collect();
         let mut input = CpInput {
+            lock_end_event,
+            lock_end_slot,
+            lock_acq,
             sync,
             sections,
             by_lock,
-
             seeds: Vec::new(),
             window,
         };

@@ -159,7 +159,7 @@ pub fn racy(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>) -> Vec<u32> {
 
 /// The witness of racy event `j`: the latest earlier conflicting unordered access.
 pub fn witness(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>, j: usize) -> Option<usize> {
-    (0..j)
-        .rev()
-        .find(|&i| conflict(t, i, j) && window.is_none_or(|k| ((j - i) as u64) < k) && !ordered[i][j])
+    (0..j).rev().find(|&i| {
+        conflict(t, i, j) && window.is_none_or(|k| ((j - i) as u64) < k) && !ordered[i][j]
+    })
 }
