@@ -13,6 +13,11 @@ use crate::trace::{self, Format, Names};
 pub enum Relation {
     /// Thread order only: every conflicting cross-thread pair races (upper bound).
     Po,
+    /// Happens-before (Java memory model): program order, release -> later
+    /// acquire, fork/join, volatile write -> later read. Sound and precise.
+    Hb,
+    /// Eraser's lockset discipline (unsound: violations, not proven races).
+    Lockset,
 }
 
 /// What to analyse and how.
@@ -32,6 +37,8 @@ pub struct Options {
 pub fn engines(relation: Relation) -> &'static [&'static str] {
     match relation {
         Relation::Po => &["stream"],
+        Relation::Hb => crate::hb::HB_ENGINES,
+        Relation::Lockset => crate::hb::LOCKSET_ENGINES,
     }
 }
 
@@ -52,5 +59,7 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
             let (names, _, _) = trace::stream(path, opts.input_format, |id, ev| po.event(id, ev))?;
             Ok((po.finish(), names))
         }
+        Relation::Hb => crate::hb::analyze_hb(path, engine, opts.window, opts.input_format),
+        Relation::Lockset => crate::hb::analyze_lockset(path, engine, opts.window, opts.input_format),
     }
 }

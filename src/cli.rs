@@ -109,7 +109,17 @@ pub enum Command {
     /// (e2 - e1 < K) are checked; K counts events of the input trace.
     ///
     /// Relations:
-    ///   po   thread order only: every conflicting cross-thread pair races.
+    ///   po       thread order only: every conflicting cross-thread pair races.
+    ///   hb       happens-before: program order, rel(l) -> later acq(l),
+    ///            fork -> child's first event, child's last event -> join,
+    ///            vw(v) -> later vr(v). Engines: vc (default; vector clocks,
+    ///            exact racy events), epoch (FastTrack2), lockset (Goldilocks);
+    ///            epoch and lockset are exact up to the first race on each
+    ///            variable (same racy variables and first race per variable as
+    ///            vc) and may miss later racy events.
+    ///   lockset  Eraser's lockset discipline (engine eraser). UNSOUND: reports
+    ///            shared, written variables no common lock protects, not proven
+    ///            races; a superset of hb's racy events.
     ///
     /// Output (--format json): relation, engine, window, events, racy_events
     /// (sorted ids), races (one witness per racy event: first, second, variable,

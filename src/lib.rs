@@ -12,6 +12,7 @@ pub mod trace;
 pub mod analyze;
 pub mod cli;
 pub mod history;
+pub mod hb;
 pub mod po;
 pub mod stats;
 
