@@ -6,7 +6,9 @@ mod hb_common;
 use std::collections::BTreeSet;
 
 use cprace::hb::{GoldilocksDetector, run_trace};
-use hb_common::{config, dump, firsts, generated, oracle, pairs, run};
+use hb_common::{
+    config, dump, fasttrack_model, firsts, generated, goldilocks_model, oracle, pairs, run,
+};
 
 const WINDOWS: [Option<u64>; 4] = [None, Some(3), Some(10), Some(40)];
 
@@ -57,6 +59,38 @@ fn epoch_and_goldilocks_agree_with_vc_on_first_races() {
                 assert_eq!(firsts(&r), firsts(&vc), "{}", ctx());
                 assert!(subset(&r.racy_events(), &vc.racy_events()), "{}", ctx());
             }
+        }
+    }
+}
+
+/// epoch and lockset implement their algorithms exactly, also after the
+/// first race on a variable: each report equals a brute-force model of the
+/// algorithm's tracked state whose orderings come from the HB closure.
+#[test]
+fn engines_match_brute_force_models_of_their_algorithms() {
+    for seed in 0..1500 {
+        let n = 20 + seed % 150;
+        let t = generated(seed, n);
+        for w in WINDOWS {
+            let ctx = || {
+                format!(
+                    "seed {seed}, window {w:?}, cfg {:?}\n{}",
+                    config(seed, n),
+                    dump(&t)
+                )
+            };
+            assert_eq!(
+                pairs(&run("epoch", w, &t)),
+                fasttrack_model(&t, w),
+                "epoch: {}",
+                ctx()
+            );
+            assert_eq!(
+                pairs(&run("lockset", w, &t)),
+                goldilocks_model(&t, w),
+                "lockset: {}",
+                ctx()
+            );
         }
     }
 }

@@ -16,17 +16,29 @@
 //! | `vr(v)`    | `v ∈ LS` ⇒ add `t`                      |
 //!
 //! and a later access by thread t is ordered after the access iff `t ∈ LS`
-//! (the paper's Theorem 1). As in Section 3 the rules are evaluated lazily:
-//! synchronization actions are appended as cells to an update list, each
-//! access remembers its list position, and only when a later conflicting
-//! access needs the verdict is a temporary lockset built by walking the list
-//! from that position, stopping as soon as the accessing thread enters it.
-//! Before walking, the two short-circuit checks of Section 3 run: same thread
-//! (program order) and `alock`, a lock the earlier accessor held at its access
-//! that the current thread holds now (the lock changed hands in between, so a
-//! release/acquire pair orders the accesses). The paper picks `alock` at
-//! random among the held locks; we pick the outermost held lock, which keeps
-//! runs reproducible.
+//! (the paper's Theorem 1). Every rule has the form "if `src` ∈ LS then add
+//! `dst`", so a cell of the update list is just the pair `(src, dst)` over one
+//! element space of threads, locks and volatile variables.
+//!
+//! As in Section 3 the rules are evaluated lazily: synchronization actions are
+//! appended as cells to an update list, each tracked access remembers its list
+//! position, and only when a later conflicting access needs the verdict is a
+//! temporary lockset built by walking the list from that position, stopping as
+//! soon as the accessing thread enters it. Before walking, the short-circuit
+//! checks run: same thread (program order; such pairs are never checked),
+//! `alock` (Section 3: a lock the earlier accessor held at its access that the
+//! current thread holds now; the lock changed hands in between, so a
+//! release/acquire pair orders the accesses; the paper picks `alock` at random
+//! among the held locks, we pick the outermost, which keeps runs reproducible),
+//! and one of ours, `memo`: the threads (ids below 64) that earlier walks of the
+//! same access found in its lockset. Locksets only grow, so they stay ordered;
+//! this saves re-walking when one write is checked by reads of several threads.
+//!
+//! Cost: a walk is proportional to the synchronization between the two
+//! accesses until an HB path reaches the current thread. Thread-local and
+//! consistently locked data take the short circuits (the paper's design
+//! point); unlocked data shared at random between threads, with HB paths that
+//! form slowly, makes Goldilocks several times slower than vector clocks.
 //!
 //! # Reads and writes
 //! The 2006 paper does not distinguish reads from writes (its Section 2.1
@@ -66,24 +78,15 @@ const NONE: u32 = u32::MAX;
 /// The update list is never collected below this many cells.
 const MIN_CELLS: usize = 1 << 16;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-enum Kind {
-    Acq,
-    Rel,
-    Fork,
-    Join,
-    VolWrite,
-    VolRead,
-}
-
-/// One synchronization action in the update list. `target` is a lock, a
-/// thread, or a dense volatile index, depending on `kind`.
+/// One synchronization action in the update list. Every rule of Figure 1 has
+/// the form "if `src` ∈ LS then add `dst`", over one element space holding
+/// threads, locks and volatile variables:
+/// `acq(t,l)`: l→t, `rel(t,l)`: t→l, `fork(t,u)`: t→u, `join(t,u)`: u→t,
+/// `vw(t,v)`: t→v, `vr(t,v)`: v→t.
 #[derive(Clone, Copy, Debug)]
 struct Cell {
-    thread: u32,
-    target: u32,
-    kind: Kind,
+    src: u32,
+    dst: u32,
 }
 
 /// A tracked access: the origin of a lazily evaluated lockset.
@@ -92,12 +95,17 @@ struct Acc {
     id: u32,
     loc: u32,
     thread: u32,
+    /// Element of `thread`.
+    elem: u32,
     /// Update-list position the lockset is evaluated up to (exclusive).
     pos: u32,
     /// A lock held by `thread` at the access, or NONE.
     alock: u32,
     /// Materialized lockset at `pos` (index into the pool), or NONE for `{thread}`.
     ls: u32,
+    /// Threads (ids below 64) already found in the lockset: it only grows, so
+    /// they stay ordered after this access.
+    memo: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -106,78 +114,39 @@ struct VarInfo {
     reads: Vec<Acc>,
 }
 
-#[derive(Clone, Debug, Default)]
-struct Materialized {
-    threads: Vec<u32>,
-    locks: Vec<u32>,
-    vols: Vec<u32>,
-}
-
 #[derive(Clone, Copy, Debug, Default)]
 struct Counters {
     checks: u64,
     alock_hits: u64,
+    memo_hits: u64,
     walks: u64,
     cells_walked: u64,
     compactions: u64,
     materialized: u64,
-    max_cells: u64,
+    ordered_walks: u64,
+    ordered_cells: u64,
 }
 
-/// Membership marks for one element kind: `mark[e] == gen` means present.
-#[derive(Clone, Debug, Default)]
-struct Marks {
-    mark: Vec<u32>,
-    seen: Vec<bool>,
-    known: u32,
-}
-
-impl Marks {
-    #[inline]
-    fn ensure(&mut self, e: u32) {
-        let e = e as usize;
-        if e >= self.mark.len() {
-            self.mark.resize(e + 1, 0);
-            self.seen.resize(e + 1, false);
-        }
-        if !self.seen[e] {
-            self.seen[e] = true;
-            self.known += 1;
-        }
-    }
-}
-
-/// The update list and the lockset evaluation machinery.
+/// The update list, the element space and lockset evaluation.
 #[derive(Debug, Default)]
 struct Lazy {
     cells: Vec<Cell>,
     /// Global position of `cells[0]`.
     base: u32,
+    /// `mark[e] == generation` means element e is in the lockset being built.
+    mark: Vec<u32>,
     generation: u32,
-    t: Marks,
-    l: Marks,
-    v: Marks,
-    pool: Vec<Materialized>,
+    /// Thread id of each element (NONE for locks and volatiles).
+    elem_thread: Vec<u32>,
+    thread_elem: Vec<u32>,
+    lock_elem: Vec<u32>,
+    vol_elem: Vec<u32>,
+    /// Materialized locksets (element lists) and free slots.
+    pool: Vec<Vec<u32>>,
     free: Vec<u32>,
     /// Lock id -> holding thread (NONE when free).
     holder: Vec<u32>,
     n: Counters,
-}
-
-/// Add thread `x` to the lockset; evaluates to whether it is `stop` and new.
-macro_rules! add_thread {
-    ($self:ident, $x:expr, $gen:ident, $stop:expr, $members:expr) => {{
-        let x = $x;
-        if $self.t.mark[x as usize] != $gen {
-            $self.t.mark[x as usize] = $gen;
-            if let Some(m) = $members.as_mut() {
-                m.threads.push(x);
-            }
-            x == $stop
-        } else {
-            false
-        }
-    }};
 }
 
 impl Lazy {
@@ -186,184 +155,181 @@ impl Lazy {
         self.base + self.cells.len() as u32
     }
 
+    #[inline]
+    fn elem(
+        table: &mut Vec<u32>,
+        id: u32,
+        elem_thread: &mut Vec<u32>,
+        mark: &mut Vec<u32>,
+        thread: u32,
+    ) -> u32 {
+        let i = id as usize;
+        if i >= table.len() {
+            table.resize(i + 1, NONE);
+        }
+        if table[i] == NONE {
+            table[i] = elem_thread.len() as u32;
+            elem_thread.push(thread);
+            mark.push(0);
+        }
+        table[i]
+    }
+
+    #[inline]
+    fn thread(&mut self, t: u32) -> u32 {
+        Self::elem(
+            &mut self.thread_elem,
+            t,
+            &mut self.elem_thread,
+            &mut self.mark,
+            t,
+        )
+    }
+
+    #[inline]
+    fn lock(&mut self, l: u32) -> u32 {
+        Self::elem(
+            &mut self.lock_elem,
+            l,
+            &mut self.elem_thread,
+            &mut self.mark,
+            NONE,
+        )
+    }
+
+    #[inline]
+    fn vol(&mut self, v: u32) -> u32 {
+        Self::elem(
+            &mut self.vol_elem,
+            v,
+            &mut self.elem_thread,
+            &mut self.mark,
+            NONE,
+        )
+    }
+
     fn next_gen(&mut self) -> u32 {
         if self.generation == u32::MAX {
-            for m in [&mut self.t, &mut self.l, &mut self.v] {
-                m.mark.iter_mut().for_each(|x| *x = 0);
-            }
+            self.mark.iter_mut().for_each(|x| *x = 0);
             self.generation = 0;
         }
         self.generation += 1;
         self.generation
     }
 
-    /// Load the lockset of `a` at `a.pos` into the marks.
-    fn begin(&mut self, a: &Acc, members: &mut Option<Materialized>) -> u32 {
-        let g = self.next_gen();
+    /// Load the lockset of `a` at `a.pos` into the marks; returns its size.
+    fn begin(&mut self, a: &Acc, g: u32) -> usize {
         if a.ls == NONE {
-            self.t.mark[a.thread as usize] = g;
-            if let Some(m) = members.as_mut() {
-                m.threads.push(a.thread);
-            }
+            self.mark[a.elem as usize] = g;
+            1
         } else {
             let m = &self.pool[a.ls as usize];
-            for &x in &m.threads {
-                self.t.mark[x as usize] = g;
+            for &e in m {
+                self.mark[e as usize] = g;
             }
-            for &x in &m.locks {
-                self.l.mark[x as usize] = g;
-            }
-            for &x in &m.vols {
-                self.v.mark[x as usize] = g;
-            }
-            if let Some(out) = members.as_mut() {
-                out.threads.extend_from_slice(&m.threads);
-                out.locks.extend_from_slice(&m.locks);
-                out.vols.extend_from_slice(&m.vols);
-            }
+            m.len()
         }
-        g
     }
 
-    /// Walk the update list from `a.pos` applying Figure 1's rules. Stops and
-    /// returns true as soon as thread `stop` enters the lockset (NONE: never).
-    /// With `members`, collects the final lockset and stops early once it holds
-    /// every element seen so far.
-    fn walk(&mut self, a: &Acc, stop: u32, members: &mut Option<Materialized>) -> bool {
-        let g = self.begin(a, members);
-        if stop != NONE && self.t.mark[stop as usize] == g {
-            return true;
-        }
-        let start = (a.pos - self.base) as usize;
-        let full = |s: &Lazy, m: &Option<Materialized>| {
-            m.as_ref().is_some_and(|m| {
-                m.threads.len() as u32 == s.t.known
-                    && m.locks.len() as u32 == s.l.known
-                    && m.vols.len() as u32 == s.v.known
-            })
-        };
-        if full(self, members) {
-            return false;
-        }
-        for i in start..self.cells.len() {
-            let c = self.cells[i];
-            self.n.cells_walked += 1;
-            let grew = match c.kind {
-                Kind::Acq => {
-                    if self.l.mark[c.target as usize] == g {
-                        if add_thread!(self, c.thread, g, stop, members) {
-                            return true;
-                        }
-                        true
-                    } else {
-                        false
-                    }
-                }
-                Kind::Rel => {
-                    if self.t.mark[c.thread as usize] == g && self.l.mark[c.target as usize] != g {
-                        self.l.mark[c.target as usize] = g;
-                        if let Some(m) = members.as_mut() {
-                            m.locks.push(c.target);
-                        }
-                        true
-                    } else {
-                        false
-                    }
-                }
-                Kind::Fork => {
-                    if self.t.mark[c.thread as usize] == g {
-                        if add_thread!(self, c.target, g, stop, members) {
-                            return true;
-                        }
-                        true
-                    } else {
-                        false
-                    }
-                }
-                Kind::Join => {
-                    if self.t.mark[c.target as usize] == g {
-                        if add_thread!(self, c.thread, g, stop, members) {
-                            return true;
-                        }
-                        true
-                    } else {
-                        false
-                    }
-                }
-                Kind::VolWrite => {
-                    if self.t.mark[c.thread as usize] == g && self.v.mark[c.target as usize] != g {
-                        self.v.mark[c.target as usize] = g;
-                        if let Some(m) = members.as_mut() {
-                            m.vols.push(c.target);
-                        }
-                        true
-                    } else {
-                        false
-                    }
-                }
-                Kind::VolRead => {
-                    if self.v.mark[c.target as usize] == g {
-                        if add_thread!(self, c.thread, g, stop, members) {
-                            return true;
-                        }
-                        true
-                    } else {
-                        false
-                    }
-                }
-            };
-            if grew && full(self, members) {
-                break;
-            }
-        }
-        false
-    }
-
-    /// Is access `a` HB-before the current access of thread `t` (`t != a.thread`)?
+    /// Is access `a` HB-before the current access of thread `t` (element
+    /// `te`, `t != a.thread`)? Short circuits first, then the lazy walk.
     #[inline]
-    fn ordered(&mut self, a: &Acc, t: u32) -> bool {
+    fn ordered(&mut self, a: &mut Acc, t: u32, te: u32) -> bool {
         self.n.checks += 1;
         if a.alock != NONE && self.holder[a.alock as usize] == t {
             self.n.alock_hits += 1;
             return true;
         }
+        if t < 64 && a.memo >> t & 1 == 1 {
+            self.n.memo_hits += 1;
+            return true;
+        }
         self.n.walks += 1;
-        self.walk(a, t, &mut None)
+        let g = self.next_gen();
+        self.begin(a, g);
+        let start = (a.pos - self.base) as usize;
+        let mut found = self.mark[te as usize] == g;
+        let mut walked = 0;
+        if !found {
+            let mark = &mut self.mark[..];
+            walked = self.cells.len() - start;
+            for (i, c) in self.cells[start..].iter().enumerate() {
+                if mark[c.src as usize] == g && mark[c.dst as usize] != g {
+                    mark[c.dst as usize] = g;
+                    if c.dst == te {
+                        walked = i + 1;
+                        found = true;
+                        break;
+                    }
+                }
+            }
+        }
+        self.n.cells_walked += walked as u64;
+        if found {
+            self.n.ordered_walks += 1;
+            self.n.ordered_cells += walked as u64;
+        }
+        // Remember every thread the lockset reached (it only grows).
+        for (t, &e) in self.thread_elem.iter().take(64).enumerate() {
+            if e != NONE && self.mark[e as usize] == g {
+                a.memo |= 1 << t;
+            }
+        }
+        found
     }
 
-    /// Advance `a` to the tail, materializing its lockset.
+    /// Advance `a` to the tail, materializing its lockset. Stops walking
+    /// early once the lockset holds every element seen so far: it cannot grow
+    /// within the list any more.
     fn advance(&mut self, a: &mut Acc) {
         let tail = self.tail();
         if a.pos == tail {
             return;
         }
-        let mut members = Some(Materialized::default());
-        self.walk(a, NONE, &mut members);
-        let m = members.unwrap_or_default();
+        let g = self.next_gen();
+        let slot = match a.ls {
+            NONE => self.free.pop().unwrap_or_else(|| {
+                self.pool.push(Vec::new());
+                self.pool.len() as u32 - 1
+            }),
+            i => i,
+        };
+        let mut members = std::mem::take(&mut self.pool[slot as usize]);
         if a.ls == NONE {
-            a.ls = match self.free.pop() {
-                Some(i) => {
-                    self.pool[i as usize] = m;
-                    i
-                }
-                None => {
-                    self.pool.push(m);
-                    self.pool.len() as u32 - 1
-                }
-            };
-        } else {
-            self.pool[a.ls as usize] = m;
+            members.clear();
+            members.push(a.elem);
         }
+        for &e in &members {
+            self.mark[e as usize] = g;
+        }
+        let known = self.elem_thread.len();
+        let start = (a.pos - self.base) as usize;
+        if members.len() < known {
+            for c in &self.cells[start..] {
+                if self.mark[c.src as usize] == g && self.mark[c.dst as usize] != g {
+                    self.mark[c.dst as usize] = g;
+                    members.push(c.dst);
+                    if members.len() == known {
+                        break;
+                    }
+                }
+            }
+        }
+        for &e in &members {
+            let th = self.elem_thread[e as usize];
+            if th < 64 {
+                a.memo |= 1 << th;
+            }
+        }
+        self.pool[slot as usize] = members;
+        a.ls = slot;
         a.pos = tail;
         self.n.materialized += 1;
     }
 
     fn release(&mut self, a: &Acc) {
         if a.ls != NONE {
-            let m = &mut self.pool[a.ls as usize];
-            m.threads.clear();
-            m.locks.clear();
-            m.vols.clear();
+            self.pool[a.ls as usize].clear();
             self.free.push(a.ls);
         }
     }
@@ -378,9 +344,6 @@ pub struct GoldilocksDetector {
     /// Locks held per thread, in acquisition order.
     held: Vec<Vec<u32>>,
     has_events: Vec<bool>,
-    /// Variable id -> dense volatile index.
-    vol_idx: Vec<u32>,
-    nvols: u32,
     window: Option<u64>,
     order: Vec<(u32, u32)>,
     /// Fixed collection threshold (tests); None: `max(65536, 4 × live)`.
@@ -397,8 +360,6 @@ impl GoldilocksDetector {
             live: 0,
             held: Vec::new(),
             has_events: Vec::new(),
-            vol_idx: Vec::new(),
-            nvols: 0,
             window,
             order: Vec::new(),
             gc_limit: None,
@@ -415,29 +376,9 @@ impl GoldilocksDetector {
         }
     }
 
-    fn vol(&mut self, v: u32) -> u32 {
-        let v = v as usize;
-        if v >= self.vol_idx.len() {
-            self.vol_idx.resize(v + 1, NONE);
-        }
-        if self.vol_idx[v] == NONE {
-            self.vol_idx[v] = self.nvols;
-            self.nvols += 1;
-        }
-        self.vol_idx[v]
-    }
-
-    fn push(&mut self, kind: Kind, thread: u32, target: u32) {
-        match kind {
-            Kind::Acq | Kind::Rel => self.lazy.l.ensure(target),
-            Kind::Fork | Kind::Join => self.lazy.t.ensure(target),
-            Kind::VolWrite | Kind::VolRead => self.lazy.v.ensure(target),
-        }
-        self.lazy.cells.push(Cell {
-            thread,
-            target,
-            kind,
-        });
+    #[inline]
+    fn push(&mut self, src: u32, dst: u32) {
+        self.lazy.cells.push(Cell { src, dst });
         let len = self.lazy.cells.len();
         if len
             >= self
@@ -452,7 +393,6 @@ impl GoldilocksDetector {
     fn compact(&mut self) {
         let lazy = &mut self.lazy;
         lazy.n.compactions += 1;
-        lazy.n.max_cells = lazy.n.max_cells.max(lazy.cells.len() as u64);
         for var in &mut self.vars {
             if let Some(w) = var.write.as_mut() {
                 lazy.advance(w);
@@ -471,7 +411,7 @@ impl GoldilocksDetector {
         self.report.events += 1;
         let t = ev.thread;
         let ti = t as usize;
-        self.lazy.t.ensure(t);
+        let te = self.lazy.thread(t);
         if ti >= self.held.len() {
             self.held.resize(ti + 1, Vec::new());
             self.has_events.resize(ti + 1, false);
@@ -479,7 +419,7 @@ impl GoldilocksDetector {
         self.has_events[ti] = true;
         match ev.op {
             Op::Read | Op::Write => {
-                if let Some(first) = self.access(id, ev) {
+                if let Some(first) = self.access(id, ev, te) {
                     self.report.races.push(Race {
                         first,
                         second: Access::of(id, ev),
@@ -494,7 +434,8 @@ impl GoldilocksDetector {
                 }
                 self.lazy.holder[l] = t;
                 self.held[ti].push(ev.target);
-                self.push(Kind::Acq, t, ev.target);
+                let le = self.lazy.lock(ev.target);
+                self.push(le, te);
             }
             Op::Release => {
                 if let Some(h) = self.lazy.holder.get_mut(ev.target as usize) {
@@ -503,9 +444,13 @@ impl GoldilocksDetector {
                 if let Some(p) = self.held[ti].iter().rposition(|&l| l == ev.target) {
                     self.held[ti].remove(p);
                 }
-                self.push(Kind::Rel, t, ev.target);
+                let le = self.lazy.lock(ev.target);
+                self.push(te, le);
             }
-            Op::Fork => self.push(Kind::Fork, t, ev.target),
+            Op::Fork => {
+                let ue = self.lazy.thread(ev.target);
+                self.push(te, ue);
+            }
             Op::Join => {
                 if self
                     .has_events
@@ -513,22 +458,23 @@ impl GoldilocksDetector {
                     .copied()
                     .unwrap_or(false)
                 {
-                    self.push(Kind::Join, t, ev.target);
+                    let ue = self.lazy.thread(ev.target);
+                    self.push(ue, te);
                 }
             }
             Op::VolatileWrite => {
-                let v = self.vol(ev.target);
-                self.push(Kind::VolWrite, t, v);
+                let ve = self.lazy.vol(ev.target);
+                self.push(te, ve);
             }
             Op::VolatileRead => {
-                let v = self.vol(ev.target);
-                self.push(Kind::VolRead, t, v);
+                let ve = self.lazy.vol(ev.target);
+                self.push(ve, te);
             }
             Op::ReentrantAcquire | Op::ReentrantRelease => {}
         }
     }
 
-    fn access(&mut self, id: EventId, ev: &Event) -> Option<Access> {
+    fn access(&mut self, id: EventId, ev: &Event, te: u32) -> Option<Access> {
         let t = ev.thread;
         let v = ev.target as usize;
         if v >= self.vars.len() {
@@ -538,9 +484,11 @@ impl GoldilocksDetector {
             id,
             loc: ev.loc,
             thread: t,
+            elem: te,
             pos: self.lazy.tail(),
             alock: self.held[t as usize].first().copied().unwrap_or(NONE),
             ls: NONE,
+            memo: 0,
         };
         let window = self.window;
         let lazy = &mut self.lazy;
@@ -552,9 +500,9 @@ impl GoldilocksDetector {
             loc: a.loc,
         };
         if ev.op == Op::Read {
-            let race = match var.write {
-                Some(w) if w.thread != t && in_window(window, id, w.id) && !lazy.ordered(&w, t) => {
-                    Some(as_access(&w, Op::Write))
+            let race = match var.write.as_mut() {
+                Some(w) if w.thread != t && in_window(window, id, w.id) => {
+                    (!lazy.ordered(w, t, te)).then(|| as_access(w, Op::Write))
                 }
                 _ => None,
             };
@@ -587,13 +535,14 @@ impl GoldilocksDetector {
         order.sort_unstable_by_key(|&(id, _)| std::cmp::Reverse(id));
         let mut race = None;
         for &(_, i) in order.iter() {
-            let (a, op) = if i == NONE {
-                (var.write.expect("candidate write exists"), Op::Write)
-            } else {
-                (var.reads[i as usize], Op::Read)
+            let (a, op) = match i {
+                NONE => (var.write.as_mut(), Op::Write),
+                i => (var.reads.get_mut(i as usize), Op::Read),
             };
-            if !lazy.ordered(&a, t) {
-                race = Some(as_access(&a, op));
+            if let Some(a) = a
+                && !lazy.ordered(a, t, te)
+            {
+                race = Some(as_access(a, op));
                 break;
             }
         }
@@ -615,10 +564,13 @@ impl GoldilocksDetector {
         let s = &mut self.report.stats;
         s.insert("checks".into(), json!(n.checks));
         s.insert("alock_short_circuits".into(), json!(n.alock_hits));
+        s.insert("memo_short_circuits".into(), json!(n.memo_hits));
         s.insert("lockset_walks".into(), json!(n.walks));
         s.insert("cells_walked".into(), json!(n.cells_walked));
         s.insert("update_list_cells".into(), json!(self.lazy.tail()));
         s.insert("compactions".into(), json!(n.compactions));
+        s.insert("ordered_walks".into(), json!(n.ordered_walks));
+        s.insert("cells_walked_ordered".into(), json!(n.ordered_cells));
         s.insert("materialized_locksets".into(), json!(n.materialized));
         self.report.notes.push(
             "Goldilocks is exact up to the first race on each variable; later racy events on a variable may be missed"

@@ -192,3 +192,153 @@ pub fn dump(t: &Trace) -> String {
 pub fn firsts(r: &Report) -> Vec<Race> {
     r.first_race_per_variable()
 }
+
+/// Segment number of every event: 1 + the release/fork/volatile-write events
+/// of its thread before it (FastTrack's epoch clock of the event).
+fn segments(t: &Trace) -> Vec<u32> {
+    let mut seg = vec![1u32; t.num_threads()];
+    t.events
+        .iter()
+        .map(|e| {
+            let s = seg[e.thread as usize];
+            if matches!(e.op, Op::Release | Op::Fork | Op::VolatileWrite) {
+                seg[e.thread as usize] += 1;
+            }
+            s
+        })
+        .collect()
+}
+
+/// Keep the larger of two witness ids.
+fn latest(best: &mut Option<usize>, cand: usize) {
+    if best.is_none_or(|b| cand > b) {
+        *best = Some(cand);
+    }
+}
+
+/// Brute-force model of Goldilocks' tracked accesses (last write, latest read
+/// per thread since it) with orderings from the HB closure: the exact report
+/// the `lockset` engine must produce, also after the first race.
+pub fn goldilocks_model(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
+    let pred = hb_closure(t);
+    let near = |i: usize, j: usize| window.is_none_or(|k| ((j - i) as u64) < k);
+    let mut write: Vec<Option<usize>> = vec![None; t.num_vars()];
+    let mut reads: Vec<Vec<usize>> = vec![Vec::new(); t.num_vars()];
+    let mut out = Vec::new();
+    for (j, e) in t.events.iter().enumerate() {
+        if !e.op.is_access() {
+            continue;
+        }
+        let x = e.target as usize;
+        let unordered = |i: usize| t.events[i].thread != e.thread && near(i, j) && !hb(&pred, i, j);
+        let mut best = None;
+        if let Some(w) = write[x]
+            && unordered(w)
+        {
+            best = Some(w);
+        }
+        if e.op == Op::Write {
+            for &r in &reads[x] {
+                if unordered(r) {
+                    latest(&mut best, r);
+                }
+            }
+            write[x] = Some(j);
+            reads[x].clear();
+        } else {
+            reads[x].retain(|&r| t.events[r].thread != e.thread);
+            reads[x].push(j);
+        }
+        if let Some(i) = best {
+            out.push((j as EventId, i as EventId));
+        }
+    }
+    out
+}
+
+/// Brute-force model of FastTrack2's Figure 1 (epochs as per-thread segment
+/// numbers, same-epoch rules only without a window) with orderings from the
+/// HB closure: the exact report the `epoch` engine must produce.
+pub fn fasttrack_model(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
+    #[derive(Clone)]
+    enum R {
+        Epoch(Option<usize>),
+        Shared(Vec<Option<usize>>),
+    }
+    let pred = hb_closure(t);
+    let seg = segments(t);
+    let fast = window.is_none();
+    let near = |i: usize, j: usize| window.is_none_or(|k| ((j - i) as u64) < k);
+    let nt = t.num_threads();
+    let same_epoch =
+        |i: usize, j: usize| t.events[i].thread == t.events[j].thread && seg[i] == seg[j];
+    let mut w: Vec<Option<usize>> = vec![None; t.num_vars()];
+    let mut r: Vec<R> = vec![R::Epoch(None); t.num_vars()];
+    let mut out = Vec::new();
+    for (j, e) in t.events.iter().enumerate() {
+        if !e.op.is_access() {
+            continue;
+        }
+        let x = e.target as usize;
+        let th = e.thread as usize;
+        // Ordered in the FastTrack sense: same thread, or HB.
+        let ord = |i: usize| t.events[i].thread == e.thread || hb(&pred, i, j);
+        let mut best = None;
+        if e.op == Op::Read {
+            match &mut r[x] {
+                R::Epoch(Some(i)) if fast && same_epoch(*i, j) => {
+                    *i = j;
+                    continue;
+                }
+                R::Shared(v) if fast && v[th].is_some_and(|i| seg[i] == seg[j]) => {
+                    v[th] = Some(j);
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(i) = w[x]
+                && !ord(i)
+                && near(i, j)
+            {
+                best = Some(i);
+            }
+            r[x] = match std::mem::replace(&mut r[x], R::Epoch(None)) {
+                R::Epoch(None) => R::Epoch(Some(j)),
+                R::Epoch(Some(i)) if ord(i) => R::Epoch(Some(j)),
+                R::Epoch(Some(i)) => {
+                    let mut v = vec![None; nt];
+                    v[t.events[i].thread as usize] = Some(i);
+                    v[th] = Some(j);
+                    R::Shared(v)
+                }
+                R::Shared(mut v) => {
+                    v[th] = Some(j);
+                    R::Shared(v)
+                }
+            };
+        } else {
+            if fast && w[x].is_some_and(|i| same_epoch(i, j)) {
+                w[x] = Some(j);
+                continue;
+            }
+            let mut cand = |i: usize| {
+                if !ord(i) && near(i, j) {
+                    latest(&mut best, i);
+                }
+            };
+            if let Some(i) = w[x] {
+                cand(i);
+            }
+            match &r[x] {
+                R::Epoch(Some(i)) => cand(*i),
+                R::Epoch(None) => {}
+                R::Shared(v) => v.iter().flatten().for_each(|&i| cand(i)),
+            }
+            w[x] = Some(j);
+        }
+        if let Some(i) = best {
+            out.push((j as EventId, i as EventId));
+        }
+    }
+    out
+}
