@@ -30,21 +30,33 @@
 //! current thread holds now; the lock changed hands in between, so a
 //! release/acquire pair orders the accesses; the paper picks `alock` at random
 //! among the held locks, we pick the outermost, which keeps runs reproducible),
-//! and one of ours, `memo`: the threads (ids below 64) that earlier walks of the
-//! same access found in its lockset. Locksets only grow, so they stay ordered;
-//! this saves re-walking when one write is checked by reads of several threads.
+//! and two of ours, both caches of earlier walks' verdicts (locksets only
+//! grow, so a thread once in a lockset stays ordered after the access):
+//!
+//! - `memo`: the threads (ids below 64) earlier walks of the same access found
+//!   in its lockset, which saves re-walking when one write is checked by reads
+//!   of several threads;
+//! - `reach[u][t]`: the latest update-list position p of an access of thread u
+//!   whose lockset was found to contain t. An earlier access of u reaches at
+//!   least what a later one reaches (program order), so every access of u at a
+//!   position ≤ p is ordered before t's current and later events, whatever
+//!   variable it is on.
+//!
+//! Walks run with the lockset in a `u64` register when there are at most 64
+//! elements (`ls |= ((ls >> src) & 1) << dst` per cell), over membership marks
+//! otherwise.
 //!
 //! Cost: a walk is proportional to the synchronization between the two
 //! accesses until an HB path reaches the current thread. Thread-local and
-//! consistently locked data take the short circuits (the paper's design
-//! point); unlocked data shared at random between threads, with HB paths that
-//! form slowly, makes Goldilocks several times slower than vector clocks.
+//! consistently locked data take the paper's short circuits; unlocked data
+//! shared at random between threads mostly takes `reach`, and the walks that
+//! remain make Goldilocks a few times slower than FastTrack per event.
 //!
 //! # Reads and writes
 //! The 2006 paper does not distinguish reads from writes (its Section 2.1
-//! leaves it as future work). We keep one lockset origin per access kind, as
-//! the later Goldilocks versions do: the last write, and the latest read of
-//! each thread since that write. A read is checked against the last write; a
+//! leaves it as future work). We extend it directly: a variable keeps a
+//! lockset origin for its last write and for the latest read of each thread
+//! since that write. A read is checked against the last write; a
 //! write against the last write and every such read, latest first, so the first
 //! unordered one found is the witness (the latest unordered conflicting access,
 //! as [`crate::history`] picks). A write then clears the reads (before the first
@@ -56,7 +68,8 @@
 //! to the tail (its lockset is materialized by walking, stopping early once it
 //! contains every thread, lock and volatile seen so far, since it cannot grow
 //! any further within the list) and the list is emptied. So memory is per
-//! thread, lock, volatile and tracked access, never per event.
+//! thread (pair, for `reach`), lock, volatile and tracked access, never per
+//! event.
 //!
 //! # Guarantee and where it differs from `vc`
 //! Like FastTrack, this is exact up to and including the first race on each
@@ -99,6 +112,8 @@ struct Acc {
     elem: u32,
     /// Update-list position the lockset is evaluated up to (exclusive).
     pos: u32,
+    /// Update-list position at the access itself (`pos` moves on collection).
+    origin: u32,
     /// A lock held by `thread` at the access, or NONE.
     alock: u32,
     /// Materialized lockset at `pos` (index into the pool), or NONE for `{thread}`.
@@ -119,6 +134,7 @@ struct Counters {
     checks: u64,
     alock_hits: u64,
     memo_hits: u64,
+    reach_hits: u64,
     walks: u64,
     cells_walked: u64,
     compactions: u64,
@@ -146,6 +162,9 @@ struct Lazy {
     free: Vec<u32>,
     /// Lock id -> holding thread (NONE when free).
     holder: Vec<u32>,
+    /// `reach[u][t] = p + 1`: an access of thread u at update-list position p
+    /// was found HB-before thread t's current point (0: nothing known).
+    reach: Vec<Vec<u32>>,
     n: Counters,
 }
 
@@ -244,10 +263,91 @@ impl Lazy {
             self.n.memo_hits += 1;
             return true;
         }
+        if self
+            .reach
+            .get(a.thread as usize)
+            .and_then(|r| r.get(t as usize))
+            .is_some_and(|&p| a.origin < p)
+        {
+            self.n.reach_hits += 1;
+            return true;
+        }
         self.n.walks += 1;
+        let start = (a.pos - self.base) as usize;
+        let (found, walked) = if self.elem_thread.len() <= 64 {
+            self.walk_small(a, te, start)
+        } else {
+            self.walk_marks(a, te, start)
+        };
+        self.n.cells_walked += walked as u64;
+        if found {
+            self.n.ordered_walks += 1;
+            self.n.ordered_cells += walked as u64;
+            if t < 64 {
+                a.memo |= 1 << t;
+            }
+        }
+        self.learn(a);
+        found
+    }
+
+    /// Record in `reach` every thread the lockset of `a` is known to contain.
+    fn learn(&mut self, a: &Acc) {
+        let u = a.thread as usize;
+        if u >= self.reach.len() {
+            self.reach.resize(u + 1, Vec::new());
+        }
+        let row = &mut self.reach[u];
+        let mut memo = a.memo;
+        while memo != 0 {
+            let t = memo.trailing_zeros() as usize;
+            memo &= memo - 1;
+            if t >= row.len() {
+                row.resize(t + 1, 0);
+            }
+            row[t] = row[t].max(a.origin + 1);
+        }
+    }
+
+    /// The walk with the lockset in one register (at most 64 elements): each
+    /// cell is the branch-free `ls |= ((ls >> src) & 1) << dst`; whether the
+    /// current thread got in is tested once per chunk of cells.
+    #[inline]
+    fn walk_small(&mut self, a: &mut Acc, te: u32, start: usize) -> (bool, usize) {
+        let mut ls: u64 = match a.ls {
+            NONE => 1 << a.elem,
+            i => self.pool[i as usize].iter().fold(0, |m, &e| m | 1 << e),
+        };
+        let tbit = 1u64 << te;
+        let mut walked = 0;
+        if ls & tbit == 0 {
+            for chunk in self.cells[start..].chunks(16) {
+                for c in chunk {
+                    ls |= ((ls >> c.src) & 1) << c.dst;
+                }
+                walked += chunk.len();
+                if ls & tbit != 0 {
+                    break;
+                }
+            }
+        }
+        // Remember every thread the lockset reached (it only grows).
+        let mut threads = ls;
+        while threads != 0 {
+            let e = threads.trailing_zeros() as usize;
+            threads &= threads - 1;
+            let th = self.elem_thread[e];
+            if th < 64 {
+                a.memo |= 1 << th;
+            }
+        }
+        (ls & tbit != 0, walked)
+    }
+
+    /// The general walk over membership marks.
+    fn walk_marks(&mut self, a: &mut Acc, te: u32, start: usize) -> (bool, usize) {
         let g = self.next_gen();
         self.begin(a, g);
-        let start = (a.pos - self.base) as usize;
         let mut found = self.mark[te as usize] == g;
         let mut walked = 0;
         if !found {
@@ -264,18 +364,13 @@ impl Lazy {
                 }
             }
         }
-        self.n.cells_walked += walked as u64;
-        if found {
-            self.n.ordered_walks += 1;
-            self.n.ordered_cells += walked as u64;
-        }
         // Remember every thread the lockset reached (it only grows).
         for (t, &e) in self.thread_elem.iter().take(64).enumerate() {
             if e != NONE && self.mark[e as usize] == g {
                 a.memo |= 1 << t;
             }
         }
-        found
+        (found, walked)
     }
 
     /// Advance `a` to the tail, materializing its lockset. Stops walking
@@ -324,6 +419,7 @@ impl Lazy {
         self.pool[slot as usize] = members;
         a.ls = slot;
         a.pos = tail;
+        self.learn(a);
         self.n.materialized += 1;
     }
 
@@ -486,6 +582,7 @@ impl GoldilocksDetector {
             thread: t,
             elem: te,
             pos: self.lazy.tail(),
+            origin: self.lazy.tail(),
             alock: self.held[t as usize].first().copied().unwrap_or(NONE),
             ls: NONE,
             memo: 0,
@@ -565,6 +662,7 @@ impl GoldilocksDetector {
         s.insert("checks".into(), json!(n.checks));
         s.insert("alock_short_circuits".into(), json!(n.alock_hits));
         s.insert("memo_short_circuits".into(), json!(n.memo_hits));
+        s.insert("reach_short_circuits".into(), json!(n.reach_hits));
         s.insert("lockset_walks".into(), json!(n.walks));
         s.insert("cells_walked".into(), json!(n.cells_walked));
         s.insert("update_list_cells".into(), json!(self.lazy.tail()));
