@@ -42,9 +42,10 @@
 //!   position ≤ p is ordered before t's current and later events, whatever
 //!   variable it is on.
 //!
-//! Walks run with the lockset in a `u64` register when there are at most 64
-//! elements (`ls |= ((ls >> src) & 1) << dst` per cell), over membership marks
-//! otherwise.
+//! Walks run with the lockset as a bitset of elements, in a `u64` register
+//! when there are at most 64 elements, applying each cell branch-free
+//! (`ls |= ((ls >> src) & 1) << dst`) and testing for the current thread once
+//! per chunk of cells.
 //!
 //! Cost: a walk is proportional to the synchronization between the two
 //! accesses until an HB path reaches the current thread. Thread-local and
@@ -64,7 +65,7 @@
 //!
 //! # Bounded memory
 //! The update list is garbage collected: when it holds more than
-//! `max(65536, 4 × tracked accesses)` cells, every tracked access is advanced
+//! `max(2^20, 4 × tracked accesses)` cells, every tracked access is advanced
 //! to the tail (its lockset is materialized by walking, stopping early once it
 //! contains every thread, lock and volatile seen so far, since it cannot grow
 //! any further within the list) and the list is emptied. So memory is per
@@ -89,7 +90,7 @@ use crate::trace::{Event, EventId, Op};
 
 const NONE: u32 = u32::MAX;
 /// The update list is never collected below this many cells.
-const MIN_CELLS: usize = 1 << 16;
+const MIN_CELLS: usize = 1 << 20;
 
 /// One synchronization action in the update list. Every rule of Figure 1 has
 /// the form "if `src` ∈ LS then add `dst`", over one element space holding
@@ -149,14 +150,13 @@ struct Lazy {
     cells: Vec<Cell>,
     /// Global position of `cells[0]`.
     base: u32,
-    /// `mark[e] == generation` means element e is in the lockset being built.
-    mark: Vec<u32>,
-    generation: u32,
     /// Thread id of each element (NONE for locks and volatiles).
     elem_thread: Vec<u32>,
     thread_elem: Vec<u32>,
     lock_elem: Vec<u32>,
     vol_elem: Vec<u32>,
+    /// Scratch lockset bitset of [`Lazy::walk_bits`].
+    bits: Vec<u64>,
     /// Materialized locksets (element lists) and free slots.
     pool: Vec<Vec<u32>>,
     free: Vec<u32>,
@@ -175,13 +175,7 @@ impl Lazy {
     }
 
     #[inline]
-    fn elem(
-        table: &mut Vec<u32>,
-        id: u32,
-        elem_thread: &mut Vec<u32>,
-        mark: &mut Vec<u32>,
-        thread: u32,
-    ) -> u32 {
+    fn elem(table: &mut Vec<u32>, id: u32, elem_thread: &mut Vec<u32>, thread: u32) -> u32 {
         let i = id as usize;
         if i >= table.len() {
             table.resize(i + 1, NONE);
@@ -189,65 +183,23 @@ impl Lazy {
         if table[i] == NONE {
             table[i] = elem_thread.len() as u32;
             elem_thread.push(thread);
-            mark.push(0);
         }
         table[i]
     }
 
     #[inline]
     fn thread(&mut self, t: u32) -> u32 {
-        Self::elem(
-            &mut self.thread_elem,
-            t,
-            &mut self.elem_thread,
-            &mut self.mark,
-            t,
-        )
+        Self::elem(&mut self.thread_elem, t, &mut self.elem_thread, t)
     }
 
     #[inline]
     fn lock(&mut self, l: u32) -> u32 {
-        Self::elem(
-            &mut self.lock_elem,
-            l,
-            &mut self.elem_thread,
-            &mut self.mark,
-            NONE,
-        )
+        Self::elem(&mut self.lock_elem, l, &mut self.elem_thread, NONE)
     }
 
     #[inline]
     fn vol(&mut self, v: u32) -> u32 {
-        Self::elem(
-            &mut self.vol_elem,
-            v,
-            &mut self.elem_thread,
-            &mut self.mark,
-            NONE,
-        )
-    }
-
-    fn next_gen(&mut self) -> u32 {
-        if self.generation == u32::MAX {
-            self.mark.iter_mut().for_each(|x| *x = 0);
-            self.generation = 0;
-        }
-        self.generation += 1;
-        self.generation
-    }
-
-    /// Load the lockset of `a` at `a.pos` into the marks; returns its size.
-    fn begin(&mut self, a: &Acc, g: u32) -> usize {
-        if a.ls == NONE {
-            self.mark[a.elem as usize] = g;
-            1
-        } else {
-            let m = &self.pool[a.ls as usize];
-            for &e in m {
-                self.mark[e as usize] = g;
-            }
-            m.len()
-        }
+        Self::elem(&mut self.vol_elem, v, &mut self.elem_thread, NONE)
     }
 
     /// Is access `a` HB-before the current access of thread `t` (element
@@ -277,7 +229,7 @@ impl Lazy {
         let (found, walked) = if self.elem_thread.len() <= 64 {
             self.walk_small(a, te, start)
         } else {
-            self.walk_marks(a, te, start)
+            self.walk_bits(a, te, start)
         };
         self.n.cells_walked += walked as u64;
         if found {
@@ -344,33 +296,40 @@ impl Lazy {
         (ls & tbit != 0, walked)
     }
 
-    /// The general walk over membership marks.
-    fn walk_marks(&mut self, a: &mut Acc, te: u32, start: usize) -> (bool, usize) {
-        let g = self.next_gen();
-        self.begin(a, g);
-        let mut found = self.mark[te as usize] == g;
+    /// The walk for more than 64 elements: the lockset as a bitset of words,
+    /// each cell the same branch-free rule as in [`Lazy::walk_small`].
+    fn walk_bits(&mut self, a: &mut Acc, te: u32, start: usize) -> (bool, usize) {
+        let words = self.elem_thread.len().div_ceil(64);
+        let ls = &mut self.bits;
+        ls.clear();
+        ls.resize(words, 0);
+        let set = |ls: &mut Vec<u64>, e: u32| ls[e as usize >> 6] |= 1 << (e & 63);
+        match a.ls {
+            NONE => set(ls, a.elem),
+            i => self.pool[i as usize].iter().for_each(|&e| set(ls, e)),
+        }
+        let has = |ls: &[u64], e: u32| ls[e as usize >> 6] >> (e & 63) & 1 == 1;
         let mut walked = 0;
-        if !found {
-            let mark = &mut self.mark[..];
-            walked = self.cells.len() - start;
-            for (i, c) in self.cells[start..].iter().enumerate() {
-                if mark[c.src as usize] == g && mark[c.dst as usize] != g {
-                    mark[c.dst as usize] = g;
-                    if c.dst == te {
-                        walked = i + 1;
-                        found = true;
-                        break;
-                    }
+        if !has(ls, te) {
+            for chunk in self.cells[start..].chunks(16) {
+                for c in chunk {
+                    let (s, d) = (c.src as usize, c.dst as usize);
+                    let bit = (ls[s >> 6] >> (s & 63)) & 1;
+                    ls[d >> 6] |= bit << (d & 63);
+                }
+                walked += chunk.len();
+                if has(ls, te) {
+                    break;
                 }
             }
         }
         // Remember every thread the lockset reached (it only grows).
         for (t, &e) in self.thread_elem.iter().take(64).enumerate() {
-            if e != NONE && self.mark[e as usize] == g {
+            if e != NONE && has(ls, e) {
                 a.memo |= 1 << t;
             }
         }
-        (found, walked)
+        (has(ls, te), walked)
     }
 
     /// Advance `a` to the tail, materializing its lockset. Stops walking
@@ -381,7 +340,10 @@ impl Lazy {
         if a.pos == tail {
             return;
         }
-        let g = self.next_gen();
+        let known = self.elem_thread.len();
+        let ls = &mut self.bits;
+        ls.clear();
+        ls.resize(known.div_ceil(64), 0);
         let slot = match a.ls {
             NONE => self.free.pop().unwrap_or_else(|| {
                 self.pool.push(Vec::new());
@@ -395,19 +357,28 @@ impl Lazy {
             members.push(a.elem);
         }
         for &e in &members {
-            self.mark[e as usize] = g;
+            ls[e as usize >> 6] |= 1 << (e & 63);
         }
-        let known = self.elem_thread.len();
         let start = (a.pos - self.base) as usize;
+        let size = |ls: &[u64]| ls.iter().map(|w| w.count_ones() as usize).sum::<usize>();
         if members.len() < known {
-            for c in &self.cells[start..] {
-                if self.mark[c.src as usize] == g && self.mark[c.dst as usize] != g {
-                    self.mark[c.dst as usize] = g;
-                    members.push(c.dst);
-                    if members.len() == known {
-                        break;
-                    }
+            for chunk in self.cells[start..].chunks(64) {
+                for c in chunk {
+                    let (s, d) = (c.src as usize, c.dst as usize);
+                    let bit = (ls[s >> 6] >> (s & 63)) & 1;
+                    ls[d >> 6] |= bit << (d & 63);
                 }
+                if size(ls) == known {
+                    break;
+                }
+            }
+        }
+        members.clear();
+        for (w, &word) in ls.iter().enumerate() {
+            let mut word = word;
+            while word != 0 {
+                members.push((w * 64) as u32 + word.trailing_zeros());
+                word &= word - 1;
             }
         }
         for &e in &members {
@@ -442,7 +413,7 @@ pub struct GoldilocksDetector {
     has_events: Vec<bool>,
     window: Option<u64>,
     order: Vec<(u32, u32)>,
-    /// Fixed collection threshold (tests); None: `max(65536, 4 × live)`.
+    /// Fixed collection threshold (tests); None: `max(2^20, 4 × live)`.
     gc_limit: Option<usize>,
     report: Report,
 }
