@@ -126,6 +126,8 @@ pub enum Command {
     /// first_loc, second_loc, kind), racy_variables, location_pairs, stats.
     ///
     /// Example: cprace analyze data/cp-fig3-polarcoord.csv --relation po --format json
+    ///          cprace analyze trace.std --relation hb --engine epoch --window 10000
+    #[command(verbatim_doc_comment)]
     Analyze {
         /// Trace file (`-` reads standard input).
         trace: PathBuf,

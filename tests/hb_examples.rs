@@ -192,3 +192,24 @@ fn eraser_is_a_superset_and_labelled_unsound() {
     let t = tr("T1 r x\nT2 r x");
     assert!(run("eraser", None, &t).races.is_empty());
 }
+
+#[test]
+fn cp_paper_figure3_polarcoord_trace_a() {
+    // CP paper, Figures 2-3 (trace A, as HotSpot schedules it): main forks
+    // both threads; T1 runs setRadius (count++, then the synchronized write),
+    // then T2 runs getAngle (synchronized read, then count++). T1's release
+    // happens-before T2's acquire, so HB (like FastTrack and DJIT+, as the
+    // paper says) sees no race on count, although trace B shows one.
+    let text = "main fork T1\nmain fork T2\n\
+                T1 r count\nT1 w count\nT1 acq this\nT1 w radius\nT1 rel this\n\
+                T2 acq this\nT2 r angle\nT2 rel this\nT2 r count\nT2 w count";
+    check(text, &[]);
+    // Eraser flags count (no lock protects it): the unsound baseline's view.
+    let t = tr(text);
+    assert_eq!(run("eraser", None, &t).racy_variables().len(), 1);
+    // Trace B: T2's increment happens before T1's critical section.
+    let b = "main fork T1\nmain fork T2\n\
+             T1 r count\nT1 w count\nT2 acq this\nT2 r angle\nT2 rel this\nT2 r count\nT2 w count\n\
+             T1 acq this\nT1 w radius\nT1 rel this";
+    check(b, &[(7, 3), (8, 3)]);
+}
