@@ -156,7 +156,8 @@ pub fn hb_trace(engine: &str, window: Option<u64>, trace: &Trace) -> Result<Repo
     })
 }
 
-/// Whether an access `dist` events before the current one is inside `window`.
+/// Whether access `earlier` pairs with access `current` under `window`
+/// (less than K events apart).
 #[inline]
 pub(crate) fn in_window(window: Option<u64>, current: EventId, earlier: EventId) -> bool {
     window.is_none_or(|k| ((current - earlier) as u64) < k)
