@@ -14,9 +14,11 @@ use crate::trace::{self, Format, Names, Trace};
 pub enum Relation {
     /// Thread order only: every conflicting cross-thread pair races (upper bound).
     Po,
-    /// Happens-before (CP paper, Definition 1; fork/join and volatile write ->
-    /// read edges included).
+    /// Happens-before (Java memory model): program order, release -> later
+    /// acquire, fork/join, volatile write -> later read. Sound and precise.
     Hb,
+    /// Eraser's lockset discipline (unsound: violations, not proven races).
+    Lockset,
     /// Causally-precedes (causally-precedes-2012), windowed.
     Cp,
 }
@@ -27,6 +29,7 @@ impl Relation {
         match self {
             Relation::Po => "po",
             Relation::Hb => "hb",
+            Relation::Lockset => "lockset",
             Relation::Cp => "cp",
         }
     }
@@ -72,7 +75,8 @@ impl Options {
 pub fn engines(relation: Relation) -> &'static [&'static str] {
     match relation {
         Relation::Po => &["stream"],
-        Relation::Hb => &["datalog", "reference"],
+        Relation::Hb => &["vc", "epoch", "lockset", "datalog", "reference"],
+        Relation::Lockset => &["eraser"],
         Relation::Cp => &["datalog", "reference", "compare"],
     }
 }
@@ -99,11 +103,19 @@ fn engine(opts: &Options) -> Result<&str> {
 /// Analyse the trace at `path`. Streaming engines never load the whole trace.
 pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
     // Check the engine before reading a possibly huge file.
-    engine(opts)?;
-    if opts.relation == Relation::Po {
-        let mut po = ProgramOrder::new(opts.window);
-        let (names, _, _) = trace::stream(path, opts.input_format, |id, ev| po.event(id, ev))?;
-        return Ok((po.finish(), names));
+    let engine = engine(opts)?;
+    let (window, format) = (opts.window, opts.input_format);
+    match (opts.relation, engine) {
+        (Relation::Po, _) => {
+            let mut po = ProgramOrder::new(window);
+            let (names, _, _) = trace::stream(path, format, |id, ev| po.event(id, ev))?;
+            return Ok((po.finish(), names));
+        }
+        (Relation::Hb, "vc" | "epoch" | "lockset") => {
+            return crate::hb::analyze_hb(path, engine, window, format);
+        }
+        (Relation::Lockset, _) => return crate::hb::analyze_lockset(path, engine, window, format),
+        _ => {}
     }
     let t = trace::load(path, opts.input_format)?;
     let report = analyze_trace(&t, opts)?;
@@ -122,7 +134,8 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
             po.finish()
         }
         (Relation::Hb, "reference") => crate::reference::hb::analyze(t, opts.window)?,
-        (Relation::Hb, _) => crate::cp::hb_closure::analyze(t, opts.window),
+        (Relation::Hb, "datalog") => crate::cp::hb_closure::analyze(t, opts.window),
+        (Relation::Hb | Relation::Lockset, _) => crate::hb::hb_trace(engine, opts.window, t)?,
         (Relation::Cp, "reference") => crate::reference::cp::analyze(t, opts.window)?,
         (Relation::Cp, "compare") => compare_cp(t, opts)?,
         (Relation::Cp, _) => crate::cp::analyze(t, opts.window, opts.reporting),

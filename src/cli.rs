@@ -139,19 +139,47 @@ pub enum Command {
     },
     /// Report the data races a relation predicts.
     ///
-    /// An access e2 is racy when some earlier conflicting access e1 (another
-    /// thread, same variable, at least one a write) is not ordered before it
-    /// by the relation. With a window K, only pairs less than K events apart
-    /// (e2 - e1 < K) are checked; K counts events of the input trace.
+    /// An access e2 (data read or write) is racy when some earlier access e1 of
+    /// another thread to the same variable, at least one a write, is not ordered
+    /// before e2 by the relation. With a window K only pairs less than K events
+    /// apart (e2 - e1 < K) are checked; K counts events of the input trace. Each
+    /// racy event gets one witness: the latest such e1.
     ///
-    /// Relations:
-    ///   po   thread order only: every conflicting cross-thread pair races.
+    /// Relations (engines, default first):
+    ///   cp       causally-precedes (CP paper, Definition 2): sound predictive
+    ///            detection; finds races HB misses. Window K = 1000 by default,
+    ///            `--window none` is exact CP. Engines: datalog (semi-naive
+    ///            fixpoint over synchronization events), reference (literal
+    ///            rules/cp.dl via crepe, at most 2000 events), compare (both;
+    ///            exit 3 naming the first differing event).
+    ///   hb       happens-before: program order, release -> later acquire,
+    ///            fork/join, volatile write -> later read. Engines: vc (DJIT+
+    ///            vector clocks, exact), epoch (FastTrack2: same racy variables
+    ///            and first race per variable), lockset (Goldilocks: idem),
+    ///            datalog (closure over synchronization events, windowed),
+    ///            reference (rules/hb.dl via crepe).
+    ///   lockset  Eraser's locking discipline. UNSOUND: reports discipline
+    ///            violations, a superset of HB's racy variables. Engine: eraser.
+    ///   po       thread order only: every conflicting cross-thread pair.
+    ///
+    /// CP reporting: CP's soundness theorem covers the first race. By default
+    /// every racy event is reported (and the report says so); --first-race stops
+    /// at the first; --order-races treats each reported race as a CP edge from
+    /// then on, so every report is covered.
     ///
     /// Output (--format json): relation, engine, window, events, racy_events
     /// (sorted ids), races (one witness per racy event: first, second, variable,
-    /// first_loc, second_loc, kind), racy_variables, location_pairs, stats.
+    /// first_loc, second_loc, kind, first_thread, second_thread), racy_variables,
+    /// location_pairs, stats, notes. --format text prints ThreadSanitizer-style
+    /// warnings and a SUMMARY line, csv one row per witness, summary only the
+    /// counts. Exit code: 0 no race, 1 races, 2 bad input or usage.
     ///
-    /// Example: cprace analyze data/figures/cp-fig3-polarcoord.csv --relation po --format json
+    /// Examples:
+    ///   cprace analyze data/figures/cp-fig3-polarcoord.csv --relation cp
+    ///   cprace analyze trace.std --relation cp --window 10000 --format json
+    ///   cprace analyze trace.std --relation hb --engine epoch
+    ///   cprace analyze small.csv --relation cp --engine compare --window none
+    #[command(verbatim_doc_comment)]
     Analyze {
         /// Trace file (`-` reads standard input).
         trace: PathBuf,

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod cp;
 pub mod facts;
 pub mod generate;
+pub mod hb;
 pub mod history;
 pub mod po;
 pub mod reference;

@@ -82,3 +82,27 @@ fn oracles_match_figures() {
         );
     }
 }
+
+#[test]
+fn hb_engines_match_figures() {
+    for (p, t, want) in figures() {
+        let vc = cprace::hb::hb_trace("vc", None, &t).unwrap();
+        assert_eq!(vc.racy_events(), want["hb"], "hb vc {}", p.display());
+        for engine in ["epoch", "lockset"] {
+            let r = cprace::hb::hb_trace(engine, None, &t).unwrap();
+            assert_eq!(
+                r.first_race_per_variable(),
+                vc.first_race_per_variable(),
+                "hb {engine} {}",
+                p.display()
+            );
+        }
+        let closure = cprace::cp::hb_closure::analyze(&t, None);
+        assert_eq!(
+            closure.racy_events(),
+            want["hb"],
+            "hb datalog {}",
+            p.display()
+        );
+    }
+}

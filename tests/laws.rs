@@ -9,7 +9,9 @@ use cprace::trace::Trace;
 fn racy(t: &Trace, relation: Relation, window: Option<u64>) -> Vec<u32> {
     let mut opts = Options::new(relation);
     opts.window = window;
-    analyze_trace(t, &opts).expect("analysis runs").racy_events()
+    analyze_trace(t, &opts)
+        .expect("analysis runs")
+        .racy_events()
 }
 
 fn subset(a: &[u32], b: &[u32]) -> bool {
@@ -36,18 +38,33 @@ fn containment_and_monotonicity() {
         for k in [1, 2, 5, 10, 30, 100, 300, 1000] {
             let hb = racy(&t, Relation::Hb, Some(k));
             let cp = racy(&t, Relation::Cp, Some(k));
-            assert!(subset(&hb, &cp), "seed {seed} K={k}: HB races not within CP races");
-            assert!(subset(&cp, &exact), "seed {seed} K={k}: windowed CP races not within exact CP");
-            assert!(subset(&previous, &cp), "seed {seed} K={k}: CP races shrank as K grew");
+            assert!(
+                subset(&hb, &cp),
+                "seed {seed} K={k}: HB races not within CP races"
+            );
+            assert!(
+                subset(&cp, &exact),
+                "seed {seed} K={k}: windowed CP races not within exact CP"
+            );
+            assert!(
+                subset(&previous, &cp),
+                "seed {seed} K={k}: CP races shrank as K grew"
+            );
             strict[0] += (hb.len() < cp.len()) as usize;
             strict[1] += (cp.len() < exact.len()) as usize;
             previous = cp;
         }
         // WCP_BOUND: exact CP races ⊆ WCP races (see wcp tests once merged).
         let hb_all = racy(&t, Relation::Hb, None);
-        assert!(subset(&hb_all, &exact), "seed {seed}: HB races not within exact CP");
+        assert!(
+            subset(&hb_all, &exact),
+            "seed {seed}: HB races not within exact CP"
+        );
         strict[2] += (hb_all.len() < exact.len()) as usize;
     }
     // The laws must be tested on traces where the relations differ.
-    assert!(strict.iter().all(|&n| n > 20), "too few traces separate the relations: {strict:?}");
+    assert!(
+        strict.iter().all(|&n| n > 20),
+        "too few traces separate the relations: {strict:?}"
+    );
 }

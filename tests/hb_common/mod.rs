@@ -1,0 +1,345 @@
+//! Helpers shared by the HB test files: a compact trace syntax, a brute-force
+//! HB oracle, and the generator configurations of the property tests.
+#![allow(dead_code)]
+
+use cprace::generate::{self, Config, Rng};
+use cprace::report::{Race, Report};
+use cprace::trace::{EventId, Format, Op, Trace, load_str};
+
+/// Parse a trace written one event per line as `thread op target`
+/// (e.g. `T1 acq l`), blank lines ignored.
+pub fn tr(text: &str) -> Trace {
+    let mut std = String::new();
+    for (i, line) in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .enumerate()
+    {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(parts.len(), 3, "bad test line `{line}`");
+        std.push_str(&format!("{}|{}({})|L{}\n", parts[0], parts[1], parts[2], i));
+    }
+    load_str(&std, Some(Format::Std)).expect("test trace is well formed")
+}
+
+/// Run an engine over a trace.
+pub fn run(engine: &str, window: Option<u64>, t: &Trace) -> Report {
+    cprace::hb::hb_trace(engine, window, t).expect("known engine")
+}
+
+/// `(racy event, witness)` pairs of a report.
+pub fn pairs(r: &Report) -> Vec<(EventId, EventId)> {
+    r.races.iter().map(|x| (x.second.id, x.first.id)).collect()
+}
+
+/// Transitive closure of HB over all event pairs, straight from the
+/// definition: `pred[j]` is the set of events HB-before `j` (a bitset).
+pub fn hb_closure(t: &Trace) -> Vec<Vec<u64>> {
+    let n = t.len();
+    let words = n.div_ceil(64).max(1);
+    let nt = t.num_threads();
+    let mut first = vec![None; nt];
+    let mut last = vec![None; nt];
+    for (i, e) in t.events.iter().enumerate() {
+        let th = e.thread as usize;
+        first[th].get_or_insert(i);
+        last[th] = Some(i);
+    }
+    let mut fork_of = vec![None; nt];
+    for (i, e) in t.events.iter().enumerate() {
+        if e.op == Op::Fork {
+            fork_of[e.target as usize] = Some(i);
+        }
+    }
+    let mut pred: Vec<Vec<u64>> = vec![vec![0; words]; n];
+    let mut prev_of_thread = vec![None; nt];
+    for j in 0..n {
+        let ej = t.events[j];
+        let mut direct: Vec<usize> = Vec::new();
+        if let Some(p) = prev_of_thread[ej.thread as usize] {
+            direct.push(p);
+        }
+        prev_of_thread[ej.thread as usize] = Some(j);
+        for i in 0..j {
+            let ei = t.events[i];
+            let edge = match (ei.op, ej.op) {
+                (Op::Release, Op::Acquire) => ei.target == ej.target,
+                (Op::VolatileWrite, Op::VolatileRead) => ei.target == ej.target,
+                _ => false,
+            };
+            if edge {
+                direct.push(i);
+            }
+        }
+        if first[ej.thread as usize] == Some(j)
+            && let Some(f) = fork_of[ej.thread as usize]
+            && f < j
+        {
+            direct.push(f);
+        }
+        if ej.op == Op::Join
+            && let Some(l) = last[ej.target as usize]
+            && l < j
+        {
+            direct.push(l);
+        }
+        let mut acc = vec![0u64; words];
+        for i in direct {
+            acc[i / 64] |= 1 << (i % 64);
+            for w in 0..words {
+                acc[w] |= pred[i][w];
+            }
+        }
+        pred[j] = acc;
+    }
+    pred
+}
+
+/// Whether `i` is HB-before `j` in a closure from [`hb_closure`].
+pub fn hb(pred: &[Vec<u64>], i: usize, j: usize) -> bool {
+    pred[j][i / 64] >> (i % 64) & 1 == 1
+}
+
+/// Every racy event with its witness (the latest unordered conflicting earlier
+/// access within the window), by brute force over all pairs.
+pub fn oracle(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
+    let pred = hb_closure(t);
+    let mut out = Vec::new();
+    for j in 0..t.len() {
+        let ej = t.events[j];
+        if !ej.op.is_access() {
+            continue;
+        }
+        let witness = (0..j).rev().find(|&i| {
+            let ei = t.events[i];
+            ei.op.is_access()
+                && ei.target == ej.target
+                && ei.thread != ej.thread
+                && (ei.op == Op::Write || ej.op == Op::Write)
+                && window.is_none_or(|k| ((j - i) as u64) < k)
+                && !hb(&pred, i, j)
+        });
+        if let Some(i) = witness {
+            out.push((j as EventId, i as EventId));
+        }
+    }
+    out
+}
+
+/// Generator configuration for property-test seed `seed`: 2-6 threads, 1-4
+/// locks, nesting up to 3, fork/join, volatiles and re-entrant acquires in
+/// varying amounts. Every fourth seed is "racy" (many unprotected accesses);
+/// the others mostly lock their accesses, so races are rarer and later and
+/// many variables stay race-free through intricate synchronization.
+pub fn config(seed: u64, events: u64) -> Config {
+    let mut r = Rng::new(seed.wrapping_mul(0x9E37_79B9) ^ 0xABCD);
+    let mut f = |lo: f64, hi: f64| lo + (hi - lo) * (r.below(1000) as f64 / 1000.0);
+    let (locks, unlocked, volatile) = match seed % 4 {
+        0 => (1 + (f(0.0, 4.0) as u32).min(3), f(0.2, 1.0), f(0.0, 0.1)),
+        1 => (1 + (f(0.0, 2.0) as u32).min(1), f(0.0, 0.05), f(0.0, 0.1)),
+        2 => (2 + (f(0.0, 3.0) as u32).min(2), 0.0, f(0.0, 0.05)),
+        _ => (1 + (f(0.0, 3.0) as u32).min(2), f(0.0, 0.1), f(0.1, 0.3)),
+    };
+    let mut r = Rng::new(seed ^ 0x1234_5678);
+    Config {
+        events,
+        threads: 2 + r.below(5) as u32,
+        locks,
+        vars: 1 + r.below(6) as u32,
+        volatiles: if volatile > 0.0 {
+            1 + r.below(2) as u32
+        } else {
+            0
+        },
+        max_nesting: 1 + r.below(3) as u32,
+        p_acquire: 0.05 + 0.3 * (r.below(100) as f64 / 100.0),
+        p_release: 0.1 + 0.4 * (r.below(100) as f64 / 100.0),
+        p_unlocked_access: unlocked,
+        p_write: 0.2 + 0.6 * (r.below(100) as f64 / 100.0),
+        p_volatile: volatile,
+        fork_join: r.below(3) != 0,
+        p_reentrant: 0.05 * (r.below(100) as f64 / 100.0),
+        p_out_of_order_release: 0.2 * (r.below(100) as f64 / 100.0),
+        locs_per_thread: 4,
+        p_hot: 0.3,
+        seed,
+        ..Config::default()
+    }
+}
+
+/// A generated trace for `seed`.
+pub fn generated(seed: u64, events: u64) -> Trace {
+    generate::trace(&config(seed, events))
+}
+
+/// One line per event, for failure messages.
+pub fn dump(t: &Trace) -> String {
+    t.events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            format!(
+                "{i}: {}|{}({})\n",
+                t.names.thread(e.thread),
+                e.op.as_str(),
+                t.names.target(e)
+            )
+        })
+        .collect()
+}
+
+/// First race per variable as comparable tuples.
+pub fn firsts(r: &Report) -> Vec<Race> {
+    r.first_race_per_variable()
+}
+
+/// Segment number of every event: 1 + the release/fork/volatile-write events
+/// of its thread before it (FastTrack's epoch clock of the event).
+fn segments(t: &Trace) -> Vec<u32> {
+    let mut seg = vec![1u32; t.num_threads()];
+    t.events
+        .iter()
+        .map(|e| {
+            let s = seg[e.thread as usize];
+            if matches!(e.op, Op::Release | Op::Fork | Op::VolatileWrite) {
+                seg[e.thread as usize] += 1;
+            }
+            s
+        })
+        .collect()
+}
+
+/// Keep the larger of two witness ids.
+fn latest(best: &mut Option<usize>, cand: usize) {
+    if best.is_none_or(|b| cand > b) {
+        *best = Some(cand);
+    }
+}
+
+/// Brute-force model of Goldilocks' tracked accesses (last write, latest read
+/// per thread since it) with orderings from the HB closure: the exact report
+/// the `lockset` engine must produce, also after the first race.
+pub fn goldilocks_model(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
+    let pred = hb_closure(t);
+    let near = |i: usize, j: usize| window.is_none_or(|k| ((j - i) as u64) < k);
+    let mut write: Vec<Option<usize>> = vec![None; t.num_vars()];
+    let mut reads: Vec<Vec<usize>> = vec![Vec::new(); t.num_vars()];
+    let mut out = Vec::new();
+    for (j, e) in t.events.iter().enumerate() {
+        if !e.op.is_access() {
+            continue;
+        }
+        let x = e.target as usize;
+        let unordered = |i: usize| t.events[i].thread != e.thread && near(i, j) && !hb(&pred, i, j);
+        let mut best = None;
+        if let Some(w) = write[x]
+            && unordered(w)
+        {
+            best = Some(w);
+        }
+        if e.op == Op::Write {
+            for &r in &reads[x] {
+                if unordered(r) {
+                    latest(&mut best, r);
+                }
+            }
+            write[x] = Some(j);
+            reads[x].clear();
+        } else {
+            reads[x].retain(|&r| t.events[r].thread != e.thread);
+            reads[x].push(j);
+        }
+        if let Some(i) = best {
+            out.push((j as EventId, i as EventId));
+        }
+    }
+    out
+}
+
+/// Brute-force model of FastTrack2's Figure 1 (epochs as per-thread segment
+/// numbers, same-epoch rules only without a window) with orderings from the
+/// HB closure: the exact report the `epoch` engine must produce.
+pub fn fasttrack_model(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
+    #[derive(Clone)]
+    enum R {
+        Epoch(Option<usize>),
+        Shared(Vec<Option<usize>>),
+    }
+    let pred = hb_closure(t);
+    let seg = segments(t);
+    let fast = window.is_none();
+    let near = |i: usize, j: usize| window.is_none_or(|k| ((j - i) as u64) < k);
+    let nt = t.num_threads();
+    let same_epoch =
+        |i: usize, j: usize| t.events[i].thread == t.events[j].thread && seg[i] == seg[j];
+    let mut w: Vec<Option<usize>> = vec![None; t.num_vars()];
+    let mut r: Vec<R> = vec![R::Epoch(None); t.num_vars()];
+    let mut out = Vec::new();
+    for (j, e) in t.events.iter().enumerate() {
+        if !e.op.is_access() {
+            continue;
+        }
+        let x = e.target as usize;
+        let th = e.thread as usize;
+        // Ordered in the FastTrack sense: same thread, or HB.
+        let ord = |i: usize| t.events[i].thread == e.thread || hb(&pred, i, j);
+        let mut best = None;
+        if e.op == Op::Read {
+            match &mut r[x] {
+                R::Epoch(Some(i)) if fast && same_epoch(*i, j) => {
+                    *i = j;
+                    continue;
+                }
+                R::Shared(v) if fast && v[th].is_some_and(|i| seg[i] == seg[j]) => {
+                    v[th] = Some(j);
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(i) = w[x]
+                && !ord(i)
+                && near(i, j)
+            {
+                best = Some(i);
+            }
+            r[x] = match std::mem::replace(&mut r[x], R::Epoch(None)) {
+                R::Epoch(None) => R::Epoch(Some(j)),
+                R::Epoch(Some(i)) if ord(i) => R::Epoch(Some(j)),
+                R::Epoch(Some(i)) => {
+                    let mut v = vec![None; nt];
+                    v[t.events[i].thread as usize] = Some(i);
+                    v[th] = Some(j);
+                    R::Shared(v)
+                }
+                R::Shared(mut v) => {
+                    v[th] = Some(j);
+                    R::Shared(v)
+                }
+            };
+        } else {
+            if fast && w[x].is_some_and(|i| same_epoch(i, j)) {
+                w[x] = Some(j);
+                continue;
+            }
+            let mut cand = |i: usize| {
+                if !ord(i) && near(i, j) {
+                    latest(&mut best, i);
+                }
+            };
+            if let Some(i) = w[x] {
+                cand(i);
+            }
+            match &r[x] {
+                R::Epoch(Some(i)) => cand(*i),
+                R::Epoch(None) => {}
+                R::Shared(v) => v.iter().flatten().for_each(|&i| cand(i)),
+            }
+            w[x] = Some(j);
+        }
+        if let Some(i) = best {
+            out.push((j as EventId, i as EventId));
+        }
+    }
+    out
+}

@@ -1,0 +1,173 @@
+//! Property tests of the HB engines over thousands of generated traces
+//! (2-6 threads, 1-4 locks, nesting, fork/join, volatiles, re-entrant locks).
+
+mod hb_common;
+
+use std::collections::BTreeSet;
+
+use cprace::hb::{GoldilocksDetector, run_trace};
+use hb_common::{
+    config, dump, fasttrack_model, firsts, generated, goldilocks_model, oracle, pairs, run,
+};
+
+const WINDOWS: [Option<u64>; 4] = [None, Some(3), Some(10), Some(40)];
+
+fn subset(a: &[u32], b: &[u32]) -> bool {
+    let b: BTreeSet<_> = b.iter().collect();
+    a.iter().all(|x| b.contains(x))
+}
+
+/// vc's racy events and witnesses equal the brute-force transitive closure.
+#[test]
+fn vc_matches_brute_force_oracle() {
+    for seed in 0..1500 {
+        let t = generated(seed, 20 + seed % 120);
+        for w in WINDOWS {
+            let vc = run("vc", w, &t);
+            let want = oracle(&t, w);
+            assert_eq!(
+                pairs(&vc),
+                want,
+                "seed {seed}, window {w:?}, cfg {:?}\n{}",
+                config(seed, 20 + seed % 120),
+                dump(&t)
+            );
+        }
+    }
+}
+
+/// epoch (FastTrack2) and lockset (Goldilocks) agree with vc on the racy
+/// variables and on the first race per variable (racy event and witness), and
+/// only ever report events vc reports.
+#[test]
+fn epoch_and_goldilocks_agree_with_vc_on_first_races() {
+    for seed in 0..2500 {
+        let n = 30 + seed % 300;
+        let t = generated(seed, n);
+        for w in WINDOWS {
+            let vc = run("vc", w, &t);
+            for engine in ["epoch", "lockset"] {
+                let r = run(engine, w, &t);
+                let ctx = || {
+                    format!(
+                        "seed {seed}, engine {engine}, window {w:?}, cfg {:?}\n{}",
+                        config(seed, n),
+                        dump(&t)
+                    )
+                };
+                assert_eq!(r.racy_variables(), vc.racy_variables(), "{}", ctx());
+                assert_eq!(firsts(&r), firsts(&vc), "{}", ctx());
+                assert!(subset(&r.racy_events(), &vc.racy_events()), "{}", ctx());
+            }
+        }
+    }
+}
+
+/// epoch and lockset implement their algorithms exactly, also after the
+/// first race on a variable: each report equals a brute-force model of the
+/// algorithm's tracked state whose orderings come from the HB closure.
+#[test]
+fn engines_match_brute_force_models_of_their_algorithms() {
+    for seed in 0..1500 {
+        let n = 20 + seed % 150;
+        let t = generated(seed, n);
+        for w in WINDOWS {
+            let ctx = || {
+                format!(
+                    "seed {seed}, window {w:?}, cfg {:?}\n{}",
+                    config(seed, n),
+                    dump(&t)
+                )
+            };
+            assert_eq!(
+                pairs(&run("epoch", w, &t)),
+                fasttrack_model(&t, w),
+                "epoch: {}",
+                ctx()
+            );
+            assert_eq!(
+                pairs(&run("lockset", w, &t)),
+                goldilocks_model(&t, w),
+                "lockset: {}",
+                ctx()
+            );
+        }
+    }
+}
+
+/// Goldilocks with a tiny update-list limit (garbage collection and
+/// materialized locksets on almost every sync event) gives the same report as
+/// without collection.
+#[test]
+fn goldilocks_collection_changes_nothing() {
+    for seed in 0..800 {
+        let n = 30 + seed % 250;
+        let t = generated(seed, n);
+        for w in [None, Some(10)] {
+            let plain = run("lockset", w, &t);
+            for limit in [1, 3, 8] {
+                let gc = run_trace(GoldilocksDetector::with_gc_limit(w, limit), &t);
+                assert_eq!(
+                    pairs(&gc),
+                    pairs(&plain),
+                    "seed {seed}, limit {limit}, window {w:?}\n{}",
+                    dump(&t)
+                );
+            }
+        }
+    }
+}
+
+/// Eraser reports every HB-racy event (hence every HB-racy variable).
+#[test]
+fn eraser_covers_hb() {
+    for seed in 0..2500 {
+        let n = 30 + seed % 300;
+        let t = generated(seed, n);
+        for w in WINDOWS {
+            let vc = run("vc", w, &t);
+            let er = run("eraser", w, &t);
+            let ctx = || {
+                format!(
+                    "seed {seed}, window {w:?}, cfg {:?}\n{}",
+                    config(seed, n),
+                    dump(&t)
+                )
+            };
+            assert!(subset(&vc.racy_events(), &er.racy_events()), "{}", ctx());
+            assert!(
+                vc.racy_variables().is_subset(&er.racy_variables()),
+                "{}",
+                ctx()
+            );
+        }
+    }
+}
+
+/// vc with window K reports a subset of the unwindowed racy events, growing with K.
+#[test]
+fn vc_window_is_monotone() {
+    for seed in 0..1500 {
+        let n = 30 + seed % 300;
+        let t = generated(seed, n);
+        let mut prev: Vec<u32> = Vec::new();
+        let all = run("vc", None, &t).racy_events();
+        for k in [1u64, 2, 3, 5, 8, 13, 21, 50, 100, 1000] {
+            let r = run("vc", Some(k), &t).racy_events();
+            assert!(
+                subset(&prev, &r),
+                "seed {seed}: K={k} lost racy events of a smaller window"
+            );
+            assert!(
+                subset(&r, &all),
+                "seed {seed}: K={k} reports events the whole trace does not"
+            );
+            prev = r;
+        }
+        let big = run("vc", Some(n * 4), &t).racy_events();
+        assert_eq!(
+            big, all,
+            "seed {seed}: a window longer than the trace changes the result"
+        );
+    }
+}
