@@ -13,6 +13,9 @@ use crate::trace::{self, Format, Names};
 pub enum Relation {
     /// Thread order only: every conflicting cross-thread pair races (upper bound).
     Po,
+    /// Weak-causally-precedes (wcp-2017): HB weakened to the lock orderings a
+    /// reordering must keep; linear-time vector clocks.
+    Wcp,
 }
 
 /// What to analyse and how.
@@ -32,6 +35,7 @@ pub struct Options {
 pub fn engines(relation: Relation) -> &'static [&'static str] {
     match relation {
         Relation::Po => &["stream"],
+        Relation::Wcp => &["vc", "reference"],
     }
 }
 
@@ -52,5 +56,18 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
             let (names, _, _) = trace::stream(path, opts.input_format, |id, ev| po.event(id, ev))?;
             Ok((po.finish(), names))
         }
+        Relation::Wcp if engine == "reference" => {
+            let t = trace::load(path, opts.input_format)?;
+            if t.len() > crate::wcp::reference::MAX_EVENTS {
+                bail!(crate::UsageError(format!(
+                    "the wcp reference engine evaluates Definition 3 over all event pairs and accepts at most {} \
+                     events; this trace has {}; use --engine vc",
+                    crate::wcp::reference::MAX_EVENTS,
+                    t.len()
+                )));
+            }
+            Ok((crate::wcp::reference::analyze(&t, opts.window), t.names))
+        }
+        Relation::Wcp => Ok(crate::wcp::analyze_path(path, opts.input_format, opts.window)?),
     }
 }

@@ -110,6 +110,16 @@ pub enum Command {
     ///
     /// Relations:
     ///   po   thread order only: every conflicting cross-thread pair races.
+    ///   wcp  weak-causally-precedes (Kini et al., PLDI 2017): a release of a
+    ///        lock orders a later access inside a critical section of that lock
+    ///        when its own section holds a conflicting access; two releases of
+    ///        a lock are ordered when their sections hold WCP-ordered events;
+    ///        closed under composition with HB. Sound (a WCP race implies a
+    ///        predictable race or deadlock) and weaker than CP, so it reports
+    ///        every CP race and more. Engines: vc (default; Algorithm 1, one
+    ///        streaming pass, linear time; stats give the paper's maximum
+    ///        queue length) and reference (Definition 3 as Datalog, at most
+    ///        2000 events).
     ///
     /// Output (--format json): relation, engine, window, events, racy_events
     /// (sorted ids), races (one witness per racy event: first, second, variable,

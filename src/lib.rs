@@ -14,6 +14,7 @@ pub mod cli;
 pub mod history;
 pub mod po;
 pub mod stats;
+pub mod wcp;
 
 /// A command-line usage error (exit code 2), as opposed to a failed analysis.
 #[derive(Debug)]
