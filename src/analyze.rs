@@ -21,6 +21,9 @@ pub enum Relation {
     Lockset,
     /// Causally-precedes (causally-precedes-2012), windowed.
     Cp,
+    /// Weak-causally-precedes (wcp-2017): weaker than CP, so every CP race is a
+    /// WCP race; linear-time vector clocks.
+    Wcp,
 }
 
 impl Relation {
@@ -31,6 +34,7 @@ impl Relation {
             Relation::Hb => "hb",
             Relation::Lockset => "lockset",
             Relation::Cp => "cp",
+            Relation::Wcp => "wcp",
         }
     }
 }
@@ -78,6 +82,7 @@ pub fn engines(relation: Relation) -> &'static [&'static str] {
         Relation::Hb => &["vc", "epoch", "lockset", "datalog", "reference"],
         Relation::Lockset => &["eraser"],
         Relation::Cp => &["datalog", "reference", "compare"],
+        Relation::Wcp => &["vc", "reference"],
     }
 }
 
@@ -115,6 +120,7 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
             return crate::hb::analyze_hb(path, engine, window, format);
         }
         (Relation::Lockset, _) => return crate::hb::analyze_lockset(path, engine, window, format),
+        (Relation::Wcp, "vc") => return Ok(crate::wcp::analyze_path(path, format, window)?),
         _ => {}
     }
     let t = trace::load(path, opts.input_format)?;
@@ -139,6 +145,18 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
         (Relation::Cp, "reference") => crate::reference::cp::analyze(t, opts.window)?,
         (Relation::Cp, "compare") => compare_cp(t, opts)?,
         (Relation::Cp, _) => crate::cp::analyze(t, opts.window, opts.reporting),
+        (Relation::Wcp, "reference") => {
+            if t.len() > crate::wcp::reference::MAX_EVENTS {
+                bail!(crate::UsageError(format!(
+                    "the wcp reference engine evaluates Definition 3 over all event pairs and accepts at most {} \
+                     events; this trace has {}; use --engine vc",
+                    crate::wcp::reference::MAX_EVENTS,
+                    t.len()
+                )));
+            }
+            crate::wcp::reference::analyze(t, opts.window)
+        }
+        (Relation::Wcp, _) => crate::wcp::vc::analyze(t, opts.window),
     })
 }
 

@@ -158,6 +158,10 @@ pub enum Command {
     ///            and first race per variable), lockset (Goldilocks: idem),
     ///            datalog (closure over synchronization events, windowed),
     ///            reference (rules/hb.dl via crepe).
+    ///   wcp      weak-causally-precedes (wcp-2017, Definition 3): weaker than
+    ///            CP, so every CP race is a WCP race; the fast upper bound.
+    ///            Engines: vc (Algorithm 1, linear time, streaming), reference
+    ///            (literal rules/wcp.dl via crepe, at most 2000 events).
     ///   lockset  Eraser's locking discipline. UNSOUND: reports discipline
     ///            violations, a superset of HB's racy variables. Engine: eraser.
     ///   po       thread order only: every conflicting cross-thread pair.

@@ -17,6 +17,7 @@ pub mod reference;
 pub mod report;
 pub mod stats;
 pub mod trace;
+pub mod wcp;
 
 /// A command-line usage error (exit code 2), as opposed to a failed analysis.
 #[derive(Debug)]

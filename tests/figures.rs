@@ -106,3 +106,21 @@ fn hb_engines_match_figures() {
         );
     }
 }
+
+#[test]
+fn wcp_engines_match_figures() {
+    for (p, t, want) in figures() {
+        assert_eq!(
+            cprace::wcp::vc::analyze(&t, None).racy_events(),
+            want["wcp"],
+            "wcp vc {}",
+            p.display()
+        );
+        assert_eq!(
+            cprace::wcp::reference::analyze(&t, None).racy_events(),
+            want["wcp"],
+            "wcp reference {}",
+            p.display()
+        );
+    }
+}

@@ -20,7 +20,7 @@ fn subset(a: &[u32], b: &[u32]) -> bool {
 
 #[test]
 fn containment_and_monotonicity() {
-    let mut strict = [0usize; 3];
+    let mut strict = [0usize; 4];
     for seed in 0..150u64 {
         let cfg = Config {
             events: 200 + seed * 3,
@@ -54,7 +54,12 @@ fn containment_and_monotonicity() {
             strict[1] += (cp.len() < exact.len()) as usize;
             previous = cp;
         }
-        // WCP_BOUND: exact CP races ⊆ WCP races (see wcp tests once merged).
+        let wcp = racy(&t, Relation::Wcp, None);
+        assert!(
+            subset(&exact, &wcp),
+            "seed {seed}: exact CP races not within WCP races"
+        );
+        strict[3] += (exact.len() < wcp.len()) as usize;
         let hb_all = racy(&t, Relation::Hb, None);
         assert!(
             subset(&hb_all, &exact),

@@ -1,0 +1,583 @@
+//! The `vc` WCP engine: Algorithm 1 of wcp-2017, streaming, one pass.
+//!
+//! See the [module docs](super) for the semantics and the two corrections to the
+//! printed algorithm. Layout notes:
+//!
+//! - Per thread: local clock `N`, HB clock `H` (with `H[t] = N`), WCP-predecessor
+//!   clock `P`; the event time is `C = P[t := N]`. `N` ticks lazily before the
+//!   first event after a release, fork or volatile write (the only events WCP or
+//!   HB edges leave a thread from), so one epoch's events are interchangeable.
+//! - Per lock: `H_l`, `P_l` of its last release, and one shared release log
+//!   instead of the paper's per-thread `Acq_l(t)`/`Rel_l(t)` queues: a record
+//!   `(thread, N of the acquire, H of the release)` per critical section, and per
+//!   thread a cursor into it. A thread's queue is the log past its cursor, so
+//!   each time is stored once rather than once per thread; the log is trimmed
+//!   behind the slowest live thread.
+//! - Per (lock, variable): the rule-(a) clocks `L^r`, `L^w`. Releases of one lock
+//!   are HB-ordered, so the join the paper keeps equals the latest qualifying
+//!   release's `H`; we keep that and the latest one by a *different* thread,
+//!   which is what an access of the last releaser's own thread may use.
+
+use rustc_hash::FxHashMap;
+use serde_json::json;
+
+use crate::clock::VectorClock;
+use crate::history::AccessHistory;
+use crate::report::Report;
+use crate::trace::{Event, EventId, Op, ThreadId};
+
+const NONE: u32 = u32::MAX;
+/// By default a lock's log is only trimmed once it holds this many words.
+const TRIM_MIN_WORDS: usize = 1 << 16;
+/// Words before the clock in a log record: thread, N of the acquire, clock length.
+const HEADER: usize = 3;
+
+/// Rule-(a) state of every (lock, variable) pair, in one fixed-stride table so
+/// an access touches one contiguous record. Record layout (`u32` words):
+/// a header, then four clocks of `width` entries each:
+///
+/// - `R_LAST`/`W_LAST`: `H` of the latest release of the lock whose critical
+///   section read / wrote the variable (with its thread and local time), and
+/// - R_OTHER/W_OTHER: the latest such release by a thread other than that
+///   one, which is what an access of the last releaser's own thread may join.
+///
+/// Releases of one lock are HB-ordered, so these latest times equal the joins
+/// `L^r`, `L^w` of the paper.
+#[derive(Clone, Debug, Default)]
+struct SlotTable {
+    width: usize,
+    stride: usize,
+    data: Vec<u32>,
+}
+
+/// Header words: four (thread, local time) pairs, one per clock (`R_LAST`,
+/// R_OTHER = `R_LAST + 1`, `W_LAST`, W_OTHER = `W_LAST + 1`), then the two
+/// marks (id of the last critical section that recorded a read / write here).
+const R_LAST: usize = 0;
+const W_LAST: usize = 2;
+const READ_MARK: usize = 8;
+const WRITE_MARK: usize = 9;
+const SLOT_HEADER: usize = 10;
+
+impl SlotTable {
+    fn with_width(width: usize) -> SlotTable {
+        SlotTable {
+            width,
+            stride: SLOT_HEADER + 4 * width,
+            data: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.data.len() / self.stride
+    }
+
+    fn push(&mut self) -> u32 {
+        let i = self.len();
+        self.data.resize(self.data.len() + self.stride, 0);
+        let rec = &mut self.data[i * self.stride..];
+        for c in 0..4 {
+            rec[2 * c] = NONE;
+        }
+        i as u32
+    }
+
+    /// Re-layout for clocks of `width` entries (thread ids below `width`).
+    fn widen(&mut self, width: usize) {
+        let mut wider = SlotTable::with_width(width);
+        wider.data = vec![0; self.len() * wider.stride];
+        for i in 0..self.len() {
+            let old = &self.data[i * self.stride..(i + 1) * self.stride];
+            let new = &mut wider.data[i * wider.stride..(i + 1) * wider.stride];
+            new[..SLOT_HEADER].copy_from_slice(&old[..SLOT_HEADER]);
+            for c in 0..4 {
+                let (o, n) = (SLOT_HEADER + c * self.width, SLOT_HEADER + c * width);
+                new[n..n + self.width].copy_from_slice(&old[o..o + self.width]);
+            }
+        }
+        *self = wider;
+    }
+
+    /// Join into `p` the clock of kind `last` (R_LAST or W_LAST) that an access
+    /// of thread `t` may use. Skipped when `p` already knows that release: then
+    /// it is WCP-before the access, so its whole `H` is in `p` already (Lemmas
+    /// C.8 and C.9 of the paper).
+    #[inline]
+    fn join_into(&self, slot: u32, last: usize, t: u32, p: &mut VectorClock) {
+        let rec = &self.data[slot as usize * self.stride..(slot as usize + 1) * self.stride];
+        let c = if rec[2 * last] == t { last + 1 } else { last };
+        let (u, n) = (rec[2 * c], rec[2 * c + 1]);
+        if u != NONE && p.get(u) < n {
+            let at = SLOT_HEADER + c * self.width;
+            p.join_slice(&rec[at..at + self.width]);
+        }
+    }
+
+    /// A release by `t` (clock `h`, local time `n`) of a section that accessed
+    /// the slot's variable: it becomes the latest of kind `last`.
+    fn update(&mut self, slot: u32, last: usize, t: u32, n: u32, h: &[u32]) {
+        let w = self.width;
+        let rec = &mut self.data[slot as usize * self.stride..(slot as usize + 1) * self.stride];
+        let at = SLOT_HEADER + last * w;
+        if rec[2 * last] != t {
+            if rec[2 * last] != NONE {
+                rec.copy_within(at..at + w, at + w);
+                rec[2 * last + 2] = rec[2 * last];
+                rec[2 * last + 3] = rec[2 * last + 1];
+            }
+            rec[2 * last] = t;
+        }
+        rec[2 * last + 1] = n;
+        let k = h.len().min(w);
+        rec[at..at + k].copy_from_slice(&h[..k]);
+        rec[at + k..at + w].fill(0);
+    }
+
+    /// Record that critical section `cs` accessed the slot; true the first time.
+    #[inline]
+    fn mark(&mut self, slot: u32, which: usize, cs: u32) -> bool {
+        let m = &mut self.data[slot as usize * self.stride + which];
+        let first = *m != cs;
+        *m = cs;
+        first
+    }
+}
+
+/// An open critical section.
+#[derive(Clone, Debug, Default)]
+struct OpenCs {
+    lock: u32,
+    /// `N` of the acquire.
+    n_acq: u32,
+    /// Unique id (for de-duplicating the recorded slots).
+    id: u32,
+    /// Slots of the variables read / written inside, each once.
+    reads: Vec<u32>,
+    writes: Vec<u32>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct ThreadState {
+    known: bool,
+    started: bool,
+    joined: bool,
+    tick: bool,
+    n: u32,
+    h: VectorClock,
+    p: VectorClock,
+    held: Vec<OpenCs>,
+    /// Absolute word offset into each lock's log: the front of this thread's queue.
+    cursors: Vec<u64>,
+    /// Recycled slot lists of closed critical sections.
+    pool: Vec<Vec<u32>>,
+}
+
+/// Release log of one lock: records `[thread, n_acq, len, h[0..len]]`.
+#[derive(Clone, Debug, Default)]
+struct Log {
+    words: Vec<u32>,
+    /// Absolute offset of `words[0]`.
+    base: u64,
+    next_trim: usize,
+}
+
+impl Log {
+    fn end(&self) -> u64 {
+        self.base + self.words.len() as u64
+    }
+    /// Records from absolute offset `from` to the end: (thread, n_acq, clock).
+    fn records(&self, from: u64) -> impl Iterator<Item = (u32, u32, &[u32])> {
+        let mut off = from.saturating_sub(self.base) as usize;
+        std::iter::from_fn(move || {
+            let w = &self.words;
+            if off + HEADER > w.len() {
+                return None;
+            }
+            let len = w[off + 2] as usize;
+            let rec = (w[off], w[off + 1], &w[off + HEADER..off + HEADER + len]);
+            off += HEADER + len;
+            Some(rec)
+        })
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct LockState {
+    h: VectorClock,
+    p: VectorClock,
+    log: Log,
+    holder: Option<u32>,
+}
+
+/// Streaming WCP race detector (Algorithm 1 of wcp-2017).
+pub struct WcpVc {
+    history: AccessHistory,
+    report: Report,
+    threads: Vec<ThreadState>,
+    locks: Vec<LockState>,
+    slot_of: FxHashMap<u64, u32>,
+    slots: SlotTable,
+    /// Per volatile variable: `H` of the latest volatile write of each thread.
+    volatiles: Vec<Vec<(u32, VectorClock)>>,
+    cs_count: u32,
+    known_threads: i64,
+    /// Total length of the paper's Acq/Rel queues (over threads seen so far).
+    queue_len: i64,
+    queue_max: i64,
+    /// Times a thread's queue began before the trimmed part of a log.
+    truncated: u64,
+    trim_min: usize,
+}
+
+/// Mutable references to two distinct elements.
+fn two_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    debug_assert_ne!(a, b);
+    if a < b {
+        let (x, y) = v.split_at_mut(b);
+        (&mut x[a], &mut y[0])
+    } else {
+        let (x, y) = v.split_at_mut(a);
+        (&mut y[0], &mut x[b])
+    }
+}
+
+impl WcpVc {
+    /// A detector pairing accesses less than `window` events apart (the
+    /// relation itself is always computed over the whole trace).
+    pub fn new(window: Option<u64>) -> Self {
+        Self::with_trim_threshold(window, TRIM_MIN_WORDS)
+    }
+
+    /// Like [`WcpVc::new`], but a lock's release log is trimmed once it holds
+    /// `words` words (tests use tiny values so trimming happens all the time).
+    pub fn with_trim_threshold(window: Option<u64>, words: usize) -> Self {
+        WcpVc {
+            history: AccessHistory::new(window),
+            report: Report::new("wcp", "vc", window, 0),
+            threads: Vec::new(),
+            locks: Vec::new(),
+            slot_of: FxHashMap::default(),
+            slots: SlotTable::with_width(8),
+            volatiles: Vec::new(),
+            cs_count: 0,
+            known_threads: 0,
+            queue_len: 0,
+            queue_max: 0,
+            truncated: 0,
+            trim_min: words,
+        }
+    }
+
+    /// Make thread `t` known. A forked thread's queues start where its parent's
+    /// are: everything the parent already dequeued is ordered before the fork,
+    /// hence before the child, and would be dequeued by it at once.
+    fn register(&mut self, t: usize, parent: Option<usize>) {
+        if self.threads.len() <= t {
+            self.threads.resize_with(t + 1, ThreadState::default);
+        }
+        if self.threads[t].known {
+            return;
+        }
+        if t >= self.slots.width {
+            self.slots.widen((2 * self.slots.width).max(t + 1));
+        }
+        let cursors = parent
+            .map(|p| self.threads[p].cursors.clone())
+            .unwrap_or_default();
+        let ts = &mut self.threads[t];
+        ts.known = true;
+        ts.n = 1;
+        ts.h = VectorClock::default();
+        ts.h.set(t as u32, 1);
+        ts.cursors = cursors;
+        // The paper's queues of a new thread hold every other thread's critical
+        // sections it has not dequeued (including open ones: their Acq entries).
+        let mut backlog = 0i64;
+        for (l, lk) in self.locks.iter().enumerate() {
+            let from = ts.cursors.get(l).copied().unwrap_or(0);
+            backlog += 2 * lk.log.records(from).filter(|r| r.0 != t as u32).count() as i64;
+            backlog += i64::from(lk.holder.is_some_and(|h| h != t as u32));
+        }
+        self.known_threads += 1;
+        self.add_queue(backlog);
+    }
+
+    #[inline]
+    fn add_queue(&mut self, n: i64) {
+        self.queue_len += n;
+        self.queue_max = self.queue_max.max(self.queue_len);
+    }
+
+    /// Feed the next event (`id` is its 0-based position in the trace).
+    pub fn event(&mut self, id: EventId, ev: &Event) {
+        self.report.events += 1;
+        let t = ev.thread as usize;
+        if self.threads.get(t).is_none_or(|s| !s.known) {
+            self.register(t, None);
+        }
+        let ts = &mut self.threads[t];
+        ts.started = true;
+        if ts.tick {
+            ts.tick = false;
+            ts.n += 1;
+            ts.h.set(ev.thread, ts.n);
+        }
+        match ev.op {
+            Op::Read | Op::Write => self.access(id, ev),
+            Op::Acquire => self.acquire(ev.thread, ev.target),
+            Op::Release => self.release(ev.thread, ev.target),
+            Op::Fork => self.fork(t, ev.target as usize),
+            Op::Join => self.join(t, ev.target as usize),
+            Op::VolatileWrite => self.volatile_write(ev.thread, ev.target),
+            Op::VolatileRead => self.volatile_read(ev.thread, ev.target),
+            Op::ReentrantAcquire | Op::ReentrantRelease => {}
+        }
+    }
+
+    /// Lines 11-12: join the rule-(a) clocks of every enclosing lock, record the
+    /// variable in the open critical sections, then check for races with `C`.
+    fn access(&mut self, id: EventId, ev: &Event) {
+        let t = ev.thread;
+        let write = ev.op == Op::Write;
+        let WcpVc {
+            threads,
+            slot_of,
+            slots,
+            history,
+            report,
+            ..
+        } = self;
+        let ts = &mut threads[t as usize];
+        for cs in ts.held.iter_mut() {
+            let key = (u64::from(cs.lock) << 32) | u64::from(ev.target);
+            let s = *slot_of.entry(key).or_insert_with(|| slots.push());
+            slots.join_into(s, W_LAST, t, &mut ts.p);
+            if write {
+                slots.join_into(s, R_LAST, t, &mut ts.p);
+                if slots.mark(s, WRITE_MARK, cs.id) {
+                    cs.writes.push(s);
+                }
+            } else if slots.mark(s, READ_MARK, cs.id) {
+                cs.reads.push(s);
+            }
+        }
+        // C = P[t := N]: another thread's access with local time c is ordered
+        // before this one iff c <= P[u] (Theorem 2 of the paper).
+        let p = &ts.p;
+        if let Some(r) = history.access(id, ev, ts.n, |u, c| c <= p.get(u)) {
+            report.races.push(r);
+        }
+    }
+
+    fn lock(&mut self, l: u32) -> &mut LockState {
+        let l = l as usize;
+        if self.locks.len() <= l {
+            self.locks.resize_with(l + 1, LockState::default);
+        }
+        &mut self.locks[l]
+    }
+
+    /// Lines 1-3.
+    fn acquire(&mut self, t: ThreadId, l: u32) {
+        self.lock(l).holder = Some(t);
+        self.cs_count += 1;
+        let id = self.cs_count;
+        let lk = &self.locks[l as usize];
+        let ts = &mut self.threads[t as usize];
+        ts.h.join(&lk.h);
+        ts.p.join(&lk.p);
+        let reads = ts.pool.pop().unwrap_or_default();
+        let writes = ts.pool.pop().unwrap_or_default();
+        ts.held.push(OpenCs {
+            lock: l,
+            n_acq: ts.n,
+            id,
+            reads,
+            writes,
+        });
+        self.add_queue(self.known_threads - 1);
+    }
+
+    /// Lines 4-10.
+    fn release(&mut self, t: ThreadId, l: u32) {
+        let ti = t as usize;
+        let Some(pos) = self.threads[ti].held.iter().rposition(|c| c.lock == l) else {
+            return; // validation guarantees a matching acquire
+        };
+        self.lock(l).holder = None;
+        let WcpVc {
+            threads,
+            locks,
+            slots,
+            trim_min,
+            ..
+        } = self;
+        let lk = &mut locks[l as usize];
+        let ts = &mut threads[ti];
+        let mut cs = ts.held.remove(pos);
+        // Rule (b): dequeue every earlier critical section on l whose acquire is
+        // WCP-before this release (N_acq <= P[u]), joining its release time.
+        // The queue includes this thread's own earlier sections (see module docs).
+        if ts.cursors.len() <= l as usize {
+            ts.cursors.resize(l as usize + 1, 0);
+        }
+        let mut cur = ts.cursors[l as usize];
+        if cur < lk.log.base {
+            cur = lk.log.base;
+            self.truncated += 1;
+        }
+        let mut dequeued_other = 0i64;
+        {
+            let words = &lk.log.words;
+            let mut off = (cur - lk.log.base) as usize;
+            while off + HEADER <= words.len() {
+                let (u, n_acq, len) = (words[off], words[off + 1], words[off + 2] as usize);
+                if n_acq > ts.p.get(u) {
+                    break;
+                }
+                let h = &words[off + HEADER..off + HEADER + len];
+                // Already known releases need no join (see SlotTable::join_into).
+                if h.get(u as usize).is_some_and(|&n_rel| ts.p.get(u) < n_rel) {
+                    ts.p.join_slice(h);
+                }
+                dequeued_other += i64::from(u != t);
+                off += HEADER + len;
+            }
+            cur = lk.log.base + off as u64;
+        }
+        ts.cursors[l as usize] = cur;
+        // Rule (a) clocks.
+        for &s in &cs.reads {
+            slots.update(s, R_LAST, t, ts.n, &ts.h.0);
+        }
+        for &s in &cs.writes {
+            slots.update(s, W_LAST, t, ts.n, &ts.h.0);
+        }
+        lk.h.0.clone_from(&ts.h.0);
+        lk.p.0.clone_from(&ts.p.0);
+        let w = &mut lk.log.words;
+        w.push(t);
+        w.push(cs.n_acq);
+        w.push(ts.h.0.len() as u32);
+        w.extend_from_slice(&ts.h.0);
+        ts.tick = true;
+        cs.reads.clear();
+        cs.writes.clear();
+        ts.pool.push(std::mem::take(&mut cs.reads));
+        ts.pool.push(std::mem::take(&mut cs.writes));
+        if lk.log.words.len() >= lk.log.next_trim.max(*trim_min) {
+            Self::trim(threads, l as usize, &mut lk.log);
+        }
+        self.queue_len -= 2 * dequeued_other;
+        self.add_queue(self.known_threads - 1);
+    }
+
+    /// Drop the log prefix every live thread has dequeued.
+    fn trim(threads: &[ThreadState], l: usize, log: &mut Log) {
+        let min = threads
+            .iter()
+            .filter(|s| s.known && !s.joined)
+            .map(|s| s.cursors.get(l).copied().unwrap_or(0))
+            .min()
+            .unwrap_or(log.end())
+            .max(log.base);
+        let dead = (min - log.base) as usize;
+        log.words.drain(..dead);
+        log.base = min;
+        log.next_trim = 2 * log.words.len();
+    }
+
+    /// Fork: a hard edge into the child's first event, in both H and P.
+    fn fork(&mut self, t: usize, c: usize) {
+        if c == t {
+            return;
+        }
+        let fresh = self.threads.get(c).is_none_or(|s| !s.known);
+        self.register(c, Some(t));
+        let (parent, child) = two_mut(&mut self.threads, t, c);
+        if fresh {
+            child.h.0.clone_from(&parent.h.0);
+            child.h.set(c as u32, child.n);
+            child.p.0.clone_from(&parent.h.0);
+        } else if !child.started {
+            child.h.join(&parent.h);
+            child.p.join(&parent.h);
+        }
+        parent.tick = true;
+    }
+
+    /// Join: a hard edge from the child's last event, if it had any.
+    fn join(&mut self, t: usize, c: usize) {
+        if c == t || c >= self.threads.len() || !self.threads[c].known {
+            return;
+        }
+        let (parent, child) = two_mut(&mut self.threads, t, c);
+        child.joined = true;
+        if child.started {
+            parent.h.join(&child.h);
+            parent.p.join(&child.h);
+        }
+    }
+
+    /// A volatile write: the source of hard edges to later volatile reads.
+    fn volatile_write(&mut self, t: ThreadId, v: u32) {
+        let v = v as usize;
+        if self.volatiles.len() <= v {
+            self.volatiles.resize_with(v + 1, Vec::new);
+        }
+        let ts = &mut self.threads[t as usize];
+        let writers = &mut self.volatiles[v];
+        match writers.iter_mut().find(|(u, _)| *u == t) {
+            Some((_, h)) => h.0.clone_from(&ts.h.0),
+            None => writers.push((t, ts.h.clone())),
+        }
+        ts.tick = true;
+    }
+
+    /// A volatile read: hard edges from every earlier volatile write of another
+    /// thread to the same variable.
+    fn volatile_read(&mut self, t: ThreadId, v: u32) {
+        let Some(writers) = self.volatiles.get(v as usize) else {
+            return;
+        };
+        let ts = &mut self.threads[t as usize];
+        for (u, h) in writers {
+            // A write P already knows is WCP-before this read, so its whole H is
+            // in P (and in H) already: skip the joins.
+            if *u != t && ts.p.get(*u) < h.get(*u) {
+                ts.h.join(h);
+                ts.p.join(h);
+            }
+        }
+    }
+
+    /// The finished report, with the paper's queue statistic.
+    pub fn finish(mut self) -> Report {
+        let events = self.report.events.max(1) as f64;
+        let s = &mut self.report.stats;
+        s.insert("critical_sections".into(), json!(self.cs_count));
+        s.insert("max_queue_length".into(), json!(self.queue_max));
+        s.insert(
+            "max_queue_fraction".into(),
+            json!(self.queue_max as f64 / events),
+        );
+        if self.truncated > 0 {
+            self.report.notes.push(format!(
+                "{} rule-(b) queue scans of threads first seen late (without a fork) started after \
+                 already-trimmed release history; orderings through those critical sections may be missed",
+                self.truncated
+            ));
+        }
+        self.report.normalize();
+        self.report
+    }
+}
+
+/// Analyse an in-memory trace with the `vc` engine.
+pub fn analyze(trace: &crate::trace::Trace, window: Option<u64>) -> Report {
+    let mut vc = WcpVc::new(window);
+    for (i, ev) in trace.events.iter().enumerate() {
+        vc.event(i as EventId, ev);
+    }
+    vc.finish()
+}
