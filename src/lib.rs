@@ -8,6 +8,7 @@ pub mod analyze;
 pub mod cli;
 pub mod clock;
 pub mod cp;
+pub mod detector;
 pub mod facts;
 pub mod generate;
 pub mod hb;

@@ -34,7 +34,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use crate::report::Report;
-use crate::trace::{self, Event, EventId, Format, Names, Trace};
+use crate::trace::{Event, EventId, Format, Names, Trace};
 
 pub use epoch::EpochDetector;
 pub use eraser::EraserDetector;
@@ -46,13 +46,7 @@ pub const HB_ENGINES: &[&str] = &["vc", "epoch", "lockset"];
 /// Engines of `--relation lockset`.
 pub const LOCKSET_ENGINES: &[&str] = &["eraser"];
 
-/// A streaming race detector: fed every event in trace order, then finished.
-pub trait Detector {
-    /// Feed event `id` (ids are consecutive from 0).
-    fn event(&mut self, id: EventId, ev: &Event);
-    /// The normalized report.
-    fn finish(self) -> Report;
-}
+pub use crate::detector::{Detector, run_trace};
 
 impl Detector for VcDetector {
     fn event(&mut self, id: EventId, ev: &Event) {
@@ -90,22 +84,14 @@ impl Detector for EraserDetector {
     }
 }
 
-/// Run detector `d` over the trace at `path` in one streaming pass.
-pub fn stream_path<D: Detector>(
-    mut d: D,
+/// Run detector `d` over the trace at `path` in one streaming pass (parsing and
+/// detection on two threads).
+pub fn stream_path<D: Detector + Send>(
+    d: D,
     path: &Path,
     format: Option<Format>,
 ) -> Result<(Report, Names)> {
-    let (names, _, _) = trace::stream(path, format, |id, ev| d.event(id, ev))?;
-    Ok((d.finish(), names))
-}
-
-/// Run detector `d` over an in-memory trace.
-pub fn run_trace<D: Detector>(mut d: D, trace: &Trace) -> Report {
-    for (i, ev) in trace.events.iter().enumerate() {
-        d.event(i as EventId, ev);
-    }
-    d.finish()
+    Ok(crate::detector::run_path(d, path, format)?)
 }
 
 /// Analyse `path` with HB engine `engine` (one of [`HB_ENGINES`]).

@@ -69,59 +69,25 @@ pub mod vc;
 pub use vc::WcpVc;
 
 use std::path::Path;
-use std::sync::mpsc::sync_channel;
 
 use crate::report::Report;
-use crate::trace::{self, Event, Format, LoadError, Names};
-
-/// Events per chunk handed from the parser to the engine thread.
-const CHUNK: usize = 1 << 14;
+use crate::trace::{Format, LoadError, Names};
 
 /// Run the `vc` engine on the trace at `path`, parsing on the calling thread
-/// and analysing on a second one (the two stages cost about the same, so this
-/// nearly halves the wall time on two cores). Chunks of events are recycled,
-/// so memory stays a few megabytes beyond the engine's own state.
+/// and analysing on a second one (see [`crate::detector`]).
 pub fn analyze_path(
     path: &Path,
     format: Option<Format>,
     window: Option<u64>,
 ) -> Result<(Report, Names), LoadError> {
-    let (full_tx, full_rx) = sync_channel::<Vec<Event>>(4);
-    let (empty_tx, empty_rx) = sync_channel::<Vec<Event>>(8);
-    std::thread::scope(|s| {
-        let worker = s.spawn(move || {
-            let mut vc = WcpVc::new(window);
-            let mut id = 0u32;
-            for chunk in full_rx {
-                for ev in &chunk {
-                    vc.event(id, ev);
-                    id = id.wrapping_add(1);
-                }
-                let mut chunk = chunk;
-                chunk.clear();
-                // The parser may be gone (error or end); then the buffer is dropped.
-                let _ = empty_tx.try_send(chunk);
-            }
-            vc.finish()
-        });
-        let mut buf: Vec<Event> = Vec::with_capacity(CHUNK);
-        let parsed = trace::stream(path, format, |_, ev| {
-            buf.push(*ev);
-            if buf.len() == CHUNK {
-                let next = empty_rx
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
-                // The worker only stops when this sender is dropped, so the send succeeds.
-                let _ = full_tx.send(std::mem::replace(&mut buf, next));
-            }
-        });
-        if !buf.is_empty() {
-            let _ = full_tx.send(buf);
-        }
-        drop(full_tx);
-        let report = worker
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e));
-        parsed.map(|(names, _, _)| (report, names))
-    })
+    crate::detector::run_path(WcpVc::new(window), path, format)
+}
+
+impl crate::detector::Detector for WcpVc {
+    fn event(&mut self, id: crate::trace::EventId, ev: &crate::trace::Event) {
+        WcpVc::event(self, id, ev)
+    }
+    fn finish(self) -> Report {
+        WcpVc::finish(self)
+    }
 }
