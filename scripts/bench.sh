@@ -59,11 +59,10 @@ traces=(bench-100k.std bench-1M.std ftp-1M.std longcs-100k.std)
 [ "$mode" = full ] && traces+=(bench-10M.std)
 for t in "${traces[@]}"; do
   row "$t" "load (stats)" "$bin" stats "$dir/$t"
-  for e in $("$bin" analyze --list-engines hb 2>/dev/null || echo vc); do
-    [ "$e" = reference ] && continue
-    [ "$e" = datalog ] && { case $t in *10M*) continue ;; esac; analyze "$t" hb datalog 1000; continue; }
+  for e in epoch vc lockset; do
     analyze "$t" hb "$e" none
   done
+  case $t in *10M*) ;; *) analyze "$t" hb datalog 1000 ;; esac
   analyze "$t" wcp vc none
   analyze "$t" lockset eraser none
   for k in 500 1000 10000; do
