@@ -236,6 +236,60 @@ pub enum Command {
     ///   cprace gen --threads 16 --nesting 4 --fork-join false --volatiles 0 -n 100k
     #[command(verbatim_doc_comment)]
     Gen(GenArgs),
+    /// Choose a window: run windowed CP once per K and tabulate the races
+    ///
+    /// Loads the trace once, then runs CP with each window K of --windows and
+    /// prints one row per K (ascending, `none` last), then the bound rows:
+    ///   window          K, or `none` (whole trace); `hb`/`wcp` for the bounds
+    ///   relation        relation and engine of the row
+    ///   racy events     events with an earlier conflicting access (less than
+    ///                   K events before) that the relation leaves unordered
+    ///   racy vars       distinct variables of those races
+    ///   loc pairs       distinct (unordered) location pairs of the witnesses
+    ///   HB racy         HB racy events at the same window (HB races within K
+    ///                   are always CP races within K)
+    ///   new vs HB       racy events of the row that HB misses at that window:
+    ///                   what CP's prediction adds
+    ///   time            wall-clock time of the row's run (HB comparison not
+    ///                   included)
+    ///   peak memory     most heap the run held at once, above the loaded trace
+    /// The bound rows run without a window: `hb` is exact HB (the lower bound
+    /// of exact CP), `wcp` exact WCP (the upper bound of every CP row; shown
+    /// once the WCP engine is built in). CP racy events never shrink as K grows.
+    ///
+    /// Recommendation: the smallest K after which racy events stop growing
+    /// within the sweep, with the evidence, e.g.
+    ///   recommended K = 1000: racy events 412 at K=1000, unchanged at 5000 and none
+    /// Text output prints it under the table and marks the row with `*`; JSON
+    /// and CSV set `recommended` true on that row and print the sentence on
+    /// standard error. Include `none` (or use auto) for the evidence to reach
+    /// exact CP.
+    ///
+    /// --windows auto runs 10, 30, 100, 300, 1000, ... (steps of about √10)
+    /// while below the trace length, then none (a window at least the trace
+    /// length is the same as none).
+    ///
+    /// --format json prints an array of row objects: window (number, null for
+    /// none, or "hb"/"wcp"), relation, engine, racy_events, racy_variables,
+    /// location_pairs, hb_racy_events, new_vs_hb, seconds, peak_bytes (null
+    /// when not measured), recommended. --format csv has the same columns, one
+    /// row per line after a header (window `none` for none, empty peak_bytes
+    /// when not measured).
+    ///
+    /// --plot FILE.svg or FILE.png draws CP racy events and time against K
+    /// (log scale, `none` at the right end) with the bounds as dashed lines.
+    ///
+    /// While stderr is a terminal, progress (current run, events analysed) is
+    /// shown there; otherwise the command is quiet. Exit codes: 0 when no CP
+    /// row has a race, 1 when some does, 2 on bad input or usage.
+    ///
+    /// Examples:
+    ///   cprace sweep trace.std --windows 100,500,1000,5000,none
+    ///   cprace sweep trace.std --windows auto --plot sweep.svg
+    ///   cprace sweep trace.csv --windows 1k,10k,100k --format json > sweep.json
+    ///   cprace gen --profile small -n 3000 --seed 1 | cprace sweep - --plot k.png
+    #[command(verbatim_doc_comment)]
+    Sweep(crate::sweep::SweepArgs),
 }
 
 /// Run a parsed command line; returns the process exit code.
@@ -281,6 +335,7 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             Ok(0)
         }
         Command::Gen(args) => run_gen(&args),
+        Command::Sweep(args) => crate::sweep::run_cli(&args, out),
         Command::Analyze {
             trace,
             relation,

@@ -4,6 +4,7 @@
 //! names ([`facts`]), analysed by one engine per relation, and every engine fills
 //! the same [`report::Report`].
 
+pub mod alloc;
 pub mod analyze;
 pub mod cli;
 pub mod clock;
@@ -13,10 +14,12 @@ pub mod facts;
 pub mod generate;
 pub mod hb;
 pub mod history;
+pub mod plot;
 pub mod po;
 pub mod reference;
 pub mod report;
 pub mod stats;
+pub mod sweep;
 pub mod trace;
 pub mod wcp;
 

@@ -6,6 +6,10 @@ use std::process::ExitCode;
 use clap::Parser;
 use cprace::cli::{Cli, run};
 
+/// Counts heap bytes so `cprace sweep` can report each run's peak memory.
+#[global_allocator]
+static ALLOC: cprace::alloc::Counting = cprace::alloc::Counting;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Buffer the whole output so a failure never leaves a partial result behind.

@@ -1,0 +1,100 @@
+//! A counting global allocator, so `cprace sweep` can report each run's peak heap.
+//!
+//! The binary installs [`Counting`] with `#[global_allocator]` (src/main.rs);
+//! the library only reads the counters. Without it (e.g. in tests linking the
+//! library), [`reset_peak`] and [`peak`] return None rather than a wrong zero.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+
+/// Bytes currently allocated through [`Counting`].
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+/// Most bytes allocated at once since the last [`reset_peak`].
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Set by the first allocation through [`Counting`]: it is installed.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// [`System`] wrapped with current/peak byte counters (relaxed atomics: the
+/// counts are statistics, not synchronisation).
+pub struct Counting;
+
+fn grew(bytes: usize) {
+    let now = CURRENT.fetch_add(bytes, Relaxed) + bytes;
+    PEAK.fetch_max(now, Relaxed);
+    if !INSTALLED.load(Relaxed) {
+        INSTALLED.store(true, Relaxed);
+    }
+}
+
+fn shrank(bytes: usize) {
+    CURRENT.fetch_sub(bytes, Relaxed);
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; the counters only observe.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) };
+        shrank(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            // On failure the old block stays allocated and nothing changes.
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                shrank(layout.size() - new_size);
+            }
+        }
+        p
+    }
+}
+
+/// Whether [`Counting`] is the global allocator of this process.
+pub fn installed() -> bool {
+    INSTALLED.load(Relaxed)
+}
+
+/// Start a new peak measurement: the peak becomes the bytes allocated now,
+/// which are returned (the baseline a run's own peak is measured above).
+/// None when [`Counting`] is not installed.
+pub fn reset_peak() -> Option<usize> {
+    if !installed() {
+        return None;
+    }
+    let now = CURRENT.load(Relaxed);
+    PEAK.store(now, Relaxed);
+    Some(now)
+}
+
+/// Most heap bytes allocated at once since the last [`reset_peak`] (None when
+/// [`Counting`] is not installed).
+pub fn peak() -> Option<usize> {
+    installed().then(|| PEAK.load(Relaxed))
+}
+
+/// Heap bytes allocated now (None when [`Counting`] is not installed).
+pub fn current() -> Option<usize> {
+    installed().then(|| CURRENT.load(Relaxed))
+}
