@@ -20,7 +20,7 @@ measure() { # path window -> "wall cpu rssMiB racy fixpoint_s"
   set +e
   /usr/bin/time -f "%e %U %M" -o "$dir/t.txt" "$bin" analyze "$1" --relation cp --window "$2" --format summary > "$dir/o.txt"
   set -e
-  read -r wall cpu rss < "$dir/t.txt"
+  read -r wall cpu rss < <(tail -n 1 "$dir/t.txt")
   local racy fix
   racy=$(sed -n 's/^SUMMARY: \([0-9]*\) racy events.*/\1/p' "$dir/o.txt")
   fix=$(sed -n 's/.*"fixpoint":\([0-9.e-]*\).*/\1/p' "$dir/o.txt" | awk '{printf "%.2f", $1}')

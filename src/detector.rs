@@ -20,6 +20,21 @@ pub trait Detector {
     fn finish(self) -> Report;
 }
 
+/// Implement [`Detector`] for types with inherent `event` and `finish` methods.
+#[macro_export]
+macro_rules! impl_detector {
+    ($($t:ty),* $(,)?) => {$(
+        impl $crate::detector::Detector for $t {
+            fn event(&mut self, id: $crate::trace::EventId, ev: &$crate::trace::Event) {
+                <$t>::event(self, id, ev)
+            }
+            fn finish(self) -> $crate::report::Report {
+                <$t>::finish(self)
+            }
+        }
+    )*};
+}
+
 /// Events per chunk handed from the parser to the detector thread.
 const CHUNK: usize = 1 << 14;
 

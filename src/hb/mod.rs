@@ -34,7 +34,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use crate::report::Report;
-use crate::trace::{Event, EventId, Format, Names, Trace};
+use crate::trace::{EventId, Format, Names, Trace};
 
 pub use epoch::EpochDetector;
 pub use eraser::EraserDetector;
@@ -48,41 +48,12 @@ pub const LOCKSET_ENGINES: &[&str] = &["eraser"];
 
 pub use crate::detector::{Detector, run_trace};
 
-impl Detector for VcDetector {
-    fn event(&mut self, id: EventId, ev: &Event) {
-        VcDetector::event(self, id, ev)
-    }
-    fn finish(self) -> Report {
-        VcDetector::finish(self)
-    }
-}
-
-impl Detector for EpochDetector {
-    fn event(&mut self, id: EventId, ev: &Event) {
-        EpochDetector::event(self, id, ev)
-    }
-    fn finish(self) -> Report {
-        EpochDetector::finish(self)
-    }
-}
-
-impl Detector for GoldilocksDetector {
-    fn event(&mut self, id: EventId, ev: &Event) {
-        GoldilocksDetector::event(self, id, ev)
-    }
-    fn finish(self) -> Report {
-        GoldilocksDetector::finish(self)
-    }
-}
-
-impl Detector for EraserDetector {
-    fn event(&mut self, id: EventId, ev: &Event) {
-        EraserDetector::event(self, id, ev)
-    }
-    fn finish(self) -> Report {
-        EraserDetector::finish(self)
-    }
-}
+crate::impl_detector!(
+    VcDetector,
+    EpochDetector,
+    GoldilocksDetector,
+    EraserDetector
+);
 
 /// Run detector `d` over the trace at `path` in one streaming pass (parsing and
 /// detection on two threads).

@@ -83,11 +83,4 @@ pub fn analyze_path(
     crate::detector::run_path(WcpVc::new(window), path, format)
 }
 
-impl crate::detector::Detector for WcpVc {
-    fn event(&mut self, id: crate::trace::EventId, ev: &crate::trace::Event) {
-        WcpVc::event(self, id, ev)
-    }
-    fn finish(self) -> Report {
-        WcpVc::finish(self)
-    }
-}
+crate::impl_detector!(WcpVc);
