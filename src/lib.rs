@@ -12,6 +12,7 @@ pub mod facts;
 pub mod generate;
 pub mod history;
 pub mod po;
+pub mod query;
 pub mod reference;
 pub mod report;
 pub mod stats;
