@@ -290,6 +290,99 @@ pub enum Command {
     ///   cprace gen --profile small -n 3000 --seed 1 | cprace sweep - --plot k.png
     #[command(verbatim_doc_comment)]
     Sweep(crate::sweep::SweepArgs),
+    /// Dump a derived relation or the input facts, or explain why two events are (not) ordered
+    ///
+    /// Dump (--relation hb|cp, no --pair): the relation among synchronization
+    /// events (acq, rel, fork, join, vr, vw; re-entrant ones excluded), pairs
+    /// `from,to` less than K events apart, sorted by (from, to). For cp, first
+    /// the base edges (release -> acquire from rule a or b, rule b through the
+    /// window rule, or hard fork/join/volatile edges), each with its rule.
+    /// CSV columns: relation,kind,rule,from,to,from_thread,from_op,from_target,
+    /// from_loc,to_thread,to_op,to_target,to_loc with kind `base` or `pair`.
+    /// JSON: {"relation","window","events","sync_events","base_edges":[..],
+    /// "pairs":[..]} with one object per row. Output is streamed.
+    ///
+    /// Explain (--pair E1,E2): whether event E1 is ordered before E2 and a
+    /// witness chain: HB steps (po, release-acquire, fork, join, volatile),
+    /// and for cp the base CP edge with what justifies it (rule a: the two
+    /// conflicting accesses; rule b: the CP-ordered acquire/end pair, with its
+    /// own chain as a numbered justification; window: HB-ordered and K apart;
+    /// hard: fork/join/volatile). When CP does not order an HB-ordered pair,
+    /// the HB path is shown with why no CP rule keeps each of its steps.
+    /// --format text (default) or json: {"ordered","chain":[{"from","to",
+    /// "kind","rule"?,"details"}],"justifications",...}.
+    ///
+    /// Facts (--facts, --facts-dir DIR): the CP paper's input relations
+    /// (TraceNext, ThreadForEvent, AcqEvent, RelEvent, ReadEvent, WriteEvent,
+    /// VolatileReadEvent, VolatileWriteEvent, ForkEvent, JoinEvent,
+    /// MatchingCriticalSecBoundary, CriticalSecEnd, InSameCriticalSec,
+    /// ForkJoinEdge) and the name tables (ThreadName, LockName, VariableName).
+    /// --facts prints CSV `relation,x,y,name` or a JSON object of arrays;
+    /// --facts-dir writes one tab-separated NAME.facts per relation plus
+    /// schema.dl, as Souffle reads them.
+    ///
+    /// The window defaults to 1000 for cp (as in analyze) and none for hb.
+    /// Exit codes: 0 for every answer, ordered or not (a query, not a race
+    /// report); 2 for bad input, unknown event ids or bad usage.
+    ///
+    /// Examples:
+    ///   cprace query data/figures/cp-fig1.csv --relation cp
+    ///   cprace query data/figures/cp-fig1.csv --relation cp --pair 0,7
+    ///   cprace query trace.csv --relation hb --window 500 --format json
+    ///   cprace query trace.csv --facts-dir facts/
+    #[command(verbatim_doc_comment)]
+    Query(QueryArgs),
+}
+
+/// Output format of `query`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum QueryFormat {
+    /// Readable text (--pair only; the default there).
+    Text,
+    /// One CSV table (dumps and --facts; the default there).
+    Csv,
+    /// One JSON object.
+    Json,
+}
+
+/// Two event ids `E1,E2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pair(pub u64, pub u64);
+
+fn parse_pair(s: &str) -> Result<Pair, String> {
+    let bad = || format!("`{s}` is not a pair of event ids; expected E1,E2 such as 3,17");
+    let (a, b) = s.split_once(',').ok_or_else(bad)?;
+    let id = |x: &str| x.trim().parse::<u64>().map_err(|_| bad());
+    Ok(Pair(id(a)?, id(b)?))
+}
+
+/// Options of `cprace query`.
+#[derive(clap::Args, Debug)]
+pub struct QueryArgs {
+    /// Trace file (`-` reads standard input).
+    pub trace: PathBuf,
+    /// The relation to dump or query (hb or cp).
+    #[arg(long, value_enum, required_unless_present_any = ["facts", "facts_dir"], conflicts_with_all = ["facts", "facts_dir"])]
+    pub relation: Option<Relation>,
+    /// Window K (cp: 1000 by default; hb: none): dumps keep pairs less than
+    /// K apart; windowed CP orders HB-ordered events K or more apart.
+    #[arg(long, value_parser = parse_window, conflicts_with_all = ["facts", "facts_dir"])]
+    pub window: Option<Window>,
+    /// Explain whether event E1 is ordered before event E2 (`E1,E2`).
+    #[arg(long, value_parser = parse_pair, value_name = "E1,E2")]
+    pub pair: Option<Pair>,
+    /// Output format: text (--pair), csv (dumps, --facts) or json.
+    #[arg(long, value_enum)]
+    pub format: Option<QueryFormat>,
+    /// Print the CP paper's input relations instead of a derived relation.
+    #[arg(long)]
+    pub facts: bool,
+    /// Write the input relations as Souffle fact files into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub facts_dir: Option<PathBuf>,
+    /// Input format (detected when omitted).
+    #[arg(long, value_enum)]
+    pub input_format: Option<Format>,
 }
 
 /// Run a parsed command line; returns the process exit code.
@@ -336,6 +429,7 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
         }
         Command::Gen(args) => run_gen(&args),
         Command::Sweep(args) => crate::sweep::run_cli(&args, out),
+        Command::Query(args) => run_query(&args, out),
         Command::Analyze {
             trace,
             relation,
@@ -365,6 +459,66 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             report.write(&names, format, out)?;
             Ok(report.exit_code())
         }
+    }
+}
+
+/// `cprace query`: dumps and facts stream straight to standard output (they
+/// can be far larger than memory); an explained pair goes to `out`.
+fn run_query(args: &QueryArgs, out: &mut impl Write) -> Result<i32> {
+    use crate::query::{DumpFormat, Request};
+    let usage = |m: &str| anyhow::Error::new(crate::UsageError(m.into()));
+    let json = match (args.format, args.pair.is_some()) {
+        (Some(QueryFormat::Csv), true) => {
+            return Err(usage("--pair prints text or json, not csv"));
+        }
+        (Some(QueryFormat::Text), false) => {
+            return Err(usage(
+                "dumps and --facts print csv or json; text is for --pair",
+            ));
+        }
+        (f, _) => f == Some(QueryFormat::Json),
+    };
+    if args.pair.is_some() && args.relation.is_none() {
+        return Err(usage("--pair needs --relation hb or cp"));
+    }
+    let t = trace::load(&args.trace, args.input_format)?;
+    let Some(relation) = args.relation else {
+        if let Some(dir) = &args.facts_dir {
+            crate::query::facts::write_facts_dir(&t, dir)?;
+        }
+        if args.facts {
+            to_stdout(|w| crate::query::facts::write_facts(&t, json, w))?;
+        }
+        return Ok(0);
+    };
+    let window = args
+        .window
+        .map_or(analyze::default_window(relation), |w| w.0);
+    match args.pair {
+        Some(Pair(from, to)) => {
+            let req = Request::Pair { from, to, json };
+            crate::query::run(&t, relation, window, &req, out)?;
+        }
+        None => {
+            let format = if json {
+                DumpFormat::Json
+            } else {
+                DumpFormat::Csv
+            };
+            // Compute before writing, so errors never leave partial output.
+            let engine = crate::query::engine(&t, relation, window)?;
+            to_stdout(|w| crate::query::write_dump(&t, engine.as_ref(), format, w))?;
+        }
+    }
+    Ok(0)
+}
+
+/// Stream `write` to standard output; a closed pipe is not an error.
+fn to_stdout(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match write(&mut w).and_then(|_| w.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("cannot write to standard output"),
     }
 }
 
