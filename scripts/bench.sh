@@ -82,14 +82,4 @@ done
   printf '%s\n' "${rows[@]}"
   echo "<!-- bench:end -->"
 } > "$dir/table.md"
-if [ -f BENCHMARKS.md ] && grep -q 'bench:begin' BENCHMARKS.md; then
-  python3 - "$dir/table.md" <<'PY'
-import re, sys
-table = open(sys.argv[1]).read().strip()
-text = open("BENCHMARKS.md").read()
-text = re.sub(r"<!-- bench:begin -->.*?<!-- bench:end -->", lambda _: table, text, flags=re.S)
-open("BENCHMARKS.md", "w").write(text)
-PY
-else
-  cat "$dir/table.md"
-fi
+python3 scripts/replace_section.py bench "$dir/table.md" BENCHMARKS.md

@@ -56,14 +56,4 @@ measure() { # path window -> "wall cpu rssMiB racy fixpoint_s"
   done
   echo "<!-- cp-scaling:end -->"
 } > "$dir/scaling.md"
-if [ -f BENCHMARKS.md ] && grep -q 'cp-scaling:begin' BENCHMARKS.md; then
-  python3 - "$dir/scaling.md" <<'PY'
-import re, sys
-table = open(sys.argv[1]).read().strip()
-text = open("BENCHMARKS.md").read()
-text = re.sub(r"<!-- cp-scaling:begin -->.*?<!-- cp-scaling:end -->", lambda _: table, text, flags=re.S)
-open("BENCHMARKS.md", "w").write(text)
-PY
-else
-  cat "$dir/scaling.md"
-fi
+python3 scripts/replace_section.py cp-scaling "$dir/scaling.md" BENCHMARKS.md
