@@ -1,17 +1,17 @@
 //! Property tests of the reference engines on small generated traces:
-//! - `rules/hb.dl` derives exactly the HB of a plain-Rust reachability closure,
-//!   and its races (racy events and witnesses) match a brute-force check;
-//! - `rules/cp.dl` derives exactly the CP of an independent plain-Rust fixpoint
-//!   (CP = HB? ∘ Base ∘ HB?, Base grown by rule (b) until stable);
+//! - `rules/hb.dl` derives exactly the HB of the brute-force oracle
+//!   (tests/common/oracle.rs), and its races (racy events and witnesses) match;
+//! - `rules/cp.dl` derives exactly the CP of the oracle's literal Definition-2
+//!   fixpoint (rules a, b and c iterated over all event pairs);
 //! - the laws of issue 5: HB races within K ⊆ CP(K) races ⊆ exact CP races,
 //!   CP(K) races grow with K, and CP(K) with K beyond the trace is exact CP.
 
-use std::collections::BTreeSet;
+mod common;
 
-use cprace::facts::Facts;
+use common::oracle;
 use cprace::generate::{Config, trace};
-use cprace::reference::{Pairs, cp, hb};
-use cprace::trace::{EventId, Op, Trace};
+use cprace::reference::{cp, hb};
+use cprace::trace::{EventId, Trace};
 
 const SEEDS: u64 = 300;
 
@@ -41,189 +41,6 @@ fn describe(t: &Trace) -> String {
 }
 
 /// Square bit matrix: row x holds the y with (x, y) in the relation.
-struct Matrix {
-    n: usize,
-    words: usize,
-    bits: Vec<u64>,
-}
-
-impl Matrix {
-    fn new(n: usize) -> Matrix {
-        let words = n.div_ceil(64).max(1);
-        Matrix {
-            n,
-            words,
-            bits: vec![0; n * words],
-        }
-    }
-    fn get(&self, x: usize, y: usize) -> bool {
-        self.bits[x * self.words + y / 64] >> (y % 64) & 1 == 1
-    }
-    fn set(&mut self, x: usize, y: usize) {
-        self.bits[x * self.words + y / 64] |= 1 << (y % 64);
-    }
-    /// row x |= row y
-    fn or_row(&mut self, x: usize, y: usize) {
-        for w in 0..self.words {
-            self.bits[x * self.words + w] |= self.bits[y * self.words + w];
-        }
-    }
-    fn pairs(&self) -> Pairs {
-        let mut p = Pairs::default();
-        for x in 0..self.n {
-            for y in 0..self.n {
-                if self.get(x, y) {
-                    p.insert((x as u32, y as u32));
-                }
-            }
-        }
-        p
-    }
-}
-
-/// Hard edges straight from the trace: fork/join (Facts) and vw -> later vr of
-/// another thread.
-fn hard_edges(t: &Trace, facts: &Facts) -> Vec<(usize, usize)> {
-    let mut v: Vec<(usize, usize)> = facts
-        .fork_edges
-        .iter()
-        .chain(&facts.join_edges)
-        .map(|&(a, b)| (a as usize, b as usize))
-        .collect();
-    for (i, a) in t.events.iter().enumerate() {
-        for (j, b) in t.events.iter().enumerate().skip(i + 1) {
-            if a.op == Op::VolatileWrite
-                && b.op == Op::VolatileRead
-                && a.target == b.target
-                && a.thread != b.thread
-            {
-                v.push((i, j));
-            }
-        }
-    }
-    v
-}
-
-/// Strict HB by reachability over program order, release -> later acquire of
-/// the same lock, and the hard edges.
-fn brute_hb(t: &Trace, facts: &Facts) -> Matrix {
-    let n = t.len();
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, a) in t.events.iter().enumerate() {
-        if let Some(j) = (i + 1..n).find(|&j| t.events[j].thread == a.thread) {
-            succ[i].push(j);
-        }
-        if a.op == Op::Release {
-            for j in i + 1..n {
-                if t.events[j].op == Op::Acquire && t.events[j].target == a.target {
-                    succ[i].push(j);
-                }
-            }
-        }
-    }
-    for (a, b) in hard_edges(t, facts) {
-        succ[a].push(b);
-    }
-    let mut m = Matrix::new(n);
-    for x in (0..n).rev() {
-        for &s in &succ[x] {
-            assert!(s > x, "edges go forward");
-            m.set(x, s);
-            m.or_row(x, s);
-        }
-    }
-    m
-}
-
-fn conflict(t: &Trace, a: usize, b: usize) -> bool {
-    let (x, y) = (&t.events[a], &t.events[b]);
-    x.op.is_access()
-        && y.op.is_access()
-        && x.thread != y.thread
-        && x.target == y.target
-        && (x.op == Op::Write || y.op == Op::Write)
-}
-
-/// CP by an independent fixpoint: Base holds rule (a) edges, hard edges and the
-/// window rule's HB pairs; CP = HB? ∘ Base ∘ HB?; rule (b) adds edges to Base
-/// until nothing changes.
-fn brute_cp(t: &Trace, facts: &Facts, hb: &Matrix, window: Option<u64>) -> Matrix {
-    let n = t.len();
-    let hbr = |x: usize, y: usize| x == y || hb.get(x, y);
-    let mut base: BTreeSet<(usize, usize)> = hard_edges(t, facts).into_iter().collect();
-    if let Some(k) = window {
-        for x in 0..n {
-            for y in x + 1..n {
-                if hb.get(x, y) && (y - x) as u64 >= k {
-                    base.insert((x, y));
-                }
-            }
-        }
-    }
-    let css = &facts.critical_sections;
-    let members = |c: usize| -> Vec<usize> {
-        (css[c].acq as usize..=css[c].end as usize)
-            .filter(|&e| css[c].contains(t.events[e].thread, e as u32))
-            .collect()
-    };
-    let mut candidates = Vec::new();
-    for (i, c1) in css.iter().enumerate() {
-        let Some(r1) = c1.rel else { continue };
-        for (j, c2) in css.iter().enumerate() {
-            if c2.lock == c1.lock && c2.acq > r1 {
-                candidates.push((r1 as usize, c2.acq as usize, members(i), members(j)));
-            }
-        }
-    }
-    for (r1, a2, m1, m2) in &candidates {
-        if m1
-            .iter()
-            .any(|&e1| m2.iter().any(|&e2| conflict(t, e1, e2)))
-        {
-            base.insert((*r1, *a2));
-        }
-    }
-    loop {
-        let mut cp = Matrix::new(n);
-        for &(r, a) in &base {
-            for x in 0..n {
-                if hbr(x, r) {
-                    for y in a..n {
-                        if hbr(a, y) {
-                            cp.set(x, y);
-                        }
-                    }
-                }
-            }
-        }
-        let before = base.len();
-        for (r1, a2, m1, m2) in &candidates {
-            if m1.iter().any(|&e1| m2.iter().any(|&e2| cp.get(e1, e2))) {
-                base.insert((*r1, *a2));
-            }
-        }
-        if base.len() == before {
-            return cp;
-        }
-    }
-}
-
-/// Racy events and witnesses (latest unordered conflicting earlier access
-/// within the window) by brute force.
-fn brute_races(t: &Trace, ordered: &Matrix, window: Option<u64>) -> Vec<(EventId, EventId)> {
-    let mut v = Vec::new();
-    for e2 in 0..t.len() {
-        let w = (0..e2)
-            .rev()
-            .filter(|&e1| window.is_none_or(|k| ((e2 - e1) as u64) < k))
-            .find(|&e1| conflict(t, e1, e2) && !ordered.get(e1, e2));
-        if let Some(e1) = w {
-            v.push((e1 as u32, e2 as u32));
-        }
-    }
-    v
-}
-
 fn witnesses(r: &cprace::report::Report) -> Vec<(EventId, EventId)> {
     r.races.iter().map(|r| (r.first.id, r.second.id)).collect()
 }
@@ -236,11 +53,10 @@ fn subset(a: &[EventId], b: &[EventId]) -> bool {
 fn hb_rules_match_brute_force_closure() {
     for seed in 0..SEEDS {
         let t = trace(&config(seed));
-        let facts = Facts::new(&t);
-        let brute = brute_hb(&t, &facts);
+        let brute = oracle::hb_matrix(&t);
         let r = hb::derive_trace(&t);
         assert!(
-            r.hb == brute.pairs(),
+            r.hb == oracle::pairs(&brute),
             "seed {seed}: HB differs on {}",
             describe(&t)
         );
@@ -248,7 +64,7 @@ fn hb_rules_match_brute_force_closure() {
             let rep = hb::analyze(&t, window).unwrap();
             assert_eq!(
                 witnesses(&rep),
-                brute_races(&t, &brute, window),
+                oracle::witnesses(&t, &brute, window),
                 "seed {seed} window {window:?}: {}",
                 describe(&t)
             );
@@ -261,15 +77,13 @@ fn cp_rules_match_brute_force_fixpoint() {
     let mut rule_b_only = 0;
     for seed in 0..SEEDS {
         let t = trace(&config(seed));
-        let facts = Facts::new(&t);
-        let hbm = brute_hb(&t, &facts);
         for window in [None, Some(4), Some(12)] {
-            let brute = brute_cp(&t, &facts, &hbm, window);
+            let brute = oracle::cp_matrix(&t, window);
             let r = cp::derive_trace(&t, window);
             if window.is_none() {
                 rule_b_only += usize::from(r.rule_b.iter().any(|p| !r.rule_a.contains(p)));
             }
-            let bp = brute.pairs();
+            let bp = oracle::pairs(&brute);
             let mut only_rules: Vec<_> = r.cp.difference(&bp).collect();
             let mut only_brute: Vec<_> = bp.difference(&r.cp).collect();
             only_rules.sort();
@@ -282,7 +96,7 @@ fn cp_rules_match_brute_force_fixpoint() {
             let rep = cp::analyze(&t, window).unwrap();
             assert_eq!(
                 witnesses(&rep),
-                brute_races(&t, &brute, window),
+                oracle::witnesses(&t, &brute, window),
                 "seed {seed} window {window:?}: {}",
                 describe(&t)
             );

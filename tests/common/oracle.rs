@@ -163,3 +163,29 @@ pub fn witness(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>, j: usize) 
         conflict(t, i, j) && window.is_none_or(|k| ((j - i) as u64) < k) && !ordered[i][j]
     })
 }
+
+/// The strict pairs `(x, y)`, `x < y`, of a matrix.
+pub fn pairs(m: &[Vec<bool>]) -> cprace::reference::Pairs {
+    let mut p = cprace::reference::Pairs::default();
+    for (x, row) in m.iter().enumerate() {
+        for (y, &b) in row.iter().enumerate().skip(x + 1) {
+            if b {
+                p.insert((x as u32, y as u32));
+            }
+        }
+    }
+    p
+}
+
+/// `(witness, racy event)` for every racy event, per the output contract.
+pub fn witnesses(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>) -> Vec<(u32, u32)> {
+    racy(t, ordered, window)
+        .into_iter()
+        .map(|j| {
+            (
+                witness(t, ordered, window, j as usize).expect("racy events have a witness") as u32,
+                j,
+            )
+        })
+        .collect()
+}
