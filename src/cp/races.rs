@@ -7,10 +7,10 @@
 //! Access `e1` is CP-before `e2` iff `C(e2)[thread(e1)] >= local(e1)`.
 
 use super::input::CpInput;
-use super::sync::join_into;
+use super::sync::{Clocks, join_into};
 use crate::history::AccessHistory;
 use crate::report::Race;
-use crate::trace::{EventId, Op, Trace};
+use crate::trace::{EventId, Trace};
 
 /// What the final pass produced.
 pub struct RacePass {
@@ -44,56 +44,31 @@ pub fn race_pass(
         sources[fill[a as usize] as usize] = r;
         fill[a as usize] += 1;
     }
-    let mut threads = vec![0u32; nt * nt];
-    let mut locks = vec![0u32; trace.num_locks() * nt];
-    let mut vwrites = vec![0u32; trace.num_vars() * nt];
-    let mut fork_pending: Vec<Option<Vec<u32>>> = vec![None; nt];
-    let mut started = vec![false; nt];
-    let mut local = vec![0u32; nt];
+    let mut clocks = Clocks::new(trace, false);
     let mut cp_clocks = Vec::with_capacity(sync.len() * nt);
     let mut history = AccessHistory::new(input.window);
     let mut races = Vec::new();
     let mut slot = 0usize;
     for (i, ev) in trace.events.iter().enumerate() {
-        let t = ev.thread as usize;
-        local[t] += 1;
-        let (lo, hi) = (t * nt, (t + 1) * nt);
-        if !started[t] {
-            started[t] = true;
-            if let Some(p) = fork_pending[t].take() {
-                join_into(&mut threads[lo..hi], &p);
-            }
-        }
         let is_point = slot < sync.len() && sync.event(slot as u32) == i as EventId;
-        if is_point {
-            for &r in &sources[start[slot] as usize..start[slot + 1] as usize] {
-                join_into(&mut threads[lo..hi], sync.clock(r));
+        let incoming = if is_point {
+            &sources[start[slot] as usize..start[slot + 1] as usize]
+        } else {
+            &[][..]
+        };
+        let (clock, local) = clocks.step(ev, |c| {
+            for &r in incoming {
+                join_into(c, sync.clock(r));
             }
-        }
-        let tg = ev.target as usize;
-        match ev.op {
-            Op::Acquire => join_into(&mut threads[lo..hi], &locks[tg * nt..(tg + 1) * nt]),
-            Op::Release => locks[tg * nt..(tg + 1) * nt].copy_from_slice(&threads[lo..hi]),
-            Op::Fork => fork_pending[tg] = Some(threads[lo..hi].to_vec()),
-            Op::Join => {
-                let child = threads[tg * nt..(tg + 1) * nt].to_vec();
-                join_into(&mut threads[lo..hi], &child);
-            }
-            Op::VolatileWrite => join_into(&mut vwrites[tg * nt..(tg + 1) * nt], &threads[lo..hi]),
-            Op::VolatileRead => join_into(&mut threads[lo..hi], &vwrites[tg * nt..(tg + 1) * nt]),
-            Op::Read | Op::Write => {
-                let clock = &threads[lo..hi];
-                if (!first_only || races.is_empty())
-                    && let Some(r) =
-                        history.access(i as EventId, ev, local[t], |u, c| clock[u as usize] >= c)
-                {
-                    races.push(r);
-                }
-            }
-            Op::ReentrantAcquire | Op::ReentrantRelease => {}
+        });
+        if ev.op.is_access()
+            && (!first_only || races.is_empty())
+            && let Some(r) = history.access(i as EventId, ev, local, |u, c| clock[u as usize] >= c)
+        {
+            races.push(r);
         }
         if is_point {
-            cp_clocks.extend_from_slice(&threads[lo..hi]);
+            cp_clocks.extend_from_slice(clock);
             slot += 1;
         }
     }

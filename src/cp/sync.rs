@@ -66,9 +66,9 @@ impl SyncPoints {
             nthreads: nt,
             hb: Vec::with_capacity(count * nt),
         };
-        let mut hb = HbClocks::new(trace, facts);
+        let mut hb = Clocks::new(trace, true);
         for (i, ev) in trace.events.iter().enumerate() {
-            let (clock, local) = hb.step(i as EventId, ev);
+            let (clock, local) = hb.step(ev, |_| {});
             if is_point[i] {
                 sp.events.push(i as EventId);
                 sp.thread.push(ev.thread);
@@ -115,80 +115,84 @@ impl SyncPoints {
     }
 }
 
-/// Streaming HB vector clocks (program order, release->acquire, fork/join,
-/// volatile write -> later read), yielding the clock at every event.
-pub struct HbClocks {
+/// Streaming vector clocks propagated along HB edges (program order,
+/// release->acquire, fork/join, volatile write -> later read), yielding the
+/// clock at every event. Entries are 1-based positions within each thread.
+///
+/// With `reflexive` each event's own thread entry is its position: the HB
+/// clock. Without it, only what arrives along edges or through `inject` enters:
+/// the CP clock (CP is not reflexive), into which base edges inject the HB clock
+/// of their source. One propagation serves both so they cannot drift apart.
+pub struct Clocks {
     nt: usize,
+    reflexive: bool,
     threads: Vec<u32>,
     locks: Vec<u32>,
     volatile_writes: Vec<u32>,
     fork_pending: Vec<Option<Vec<u32>>>,
-    first_of: Vec<Option<EventId>>,
     local: Vec<u32>,
 }
 
-impl HbClocks {
+impl Clocks {
     /// Clocks for `trace`.
-    pub fn new(trace: &Trace, facts: &Facts) -> HbClocks {
+    pub fn new(trace: &Trace, reflexive: bool) -> Clocks {
         let nt = trace.num_threads();
-        HbClocks {
+        Clocks {
             nt,
+            reflexive,
             threads: vec![0; nt * nt],
             locks: vec![0; trace.num_locks() * nt],
             volatile_writes: vec![0; trace.num_vars() * nt],
             fork_pending: vec![None; nt],
-            first_of: facts
-                .thread_span
-                .iter()
-                .map(|s| s.map(|(f, _)| f))
-                .collect(),
             local: vec![0; nt],
         }
     }
 
-    /// Process event `id`; returns its HB clock and its local (1-based) index.
-    pub fn step(&mut self, id: EventId, ev: &crate::trace::Event) -> (&[u32], u32) {
+    /// Process the next event; `inject` may join more into the thread's clock
+    /// before the event's own edges apply. Returns the clock after the event
+    /// and the event's local (1-based) index.
+    pub fn step(
+        &mut self,
+        ev: &crate::trace::Event,
+        inject: impl FnOnce(&mut [u32]),
+    ) -> (&[u32], u32) {
         let nt = self.nt;
         let t = ev.thread as usize;
         self.local[t] += 1;
         let local = self.local[t];
         let (lo, hi) = (t * nt, (t + 1) * nt);
-        if self.first_of[t] == Some(id)
+        // A thread's first event receives its fork's clock.
+        if local == 1
             && let Some(p) = self.fork_pending[t].take()
         {
             join_into(&mut self.threads[lo..hi], &p);
         }
-        self.threads[lo + t] = local;
+        if self.reflexive {
+            self.threads[lo + t] = local;
+        }
+        inject(&mut self.threads[lo..hi]);
         let tg = ev.target as usize;
         match ev.op {
-            Op::Acquire => {
-                let (c, l) = (
-                    &mut self.threads[lo..hi],
-                    &self.locks[tg * nt..(tg + 1) * nt],
-                );
-                join_into(c, l);
-            }
+            Op::Acquire => join_into(
+                &mut self.threads[lo..hi],
+                &self.locks[tg * nt..(tg + 1) * nt],
+            ),
             Op::Release => {
-                self.locks[tg * nt..(tg + 1) * nt].copy_from_slice(&self.threads[lo..hi]);
+                self.locks[tg * nt..(tg + 1) * nt].copy_from_slice(&self.threads[lo..hi])
             }
             Op::Fork => self.fork_pending[tg] = Some(self.threads[lo..hi].to_vec()),
             Op::Join => {
                 let child: Vec<u32> = self.threads[tg * nt..(tg + 1) * nt].to_vec();
                 join_into(&mut self.threads[lo..hi], &child);
             }
-            Op::VolatileWrite => {
-                join_into(
-                    &mut self.volatile_writes[tg * nt..(tg + 1) * nt],
-                    &self.threads[lo..hi],
-                );
-            }
-            Op::VolatileRead => {
-                let (c, w) = (
-                    &mut self.threads[lo..hi],
-                    &self.volatile_writes[tg * nt..(tg + 1) * nt],
-                );
-                join_into(c, w);
-            }
+            Op::VolatileWrite => join_into(
+                &mut self.volatile_writes[tg * nt..(tg + 1) * nt],
+                &self.threads[lo..hi],
+            ),
+            Op::VolatileRead => join_into(
+                &mut self.threads[lo..hi],
+                &self.volatile_writes[tg * nt..(tg + 1) * nt],
+            ),
             _ => {}
         }
         (&self.threads[lo..hi], local)
