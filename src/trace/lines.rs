@@ -32,8 +32,23 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 /// than [`MAX_LINE`] are errors naming `file`, unless an earlier line failed.
 pub fn for_each_line(
     file: &str,
-    mut r: impl Read,
+    r: impl Read,
     mut f: impl FnMut(u64, &str) -> Result<(), LoadError>,
+) -> Result<(), LoadError> {
+    for_each_block(file, r, |line_no, block| {
+        lines(file, block, line_no, &mut f)
+    })
+}
+
+/// Read `r` to the end in blocks of whole lines (UTF-8 checked, a leading
+/// byte-order mark dropped), calling `g(line_no, block)`; `g` must advance
+/// `line_no` by the number of lines it consumes (see [`next_line`]) and report
+/// lines longer than [`MAX_LINE`]. The last block may lack a final `\n`.
+/// For parsers that scan a block in one pass instead of line by line.
+pub fn for_each_block(
+    file: &str,
+    mut r: impl Read,
+    mut g: impl FnMut(&mut u64, &str) -> Result<(), LoadError>,
 ) -> Result<(), LoadError> {
     let mut buf: Vec<u8> = vec![0; CHUNK];
     // Unprocessed bytes are buf[start..end].
@@ -92,13 +107,13 @@ pub fn for_each_line(
         };
         let block = &data[..complete];
         match std::str::from_utf8(block) {
-            Ok(s) => lines(file, s, &mut line_no, &mut f)?,
+            Ok(s) => g(&mut line_no, s)?,
             Err(e) => {
                 // Lines before the bad one come first: an earlier error wins.
                 let bad = e.valid_up_to();
                 let line_start = memchr::memrchr(b'\n', &block[..bad]).map_or(0, |i| i + 1);
                 let good = std::str::from_utf8(&block[..line_start]).unwrap_or("");
-                lines(file, good, &mut line_no, &mut f)?;
+                g(&mut line_no, good)?;
                 let rest = &block[line_start..];
                 let line = strip_cr(memchr::memchr(b'\n', rest).map_or(rest, |i| &rest[..i]));
                 return Err(LoadError::new(
@@ -135,26 +150,37 @@ fn lines(
     line_no: &mut u64,
     f: &mut impl FnMut(u64, &str) -> Result<(), LoadError>,
 ) -> Result<(), LoadError> {
-    let bytes = s.as_bytes();
     let mut pos = 0;
-    let mut each = |from: usize, to: usize, line_no: &mut u64| {
-        *line_no += 1;
-        let raw = &bytes[from..to];
-        if raw.len() > MAX_LINE {
-            return Err(too_long(file, *line_no, raw));
-        }
-        let len = strip_cr(raw).len();
-        // `\n` and `\r` are ASCII, so these are char boundaries.
-        f(*line_no, &s[from..from + len])
-    };
-    for nl in memchr::memchr_iter(b'\n', bytes) {
-        each(pos, nl, line_no)?;
-        pos = nl + 1;
-    }
-    if pos < bytes.len() {
-        each(pos, bytes.len(), line_no)?;
+    while pos < s.len() {
+        let (line, next) = next_line(file, s, pos, line_no)?;
+        f(*line_no, line)?;
+        pos = next;
     }
     Ok(())
+}
+
+/// The line of `block` starting at byte `pos` (terminator removed) and where
+/// the next one starts; counts it in `line_no` and rejects it when it is longer
+/// than [`MAX_LINE`].
+pub fn next_line<'s>(
+    file: &str,
+    block: &'s str,
+    pos: usize,
+    line_no: &mut u64,
+) -> Result<(&'s str, usize), LoadError> {
+    let bytes = block.as_bytes();
+    let (end, next) = match memchr::memchr(b'\n', &bytes[pos..]) {
+        Some(i) => (pos + i, pos + i + 1),
+        None => (bytes.len(), bytes.len()),
+    };
+    *line_no += 1;
+    let raw = &bytes[pos..end];
+    if raw.len() > MAX_LINE {
+        return Err(too_long(file, *line_no, raw));
+    }
+    let len = strip_cr(raw).len();
+    // `\n` and `\r` are ASCII, so these are char boundaries.
+    Ok((&block[pos..pos + len], next))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 pub mod csv_format;
 pub mod error;
+pub mod intern;
 pub mod lines;
 pub mod load;
 pub mod model;

@@ -39,15 +39,21 @@ pub enum Op {
 impl Op {
     /// Parse the textual op used by every input format.
     pub fn parse(s: &str) -> Option<Op> {
+        Op::parse_bytes(s.as_bytes())
+    }
+
+    /// [`Op::parse`] on bytes.
+    #[inline]
+    pub fn parse_bytes(s: &[u8]) -> Option<Op> {
         Some(match s {
-            "r" => Op::Read,
-            "w" => Op::Write,
-            "acq" => Op::Acquire,
-            "rel" => Op::Release,
-            "fork" => Op::Fork,
-            "join" => Op::Join,
-            "vr" => Op::VolatileRead,
-            "vw" => Op::VolatileWrite,
+            b"r" => Op::Read,
+            b"w" => Op::Write,
+            b"acq" => Op::Acquire,
+            b"rel" => Op::Release,
+            b"fork" => Op::Fork,
+            b"join" => Op::Join,
+            b"vr" => Op::VolatileRead,
+            b"vw" => Op::VolatileWrite,
             _ => return None,
         })
     }

@@ -3,9 +3,10 @@
 use std::io::{Read, Write};
 
 use super::error::LoadError;
-use super::lines::{for_each_line, is_blank_or_comment};
-use super::model::{Event, EventId, Trace};
-use super::validate::Builder;
+use super::intern::Key;
+use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line};
+use super::model::{Event, EventId, Op, Trace};
+use super::validate::{Builder, Named};
 
 /// Split `op(target)` into its two parts.
 pub fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
@@ -50,23 +51,185 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
     b: &mut Builder<'_, S>,
 ) -> Result<(), LoadError> {
     let file = b.file().to_string();
-    for_each_line(&file, r, |line, text| {
-        if is_blank_or_comment(text.as_bytes()) {
-            return Ok(());
+    for_each_block(&file, r, |line_no, block| {
+        let bytes = block.as_bytes();
+        let mut pos = 0;
+        while pos < bytes.len() {
+            // The common, plain line in one pass; anything unusual (spaces to
+            // trim, comments, errors, CRLF) takes the general path below.
+            if let Some(f) = fast_line(bytes, pos) {
+                *line_no += 1;
+                let name =
+                    |(s, e): (usize, usize)| Named::new(&bytes[s..e], Key::in_buf(bytes, s, e - s));
+                b.push_keyed(name(f.thread), f.op, name(f.target), name(f.loc))
+                    .map_err(|p| LoadError::new(&file, *line_no, &bytes[pos..f.end], p))?;
+                pos = f.next;
+                continue;
+            }
+            let (text, next) = next_line(&file, block, pos, line_no)?;
+            parse_line(b, &file, *line_no, text)?;
+            pos = next;
         }
-        let err = |p: &str| LoadError::new(&file, line, text.as_bytes(), p);
-        let Some(bar) = memchr::memchr(b'|', text.as_bytes()) else {
-            return Err(err("missing `|`; expected `thread|op(target)|loc`"));
-        };
-        let thread = text[..bar].trim_ascii();
-        let rest = &text[bar + 1..];
-        let (optarget, loc) = match memchr::memchr(b'|', rest.as_bytes()) {
-            Some(i) => (&rest[..i], rest[i + 1..].trim_ascii()),
-            None => (rest, ""),
-        };
-        let (op, target) = split_op_target(optarget).map_err(err)?;
-        b.push(thread, op, target, loc).map_err(|p| err(&p))
+        Ok(())
     })
+}
+
+/// One line, by the general rules (trimming, comments, precise errors).
+fn parse_line<S: FnMut(EventId, &Event)>(
+    b: &mut Builder<'_, S>,
+    file: &str,
+    line: u64,
+    text: &str,
+) -> Result<(), LoadError> {
+    if is_blank_or_comment(text.as_bytes()) {
+        return Ok(());
+    }
+    let err = |p: &str| LoadError::new(file, line, text.as_bytes(), p);
+    let Some(bar) = memchr::memchr(b'|', text.as_bytes()) else {
+        return Err(err("missing `|`; expected `thread|op(target)|loc`"));
+    };
+    let thread = text[..bar].trim_ascii();
+    let rest = &text[bar + 1..];
+    let (optarget, loc) = match memchr::memchr(b'|', rest.as_bytes()) {
+        Some(i) => (&rest[..i], rest[i + 1..].trim_ascii()),
+        None => (rest, ""),
+    };
+    let (op, target) = split_op_target(optarget).map_err(err)?;
+    b.push(thread, op, target, loc).map_err(|p| err(&p))
+}
+
+/// Field positions of a plain line: `thread|op(target)|loc` or
+/// `thread|op(target)`, `\n`-terminated or last, no `\r`, non-empty thread and
+/// target without surrounding spaces, a known op, a loc without surrounding
+/// spaces. Exactly what [`parse_line`] would accept with the same fields.
+struct FastLine {
+    thread: (usize, usize),
+    op: Op,
+    target: (usize, usize),
+    loc: (usize, usize),
+    /// End of the line's text, and where the next line starts.
+    end: usize,
+    next: usize,
+}
+
+#[inline]
+fn fast_line(bytes: &[u8], start: usize) -> Option<FastLine> {
+    let trimmed = |s: usize, e: usize| trimmed(bytes, s, e);
+    let mut scan = Specials::new(bytes, start);
+    // `thread|`, `op(`, `target)`: any other special byte in between (or a
+    // line break first: a blank line) is for the general path.
+    let (bar, open, close) = match (scan.next()?, scan.next()?, scan.next()?) {
+        ((bar, b'|'), (open, b'('), (close, b')')) => (bar, open, close),
+        _ => return None,
+    };
+    if !trimmed(start, bar) || bytes[start] == b'#' || !trimmed(open + 1, close) {
+        return None;
+    }
+    let op = Op::parse_bytes(&bytes[bar + 1..open])?;
+    let (loc, end, next) = match scan.next() {
+        None if close + 1 == bytes.len() => ((close + 1, close + 1), close + 1, close + 1),
+        Some((nl, b'\n')) if nl == close + 1 => ((nl, nl), nl, nl + 1),
+        Some((bar2, b'|')) if bar2 == close + 1 => {
+            // The location is the rest of the line, whatever it contains.
+            let e = loop {
+                match scan.next() {
+                    None => break bytes.len(),
+                    Some((nl, b'\n')) => break nl,
+                    Some(_) => {}
+                }
+            };
+            if e > bar2 + 1 && !trimmed(bar2 + 1, e) {
+                return None;
+            }
+            ((bar2 + 1, e), e, (e + 1).min(bytes.len()))
+        }
+        _ => return None,
+    };
+    if end - start > MAX_LINE {
+        return None;
+    }
+    Some(FastLine {
+        thread: (start, bar),
+        op,
+        target: (open + 1, close),
+        loc,
+        end,
+        next,
+    })
+}
+
+/// Whether `bytes[s..e]` is not empty and has no surrounding ASCII spaces.
+#[inline(always)]
+fn trimmed(bytes: &[u8], s: usize, e: usize) -> bool {
+    match (bytes.get(s), e.checked_sub(1).and_then(|l| bytes.get(l))) {
+        (Some(a), Some(z)) => e > s && !a.is_ascii_whitespace() && !z.is_ascii_whitespace(),
+        _ => false,
+    }
+}
+
+/// The positions of the bytes `|`, `(`, `)` and `\n` from some start on, found
+/// eight bytes at a time (SWAR): lines are short, so a per-field `memchr` call
+/// costs more than it saves, and a byte loop tests every byte four times.
+struct Specials<'a> {
+    bytes: &'a [u8],
+    /// Start of the current word.
+    base: usize,
+    /// High bit of every special byte of the current word not yet returned.
+    mask: u64,
+}
+
+impl<'a> Specials<'a> {
+    #[inline]
+    fn new(bytes: &'a [u8], start: usize) -> Specials<'a> {
+        Specials {
+            bytes,
+            base: start,
+            mask: specials(word_at(bytes, start)),
+        }
+    }
+
+    /// The next special byte and its position.
+    #[inline(always)]
+    fn next(&mut self) -> Option<(usize, u8)> {
+        while self.mask == 0 {
+            self.base += 8;
+            if self.base >= self.bytes.len() {
+                return None;
+            }
+            self.mask = specials(word_at(self.bytes, self.base));
+        }
+        let p = self.base + (self.mask.trailing_zeros() / 8) as usize;
+        self.mask &= self.mask - 1;
+        // Padding past the end is zeros, which are not special, so p < len.
+        Some((p, *self.bytes.get(p)?))
+    }
+}
+
+/// The eight bytes at `at`, little-endian, zero-padded past the end.
+#[inline]
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    match bytes.get(at..at + 8) {
+        Some(w) => u64::from_le_bytes(w.try_into().unwrap_or([0; 8])),
+        None => {
+            let mut b = [0u8; 8];
+            let rest = bytes.get(at..).unwrap_or(&[]);
+            b[..rest.len()].copy_from_slice(rest);
+            u64::from_le_bytes(b)
+        }
+    }
+}
+
+/// High bit set in every byte of `w` that is `|`, `(`, `)` or `\n`.
+#[inline]
+fn specials(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    // Exact zero-byte test (no false positives from borrows).
+    let zero = |x: u64| !((x & LOW7).wrapping_add(LOW7) | x | LOW7);
+    // `(` and `)` differ only in the lowest bit.
+    zero(w ^ (ONES * b'|' as u64))
+        | zero((w ^ (ONES * b'(' as u64)) & !ONES)
+        | zero(w ^ (ONES * b'\n' as u64))
 }
 
 /// Why `name` cannot be written in STD, if it cannot.
@@ -117,4 +280,154 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
     out.write_all(&buf)?;
     out.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::lines::for_each_line;
+
+    type Parsed = Result<(Vec<Event>, Vec<Vec<String>>), LoadError>;
+
+    fn tables(n: &crate::trace::Names) -> Vec<Vec<String>> {
+        [&n.threads, &n.locks, &n.vars, &n.locs]
+            .iter()
+            .map(|t| t.iter().map(|s| s.to_string()).collect())
+            .collect()
+    }
+
+    fn fast(text: &[u8]) -> Parsed {
+        let mut events = Vec::new();
+        let mut b = Builder::new("f", |_, ev: &Event| events.push(*ev));
+        parse(text, &mut b)?;
+        let names = tables(&b.names);
+        drop(b);
+        Ok((events, names))
+    }
+
+    /// The general path alone, line by line.
+    fn general(text: &[u8]) -> Parsed {
+        let mut events = Vec::new();
+        let mut b = Builder::new("f", |_, ev: &Event| events.push(*ev));
+        for_each_line("f", text, |line, t| parse_line(&mut b, "f", line, t))?;
+        let names = tables(&b.names);
+        drop(b);
+        Ok((events, names))
+    }
+
+    /// A tiny deterministic generator (no dependency for one test).
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+        /// One of `good` mostly, sometimes one of `odd`.
+        fn pick<'a>(&mut self, good: &[&'a str], odd: &[&'a str]) -> &'a str {
+            if self.below(8) == 0 {
+                odd[self.below(odd.len())]
+            } else {
+                good[self.below(good.len())]
+            }
+        }
+    }
+
+    /// Lines near the fast path's edges: surrounding spaces, CRLF, comments,
+    /// special bytes in every field, empty and long fields, unknown ops,
+    /// missing parts, lock and fork errors, names longer than a key.
+    fn line(r: &mut Rng) -> String {
+        let thread = r.pick(
+            &["T0", "T1", "a-thread-name-longer-than-24"],
+            &[" T1", "T1 ", "#T", "T(2)", ""],
+        );
+        let op = r.pick(
+            &["r", "w", "vr", "vw", "r", "w"],
+            &["acq", "rel", "fork", "join", " r", "x", ""],
+        );
+        let target = r.pick(
+            &[
+                "x",
+                "y",
+                "v.really.long.field.name.here",
+                "exactly-24-bytes-long-xx",
+            ],
+            &["l", "T2", " x", "x ", "", "x|y", "a(b"],
+        );
+        let loc = r.pick(
+            &[
+                "",
+                "7",
+                "f.java:3",
+                "a|b",
+                "(x)",
+                "l)",
+                "12345678901234567890123",
+            ],
+            &[" 7", "7 ", "k\r"],
+        );
+        let mut s = match r.below(24) {
+            0 => String::new(),
+            1 => format!("# {thread}|{op}({target})"),
+            2 => format!("{thread}|{op}({target})"),
+            3 => format!("{thread}|{op}({target}) |{loc}"),
+            4 => format!("{thread}|{op}{target}|{loc}"),
+            5 => format!("{thread}|{op}({target})x|{loc}"),
+            _ => format!("{thread}|{op}({target})|{loc}"),
+        };
+        if r.below(10) == 0 {
+            s.push('\r');
+        }
+        s
+    }
+
+    #[test]
+    fn fast_path_equals_general_path() {
+        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        let (mut ok, mut failed) = (0, 0);
+        for case in 0..3000 {
+            let n = 1 + r.below(8);
+            let mut text = (0..n).map(|_| line(&mut r)).collect::<Vec<_>>().join("\n");
+            if r.below(2) == 0 {
+                text.push('\n');
+            }
+            let (f, g) = (fast(text.as_bytes()), general(text.as_bytes()));
+            assert_eq!(f, g, "case {case}: {text:?}");
+            if f.is_ok() { ok += 1 } else { failed += 1 }
+        }
+        // Both outcomes must be well represented for the test to mean much.
+        assert!(ok > 300 && failed > 300, "ok {ok}, failed {failed}");
+    }
+
+    #[test]
+    fn fast_path_parses_plain_lines() {
+        let text = b"T0|acq(l)|1\nT0|w(x)|f.java:2\nT0|rel(l)\nT1|r(x)|\n";
+        assert_eq!(fast(text), general(text));
+        for (i, l) in [
+            &b"T0|acq(l)|1\n"[..],
+            b"T0|w(x)|a b",
+            b"T0|rel(l)\n",
+            b"T1|r(x)|",
+        ]
+        .iter()
+        .enumerate()
+        {
+            assert!(fast_line(l, 0).is_some(), "line {i}");
+        }
+        for l in [
+            &b" T0|r(x)"[..],
+            b"T0|r(x)\r\n",
+            b"T0|r(x) ",
+            b"#T0|r(x)",
+            b"T0|r((x)",
+            b"T0|rr(x)",
+        ] {
+            assert!(
+                fast_line(l, 0).is_none(),
+                "{:?}",
+                String::from_utf8_lossy(l)
+            );
+        }
+    }
 }

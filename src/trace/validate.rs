@@ -5,7 +5,8 @@
 //! re-entrant acquires and passes each event on. One place, so all formats agree.
 
 use super::error::LoadError;
-use super::model::{Event, EventId, LoadStats, Names, Op, TargetKind, intern};
+use super::intern::{FastTable, Key};
+use super::model::{Event, EventId, LoadStats, Names, Op, TargetKind};
 
 #[derive(Clone, Default)]
 struct ThreadState {
@@ -32,9 +33,40 @@ pub struct Builder<'a, S: FnMut(EventId, &Event)> {
     threads: Vec<ThreadState>,
     locks: Vec<LockState>,
     next_id: u64,
-    /// The id of the last thread seen.
-    last_thread: Option<u32>,
+    /// The id and key of the last thread seen (short names only).
+    last_thread: Option<(u32, Key)>,
+    /// Lookup caches in front of `names` (threads, locks, variables, locations).
+    fast: [FastTable; 4],
     sink: S,
+}
+
+/// A name (UTF-8 bytes) and its interning key ([`Key::new`] of its bytes, or
+/// an equal key built another way; None when the name is too long for one).
+/// Bytes, not `&str`, so that the hot path never re-checks char boundaries:
+/// only a name seen for the first time is converted.
+#[derive(Clone, Copy)]
+pub struct Named<'s> {
+    /// The name.
+    pub name: &'s [u8],
+    /// Its key.
+    pub key: Option<Key>,
+}
+
+impl<'s> Named<'s> {
+    /// Pair `name` with `key`.
+    #[inline]
+    pub fn new(name: &'s [u8], key: Option<Key>) -> Named<'s> {
+        Named { name, key }
+    }
+}
+
+/// Displays UTF-8 bytes as text (converted only when displayed).
+struct Lossy<'s>(&'s [u8]);
+
+impl std::fmt::Display for Lossy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(self.0))
+    }
 }
 
 fn is_name_ok(s: &str) -> bool {
@@ -60,6 +92,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             locks: Vec::new(),
             next_id: 0,
             last_thread: None,
+            fast: Default::default(),
             sink,
         }
     }
@@ -99,31 +132,54 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                 kind_name(op)
             ));
         }
+        let key = |s: &str| Key::new(s.as_bytes());
+        self.push_keyed(
+            Named::new(thread.as_bytes(), key(thread)),
+            op,
+            Named::new(target.as_bytes(), key(target)),
+            Named::new(loc.as_bytes(), key(loc)),
+        )
+    }
+
+    /// [`Builder::push`] for a parser that has already parsed the op, checked
+    /// that the thread and target names are not empty, and built their
+    /// interning keys.
+    pub fn push_keyed(
+        &mut self,
+        thread: Named<'_>,
+        op: Op,
+        target: Named<'_>,
+        loc: Named<'_>,
+    ) -> Result<(), String> {
         if self.next_id >= u32::MAX as u64 {
             return Err(format!(
                 "trace has more than {} events; expected fewer",
                 u32::MAX
             ));
         }
-        // Consecutive events of one thread are common: skip the hash lookup.
+        let [ft, fl, fv, floc] = &mut self.fast;
+        let n = &mut self.names;
+        // Consecutive events of one thread are common: skip even the cache.
         let t = match self.last_thread {
-            Some(id) if self.names.thread(id) == thread => id,
+            Some((id, k)) if thread.key == Some(k) => id,
             _ => {
-                let id = intern(&mut self.names.threads, thread);
-                self.last_thread = Some(id);
+                let id = ft.intern(&mut n.threads, thread.key, thread.name);
+                self.last_thread = thread.key.map(|k| (id, k));
                 id
             }
         };
-        let loc = if loc.is_empty() {
+        let loc = if loc.name.is_empty() {
             0
         } else {
-            intern(&mut self.names.locs, loc)
+            floc.intern(&mut n.locs, loc.key, loc.name)
         };
         let target = match op.target_kind() {
-            TargetKind::Variable => intern(&mut self.names.vars, target),
-            TargetKind::Lock => intern(&mut self.names.locks, target),
-            TargetKind::Thread => intern(&mut self.names.threads, target),
+            TargetKind::Variable => fv.intern(&mut n.vars, target.key, target.name),
+            TargetKind::Lock => fl.intern(&mut n.locks, target.key, target.name),
+            TargetKind::Thread => ft.intern(&mut n.threads, target.key, target.name),
         };
+        // Only error messages use the text.
+        let thread = Lossy(thread.name);
         let nthreads = self.names.threads.len();
         if self.threads.len() < nthreads {
             self.threads.resize(nthreads, ThreadState::default());
