@@ -21,7 +21,7 @@ const MASKS: [[u64; 3]; INLINE + 1] = {
     while len <= INLINE {
         let mut i = 0;
         while i < 3 {
-            let valid = if len > 8 * i { len - 8 * i } else { 0 };
+            let valid = len.saturating_sub(8 * i);
             m[len][i] = if valid >= 8 {
                 u64::MAX
             } else {
@@ -189,10 +189,8 @@ impl FastTable {
     /// and filling this cache.
     #[inline(always)]
     pub fn intern(&mut self, table: &mut Interner, key: Option<Key>, name: &[u8]) -> u32 {
-        if let Some(k) = &key {
-            if let Some(id) = self.get(k) {
-                return id;
-            }
+        if let Some(id) = key.as_ref().and_then(|k| self.get(k)) {
+            return id;
         }
         self.intern_new(table, key, name)
     }
