@@ -108,15 +108,24 @@ impl Report {
 
     /// Distinct racy variables, sorted by id.
     pub fn racy_variables(&self) -> BTreeSet<u32> {
-        self.races.iter().map(|r| r.variable).collect()
+        let mut v: Vec<u32> = self.races.iter().map(|r| r.variable).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.into_iter().collect()
     }
 
-    /// Distinct (first, second) location pairs, unordered.
-    pub fn location_pairs(&self) -> BTreeSet<(u32, u32)> {
-        self.races
+    /// Distinct (first, second) location pairs, unordered, sorted. (A sorted
+    /// vector: reports can hold millions of races, and an unstable sort of
+    /// plain pairs is several times cheaper than building a tree.)
+    pub fn location_pairs(&self) -> Vec<(u32, u32)> {
+        let mut v: Vec<(u32, u32)> = self
+            .races
             .iter()
             .map(|r| (r.first.loc.min(r.second.loc), r.first.loc.max(r.second.loc)))
-            .collect()
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     /// The first race per variable: the witness with the smallest racy event.
