@@ -845,7 +845,7 @@ fn step_text(trace: &Trace, s: &Step) -> String {
 fn wcp_dropped_text(trace: &Trace, d: &Dropped) -> String {
     let rule_a = match d.conflict {
         None => format!(
-            "{} holds no access conflicting with one of {}, so rule (a) orders #{} before none of its events",
+            "no access of {} conflicts with one of {}, so rule (a) orders #{} before none of them",
             show_cs(trace, &d.cs2),
             show_cs(trace, &d.cs1),
             d.cs1.end

@@ -738,8 +738,8 @@ impl Cx<'_> {
             s += &format!(
                 " {steps} dropped: WCP never orders a release before an acquire; rule (a) orders it only \
                  before later accesses conflicting with its critical section and rule (b) only before later \
-                 releases of the lock whose section holds an event it is WCP-ordered with, and none of those \
-                 happens before {} (the path has no fork, join or volatile edge: those would be hard WCP \
+                 releases of the lock when the two critical sections hold WCP-ordered events, and none of \
+                 those happens before {} (the path has no fork, join or volatile edge: those would be hard WCP \
                  edges).",
                 show(t, e2)
             );
