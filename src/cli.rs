@@ -292,11 +292,15 @@ pub enum Command {
     Sweep(crate::sweep::SweepArgs),
     /// Dump a derived relation or the input facts, or explain why two events are (not) ordered
     ///
-    /// Dump (--relation hb|cp, no --pair): the relation among synchronization
+    /// Dump (--relation hb|cp|wcp, no --pair): the relation among synchronization
     /// events (acq, rel, fork, join, vr, vw; re-entrant ones excluded), pairs
     /// `from,to` less than K events apart, sorted by (from, to). For cp, first
     /// the base edges (release -> acquire from rule a or b, rule b through the
     /// window rule, or hard fork/join/volatile edges), each with its rule.
+    /// For wcp, first its base edges: rule a (release -> an access of a later
+    /// critical section on the lock conflicting with the first section),
+    /// rule b (release -> later release of the lock), hard; WCP is exact
+    /// (as in analyze), so --window only limits the dumped pairs.
     /// CSV columns: relation,kind,rule,from,to,from_thread,from_op,from_target,
     /// from_loc,to_thread,to_op,to_target,to_loc with kind `base` or `pair`.
     /// JSON: {"relation","window","events","sync_events","base_edges":[..],
@@ -307,8 +311,11 @@ pub enum Command {
     /// and for cp the base CP edge with what justifies it (rule a: the two
     /// conflicting accesses; rule b: the CP-ordered acquire/end pair, with its
     /// own chain as a numbered justification; window: HB-ordered and K apart;
-    /// hard: fork/join/volatile). When CP does not order an HB-ordered pair,
-    /// the HB path is shown with why no CP rule keeps each of its steps.
+    /// hard: fork/join/volatile); for wcp the base WCP edge likewise (rule a:
+    /// the conflicting accesses; rule b: the WCP-ordered pair (acquire of the
+    /// first section, release of the second) with its own chain). When CP
+    /// (WCP) does not order an HB-ordered pair, the HB path is shown with why
+    /// no rule keeps each of its steps.
     /// --format text (default) or json: {"ordered","chain":[{"from","to",
     /// "kind","rule"?,"details"}],"justifications",...}.
     ///
@@ -321,13 +328,15 @@ pub enum Command {
     /// --facts-dir writes one tab-separated NAME.facts per relation plus
     /// schema.dl, as Souffle reads them.
     ///
-    /// The window defaults to 1000 for cp (as in analyze) and none for hb.
+    /// The window defaults to 1000 for cp (as in analyze) and none for hb and
+    /// wcp.
     /// Exit codes: 0 for every answer, ordered or not (a query, not a race
     /// report); 2 for bad input, unknown event ids or bad usage.
     ///
     /// Examples:
     ///   cprace query data/figures/cp-fig1.csv --relation cp
     ///   cprace query data/figures/cp-fig1.csv --relation cp --pair 0,7
+    ///   cprace query data/figures/cp-fig5.csv --relation wcp --pair 10,23
     ///   cprace query trace.csv --relation hb --window 500 --format json
     ///   cprace query trace.csv --facts-dir facts/
     #[command(verbatim_doc_comment)]
@@ -361,11 +370,12 @@ fn parse_pair(s: &str) -> Result<Pair, String> {
 pub struct QueryArgs {
     /// Trace file (`-` reads standard input).
     pub trace: PathBuf,
-    /// The relation to dump or query (hb or cp).
+    /// The relation to dump or query (hb, cp or wcp).
     #[arg(long, value_enum, required_unless_present_any = ["facts", "facts_dir"], conflicts_with_all = ["facts", "facts_dir"])]
     pub relation: Option<Relation>,
-    /// Window K (cp: 1000 by default; hb: none): dumps keep pairs less than
-    /// K apart; windowed CP orders HB-ordered events K or more apart.
+    /// Window K (cp: 1000 by default; hb, wcp: none): dumps keep pairs less
+    /// than K apart; windowed CP orders HB-ordered events K or more apart
+    /// (HB and WCP stay exact).
     #[arg(long, value_parser = parse_window, conflicts_with_all = ["facts", "facts_dir"])]
     pub window: Option<Window>,
     /// Explain whether event E1 is ordered before event E2 (`E1,E2`).

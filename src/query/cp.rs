@@ -332,6 +332,7 @@ impl Cx<'_> {
                     cs2: *cs2,
                     conflict: self.conflict(cs1, cs2),
                     cp_ordered: self.cp(cs1.acq, cs2.end),
+                    relation: "cp",
                 }));
             }
         }

@@ -90,7 +90,7 @@ pub fn not_after(e1: EventId, e2: EventId) -> Option<String> {
         ))
     } else if e1 > e2 {
         Some(format!(
-            "not ordered: event {e1} comes after event {e2} in the trace, and HB and CP only order an \
+            "not ordered: event {e1} comes after event {e2} in the trace, and HB, CP and WCP only order an \
              event before later events (ask for --pair {e2},{e1})."
         ))
     } else {

@@ -11,6 +11,7 @@ pub mod cp;
 pub mod facts;
 pub mod hb;
 pub mod hbpath;
+pub mod wcp;
 
 use std::io::{self, Write};
 
@@ -23,7 +24,7 @@ use crate::trace::{EventId, Op, Trace};
 
 /// A relation `cprace query` can dump and explain.
 pub trait QueryEngine {
-    /// Relation name (`hb`, `cp`).
+    /// Relation name (`hb`, `cp`, `wcp`).
     fn relation(&self) -> &'static str;
     /// The window K the relation was computed with (None: whole trace).
     fn window(&self) -> Option<u64>;
@@ -48,16 +49,14 @@ pub fn engine<'a>(
     match relation {
         Relation::Hb => Ok(Box::new(hb::HbQuery::new(trace, window))),
         Relation::Cp => Ok(Box::new(cp::CpQuery::new(trace, window))),
+        Relation::Wcp => Ok(Box::new(wcp::WcpQuery::new(trace, window))),
         Relation::Po => Err(UsageError(
-            "`cprace query` supports --relation hb and cp (po is thread order only: \
+            "`cprace query` supports --relation hb, cp and wcp (po is thread order only: \
              e1 is ordered before e2 exactly when both are events of one thread and e1 comes first)"
                 .into(),
         )),
-        Relation::Wcp => Err(UsageError(
-            "`cprace query` does not support --relation wcp yet; use `cprace analyze --relation wcp` for its races".into(),
-        )),
         Relation::Lockset => Err(UsageError(
-            "`cprace query` supports --relation hb and cp (lockset is a discipline check, not an order)".into(),
+            "`cprace query` supports --relation hb, cp and wcp (lockset is a discipline check, not an order)".into(),
         )),
     }
 }
@@ -384,6 +383,8 @@ pub enum Kind {
     Volatile,
     /// A base CP edge (composed with HB on both sides, rule (c)).
     Cp(CpEdge),
+    /// A base WCP edge (composed with HB on both sides, rule (c)).
+    Wcp(WcpEdge),
     /// The window rule (w): `from` happens before `to` (along `hb_path`) and
     /// they are `window` or more events apart.
     Window {
@@ -404,6 +405,7 @@ impl Kind {
             Kind::Join => "join",
             Kind::Volatile => "volatile",
             Kind::Cp(_) => "cp-edge",
+            Kind::Wcp(_) => "wcp-edge",
             Kind::Window { .. } => "window",
         }
     }
@@ -466,7 +468,55 @@ impl CpEdge {
     }
 }
 
-/// Why CP has no edge along a release -> acquire step of an HB path.
+/// A base WCP edge with what justifies it (Definition 3 of wcp-2017). Unlike
+/// CP's, rule (a) edges end at the conflicting access and rule (b) edges at
+/// the later release.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WcpEdge {
+    /// Rule (a): release `cs1.rel` -> access `second` (the step's target)
+    /// inside `cs2`, a later critical section on the same lock, because
+    /// `cs1` holds `first`, which conflicts with `second`.
+    RuleA {
+        /// The critical section the edge leaves from its release.
+        cs1: CriticalSection,
+        /// The critical section (same lock, another thread) holding the target.
+        cs2: CriticalSection,
+        /// Access inside `cs1`.
+        first: EventId,
+        /// The target: an access inside `cs2` conflicting with `first`.
+        second: EventId,
+    },
+    /// Rule (b): release of `cs1` -> release of `cs2` (same lock), because
+    /// the sections hold WCP-ordered events: `cs1.acq` is WCP-before
+    /// `cs2.rel`, as shown by justification number `justification`.
+    RuleB {
+        /// The earlier critical section.
+        cs1: CriticalSection,
+        /// The later critical section.
+        cs2: CriticalSection,
+        /// Index into [`Answer::justifications`].
+        justification: usize,
+    },
+    /// A hard edge: fork, join or volatile write -> read (`edge` is the HB
+    /// step kind).
+    Hard {
+        /// [`Kind::Fork`], [`Kind::Join`] or [`Kind::Volatile`].
+        edge: Box<Kind>,
+    },
+}
+
+impl WcpEdge {
+    /// The rule name used in dumps and JSON: `a`, `b`, `hard`.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            WcpEdge::RuleA { .. } => "a",
+            WcpEdge::RuleB { .. } => "b",
+            WcpEdge::Hard { .. } => "hard",
+        }
+    }
+}
+
+/// Why the relation has no edge along a release -> acquire step of an HB path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dropped {
     /// The critical section the release ends.
@@ -477,6 +527,14 @@ pub struct Dropped {
     pub conflict: Option<(EventId, EventId)>,
     /// Whether `cs1.acq` is CP-before `cs2.end` (rule (b)); false.
     pub cp_ordered: bool,
+    /// `cp` or `wcp`. For `wcp` the fields mean: `conflict` is the first
+    /// access of `cs2` conflicting with one of `cs1` (rule (a) orders the
+    /// release before that access, never before the acquire) and
+    /// `cp_ordered` whether `cs1.acq` is WCP-before `cs2.rel` (rule (b)
+    /// then orders the release before `cs2`'s release). Either may hold on
+    /// the HB path of an unordered pair: the access / release they reach
+    /// does not happen before the pair's second event.
+    pub relation: &'static str,
 }
 
 /// The CP-ordered pair a rule (b) edge rests on, with its own chain.
@@ -508,7 +566,7 @@ pub struct Answer {
     /// Ordered: a witness chain from E1 to E2. Not ordered but HB-ordered:
     /// the HB path the relation does not keep. Otherwise empty.
     pub chain: Vec<Step>,
-    /// Chains of the CP-ordered pairs that rule (b) steps rest on.
+    /// Chains of the CP- (WCP-) ordered pairs that rule (b) steps rest on.
     pub justifications: Vec<Justification>,
     /// The verdict and reasoning in words.
     pub explanation: String,
@@ -583,8 +641,9 @@ impl Answer {
         for (i, j) in self.justifications.iter().enumerate() {
             writeln!(
                 out,
-                "justification J{i}: {} is CP-before {}:",
+                "justification J{i}: {} is {}-before {}:",
                 show(trace, j.from),
+                self.relation.to_uppercase(),
                 show(trace, j.to)
             )?;
             write_chain(trace, &j.chain, "  ", out)?;
@@ -647,6 +706,9 @@ fn write_chain(trace: &Trace, chain: &[Step], indent: &str, out: &mut dyn Write)
         )?;
         let sub = format!("{indent}     ");
         match &s.kind {
+            Kind::ReleaseAcquire { dropped: Some(d) } if d.relation == "wcp" => {
+                writeln!(out, "{sub}{}", wcp_dropped_text(trace, d))?;
+            }
             Kind::ReleaseAcquire { dropped: Some(d) } => {
                 writeln!(
                     out,
@@ -744,7 +806,75 @@ fn step_text(trace: &Trace, s: &Step) -> String {
                 step_text(trace, &Step::new(s.from, s.to, (**edge).clone()))
             ),
         },
+        Kind::Wcp(edge) => match edge {
+            WcpEdge::RuleA {
+                cs1,
+                cs2,
+                first,
+                second,
+            } => format!(
+                "WCP edge by rule (a): critical section {} on lock {} holds {}, which conflicts with {} inside the later critical section {}",
+                show_cs(trace, cs1),
+                n.lock(cs1.lock),
+                show(trace, *first),
+                show(trace, *second),
+                show_cs(trace, cs2)
+            ),
+            WcpEdge::RuleB {
+                cs1,
+                cs2,
+                justification,
+            } => format!(
+                "WCP edge by rule (b): critical sections {} and {} on lock {} hold WCP-ordered events: #{} is WCP-before #{} (justification J{justification})",
+                show_cs(trace, cs1),
+                show_cs(trace, cs2),
+                n.lock(cs1.lock),
+                cs1.acq,
+                cs2.end
+            ),
+            WcpEdge::Hard { edge } => format!(
+                "hard WCP edge: {}",
+                step_text(trace, &Step::new(s.from, s.to, (**edge).clone()))
+            ),
+        },
     }
+}
+
+/// Why a release -> acquire step of an HB path is no WCP edge (reaching the
+/// pair's second event).
+fn wcp_dropped_text(trace: &Trace, d: &Dropped) -> String {
+    let rule_a = match d.conflict {
+        None => format!(
+            "no access of {} conflicts with one of {}, so rule (a) orders #{} before none of them",
+            show_cs(trace, &d.cs2),
+            show_cs(trace, &d.cs1),
+            d.cs1.end
+        ),
+        Some((a, b)) => format!(
+            "rule (a) orders #{} only before {} (conflicting with {}) and later events, not before the acquire, and {} does not happen before the pair's second event",
+            d.cs1.end,
+            show(trace, b),
+            show(trace, a),
+            show(trace, b)
+        ),
+    };
+    let rule_b = match d.cs2.rel {
+        Some(rel) if d.cp_ordered => format!(
+            "#{} is WCP-before #{rel}, so rule (b) orders #{} before that release, which does not happen before the pair's second event",
+            d.cs1.acq, d.cs1.end
+        ),
+        Some(rel) => format!(
+            "#{} is not WCP-before #{rel}, so rule (b) does not apply",
+            d.cs1.acq
+        ),
+        None => "the second section is never released, so rule (b) does not apply".to_string(),
+    };
+    format!(
+        "no WCP edge: critical sections {} and {} on lock {}: {rule_a}; {rule_b}",
+        show_cs(trace, &d.cs1),
+        show_cs(trace, &d.cs2),
+        trace.names.lock(d.cs1.lock)
+    )
 }
 
 /// `{"id", "thread", "op", "target", "loc"}` of event `e`.
@@ -785,7 +915,15 @@ fn step_json(trace: &Trace, s: &Step) -> Value {
         Kind::Po => json!({"thread": n.thread(ev(s.from).thread)}),
         Kind::ReleaseAcquire { dropped } => {
             let mut d = json!({"lock": n.lock(ev(s.to).target)});
-            if let Some(dr) = dropped {
+            if let Some(dr) = dropped.as_ref().filter(|d| d.relation == "wcp") {
+                d["wcp_dropped"] = json!({
+                    "cs1": cs_json(trace, &dr.cs1),
+                    "cs2": cs_json(trace, &dr.cs2),
+                    "conflicting_accesses": dr.conflict.map(|(a, b)| [a, b]),
+                    "wcp_ordered_events": dr.cp_ordered,
+                    "reason": "WCP has no release -> acquire edges: rule (a) orders the release only before the accesses of the second section conflicting with the first (`conflicting_accesses` names the earliest, if any), rule (b) only before the second section's release (when the first section's acquire is WCP-before it: `wcp_ordered_events`), and neither of those happens before the pair's second event",
+                });
+            } else if let Some(dr) = dropped {
                 d["cp_dropped"] = json!({
                     "cs1": cs_json(trace, &dr.cs1),
                     "cs2": cs_json(trace, &dr.cs2),
@@ -844,6 +982,39 @@ fn step_json(trace: &Trace, s: &Step) -> Value {
                     "hb_path": chain_json(trace, hb_path),
                 }),
                 CpEdge::Hard { edge } => {
+                    let inner = step_json(trace, &Step::new(s.from, s.to, (**edge).clone()));
+                    let mut d = inner["details"].clone();
+                    d["edge"] = json!(edge.name());
+                    d
+                }
+            }
+        }
+        Kind::Wcp(edge) => {
+            v["rule"] = json!(edge.rule());
+            match edge {
+                WcpEdge::RuleA {
+                    cs1,
+                    cs2,
+                    first,
+                    second,
+                } => json!({
+                    "lock": n.lock(cs1.lock),
+                    "cs1": cs_json(trace, cs1),
+                    "cs2": cs_json(trace, cs2),
+                    "conflict": [event_json(trace, *first), event_json(trace, *second)],
+                }),
+                WcpEdge::RuleB {
+                    cs1,
+                    cs2,
+                    justification,
+                } => json!({
+                    "lock": n.lock(cs1.lock),
+                    "cs1": cs_json(trace, cs1),
+                    "cs2": cs_json(trace, cs2),
+                    "wcp_pair": {"from": cs1.acq, "to": cs2.end},
+                    "justification": justification,
+                }),
+                WcpEdge::Hard { edge } => {
                     let inner = step_json(trace, &Step::new(s.from, s.to, (**edge).clone()));
                     let mut d = inner["details"].clone();
                     d["edge"] = json!(edge.name());
