@@ -115,6 +115,12 @@ const EMPTY: Slot = Slot {
     id1: 0,
 };
 
+/// Names cached per table at most. Traces of C programs can name millions of
+/// distinct addresses; past this many, new names go straight to the
+/// `IndexSet`, so the cache costs at most 2^19 slots × 32 bytes = 16 MiB per
+/// table while still covering the hot names (those seen first and often).
+pub const MAX_CACHED: usize = 1 << 18;
+
 /// Open-addressing (linear probing) map from short names to ids, kept at most
 /// half full.
 #[derive(Clone)]
@@ -123,19 +129,27 @@ pub struct FastTable {
     /// 64 - log2(slots.len()): the hash's top bits pick the first slot.
     shift: u32,
     len: usize,
+    /// Cache no more names than this.
+    cap: usize,
 }
 
 impl Default for FastTable {
     fn default() -> Self {
-        FastTable {
-            slots: vec![EMPTY; 64],
-            shift: 64 - 6,
-            len: 0,
-        }
+        FastTable::with_cap(MAX_CACHED)
     }
 }
 
 impl FastTable {
+    /// An empty table caching at most `cap` names.
+    pub fn with_cap(cap: usize) -> FastTable {
+        FastTable {
+            slots: vec![EMPTY; 64],
+            shift: 64 - 6,
+            len: 0,
+            cap,
+        }
+    }
+
     /// The id of `key`, if cached.
     #[inline]
     pub fn get(&self, key: &Key) -> Option<u32> {
@@ -201,7 +215,10 @@ impl FastTable {
     fn intern_new(&mut self, table: &mut Interner, key: Option<Key>, name: &[u8]) -> u32 {
         // Loaders hand over UTF-8 (they check it per block); lossy is a no-op then.
         let id = intern(table, &String::from_utf8_lossy(name));
-        if let Some(k) = key {
+        // Only called on a cache miss, so `key` is not cached yet.
+        if let Some(k) = key
+            && self.len < self.cap
+        {
             self.insert(k, id);
         }
         id
@@ -234,8 +251,14 @@ mod tests {
 
     #[test]
     fn ids_match_the_index_set_through_growth() {
+        for cap in [MAX_CACHED, 100] {
+            ids_match_with_cap(cap);
+        }
+    }
+
+    fn ids_match_with_cap(cap: usize) {
         let mut table = Interner::default();
-        let mut fast = FastTable::default();
+        let mut fast = FastTable::with_cap(cap);
         let names: Vec<String> = (0..5000)
             .map(|i| match i % 3 {
                 0 => format!("x{i}"),
@@ -252,5 +275,6 @@ mod tests {
                 }
             }
         }
+        assert!(fast.len <= cap && fast.len > 0);
     }
 }
