@@ -10,9 +10,11 @@
 use std::io::{Read, Write};
 
 use super::error::LoadError;
-use super::lines::{for_each_line, is_blank_or_comment};
-use super::model::{Event, EventId, Trace};
-use super::validate::Builder;
+use super::intern::Key;
+use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line};
+use super::model::{Event, EventId, Op, Trace};
+use super::scan::{Specials, eq_bytes, trimmed};
+use super::validate::{Builder, Named};
 
 /// Column positions found in the header.
 struct Columns {
@@ -191,41 +193,28 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
     let mut cols: Option<Columns> = None;
     let mut need = 0usize;
     let mut sp = Splitter::default();
-    for_each_line(file, r, |line, text| {
-        if is_blank_or_comment(text.as_bytes()) {
-            return Ok(());
+    for_each_block(file, r, |line_no, block| {
+        let bytes = block.as_bytes();
+        let mut pos = 0;
+        while pos < bytes.len() {
+            // Plain rows (no quotes, no spaces to trim, no comment) in one
+            // pass; everything else, and the header, by the general rules.
+            if let Some(c) = &cols
+                && let Some(f) = fast_row(bytes, pos, c, need)
+            {
+                *line_no += 1;
+                let name =
+                    |(s, e): (usize, usize)| Named::new(&bytes[s..e], Key::in_buf(bytes, s, e - s));
+                b.push_keyed(name(f.thread), f.op, name(f.target), name(f.loc))
+                    .map_err(|p| LoadError::new(file, *line_no, &bytes[pos..f.end], p))?;
+                pos = f.next;
+                continue;
+            }
+            let (text, next) = next_line(file, block, pos, line_no)?;
+            parse_row(b, file, *line_no, text, &mut sp, &mut cols, &mut need)?;
+            pos = next;
         }
-        let err = |p: &str| LoadError::new(file, line, text.as_bytes(), p);
-        sp.split(text).map_err(err)?;
-        if sp.all_empty() {
-            return Ok(());
-        }
-        let Some(c) = &cols else {
-            let cells: Vec<&str> = (0..sp.len()).map(|i| sp.field(text, i)).collect();
-            let c = find_columns(&cells).map_err(|p| err(&p))?;
-            // `loc` is optional per row too: a row may end before it.
-            need = 1 + c.thread.max(c.op).max(c.target);
-            cols = Some(c);
-            return Ok(());
-        };
-        if sp.len() < need {
-            return Err(err(&format!(
-                "row has {} column{}; expected at least {need} (for `thread`, `op` and `target`) as the header names them",
-                sp.len(),
-                if sp.len() == 1 { "" } else { "s" }
-            )));
-        }
-        let loc = c
-            .loc
-            .filter(|&i| i < sp.len())
-            .map_or("", |i| sp.field(text, i));
-        b.push(
-            sp.field(text, c.thread),
-            sp.field(text, c.op),
-            sp.field(text, c.target),
-            loc,
-        )
-        .map_err(|p| err(&p))
+        Ok(())
     })?;
     if cols.is_none() {
         return Err(b.error(
@@ -235,6 +224,125 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
         ));
     }
     Ok(())
+}
+
+/// One line by the general rules: comments, quotes, trimming, the header.
+fn parse_row<S: FnMut(EventId, &Event)>(
+    b: &mut Builder<'_, S>,
+    file: &str,
+    line: u64,
+    text: &str,
+    sp: &mut Splitter,
+    cols: &mut Option<Columns>,
+    need: &mut usize,
+) -> Result<(), LoadError> {
+    if is_blank_or_comment(text.as_bytes()) {
+        return Ok(());
+    }
+    let err = |p: &str| LoadError::new(file, line, text.as_bytes(), p);
+    sp.split(text).map_err(err)?;
+    if sp.all_empty() {
+        return Ok(());
+    }
+    let Some(c) = cols else {
+        let cells: Vec<&str> = (0..sp.len()).map(|i| sp.field(text, i)).collect();
+        let c = find_columns(&cells).map_err(|p| err(&p))?;
+        // `loc` is optional per row too: a row may end before it.
+        *need = 1 + c.thread.max(c.op).max(c.target);
+        *cols = Some(c);
+        return Ok(());
+    };
+    if sp.len() < *need {
+        return Err(err(&format!(
+            "row has {} column{}; expected at least {need} (for `thread`, `op` and `target`) as the header names them",
+            sp.len(),
+            if sp.len() == 1 { "" } else { "s" }
+        )));
+    }
+    let loc = c
+        .loc
+        .filter(|&i| i < sp.len())
+        .map_or("", |i| sp.field(text, i));
+    b.push(
+        sp.field(text, c.thread),
+        sp.field(text, c.op),
+        sp.field(text, c.target),
+        loc,
+    )
+    .map_err(|p| err(&p))
+}
+
+/// Field positions of a plain row: no `"`, at least `need` fields and at most
+/// [`FAST_FIELDS`], thread, op (a known one) and target not empty and without
+/// surrounding spaces, loc empty or without them, no leading space or `#`, no
+/// `\r` at the end.
+/// Exactly the rows [`parse_row`] would read the same way.
+struct FastRow {
+    thread: (usize, usize),
+    op: Op,
+    target: (usize, usize),
+    loc: (usize, usize),
+    /// End of the line's text, and where the next line starts.
+    end: usize,
+    next: usize,
+}
+
+/// Most fields a row may have for the fast path.
+const FAST_FIELDS: usize = 8;
+
+#[inline]
+fn fast_row(bytes: &[u8], start: usize, c: &Columns, need: usize) -> Option<FastRow> {
+    // Field i spans bounds[i]..bounds[i + 1] - 1 (the separator after it).
+    let mut bounds = [0usize; FAST_FIELDS + 1];
+    bounds[0] = start;
+    let mut n = 0;
+    let mut scan = Specials::new(bytes, start, |w| {
+        eq_bytes(w, b',') | eq_bytes(w, b'"') | eq_bytes(w, b'\n')
+    });
+    let end = loop {
+        match scan.next() {
+            Some((p, b',')) => {
+                n += 1;
+                if n == FAST_FIELDS {
+                    return None;
+                }
+                bounds[n] = p + 1;
+            }
+            Some((p, b'\n')) => break p,
+            None => break bytes.len(),
+            Some(_) => return None,
+        }
+    };
+    n += 1;
+    bounds[n] = end + 1;
+    // A leading space or `#` may make a comment, a trailing `\r` is CRLF.
+    let (first, last) = (bytes.get(start)?, bytes.get(end.checked_sub(1)?)?);
+    if n < need
+        || end - start > MAX_LINE
+        || first.is_ascii_whitespace()
+        || *first == b'#'
+        || *last == b'\r'
+    {
+        return None;
+    }
+    let field = |i: usize| (bounds[i], bounds[i + 1] - 1);
+    let (thread, op, target) = (field(c.thread), field(c.op), field(c.target));
+    let loc = match c.loc {
+        Some(i) if i < n => field(i),
+        _ => (end, end),
+    };
+    let ok = |(s, e): (usize, usize)| trimmed(bytes, s, e);
+    if !ok(thread) || !ok(op) || !ok(target) || (loc.1 > loc.0 && !ok(loc)) {
+        return None;
+    }
+    Some(FastRow {
+        thread,
+        op: Op::parse_bytes(&bytes[op.0..op.1])?,
+        target,
+        loc,
+        end,
+        next: (end + 1).min(bytes.len()),
+    })
 }
 
 /// Append `field` to `out`, quoted when a reader would otherwise misread it.
@@ -287,6 +395,108 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::generate::Rng;
+    use crate::trace::lines::for_each_line;
+    use crate::trace::scan::tests::pick;
+
+    type Parsed = Result<(Vec<Event>, Vec<Vec<String>>), LoadError>;
+
+    fn run(text: &[u8], general_only: bool) -> Parsed {
+        let mut events = Vec::new();
+        let mut b = Builder::new("f", |_, ev: &Event| events.push(*ev));
+        if general_only {
+            let (mut sp, mut cols, mut need) = (Splitter::default(), None, 0);
+            for_each_line("f", text, |line, t| {
+                parse_row(&mut b, "f", line, t, &mut sp, &mut cols, &mut need)
+            })?;
+            if cols.is_none() {
+                return Err(b.error(0, b"", "no header"));
+            }
+        } else {
+            match parse(text, &mut b) {
+                Err(e) if e.line == 0 => return Err(b.error(0, b"", "no header")),
+                r => r?,
+            }
+        }
+        let n = &b.names;
+        let names = [&n.threads, &n.locks, &n.vars, &n.locs]
+            .iter()
+            .map(|t| t.iter().map(|s| s.to_string()).collect())
+            .collect();
+        drop(b);
+        Ok((events, names))
+    }
+
+    /// A row for `header` (column names in order), near the fast path's
+    /// edges: spaces, quotes, comments, CRLF, missing and extra columns.
+    fn row(r: &mut Rng, header: &[&str]) -> String {
+        let mut cells: Vec<String> = header
+            .iter()
+            .map(|h| {
+                let v = match *h {
+                    "thread" => pick(
+                        r,
+                        &["T0", "T1", "thread-name-longer-than-24-bytes"],
+                        &[" T0", "", "#T", "\"T1\""],
+                    ),
+                    "op" => pick(
+                        r,
+                        &["r", "w", "vw", "vr"],
+                        &["acq", "rel", "fork", "join", "x", " w", ""],
+                    ),
+                    "target" => pick(
+                        r,
+                        &["x", "y", "exactly-24-bytes-long-xx"],
+                        &["l", "T2", "x ", "", "\"a,b\""],
+                    ),
+                    "loc" => pick(r, &["", "3", "f.java:12"], &[" 3", "\"q\"\"\"", "#"]),
+                    _ => pick(r, &["", "extra"], &["\"", " e "]),
+                };
+                v.to_string()
+            })
+            .collect();
+        match r.below(16) {
+            0 => cells.truncate(r.below(cells.len() as u64) as usize),
+            1 => cells.push("more".into()),
+            2 => cells.insert(0, " #".into()),
+            _ => {}
+        }
+        let mut s = cells.join(",");
+        match r.below(20) {
+            0 => s.push('\r'),
+            1 => s = format!("# {s}"),
+            2 => s.clear(),
+            3 => s = format!(" {s}"),
+            _ => {}
+        }
+        s
+    }
+
+    #[test]
+    fn fast_path_equals_general_path() {
+        let headers: [&[&str]; 4] = [
+            &["thread", "op", "target", "loc"],
+            &["thread", "op", "target"],
+            &["loc", "target", "x", "op", "thread"],
+            &["id", "thread", "op", "target", "loc", "note", "a", "b", "c"],
+        ];
+        let mut r = Rng::new(0x5EED);
+        let (mut ok, mut failed) = (0, 0);
+        for case in 0..3000 {
+            let header = headers[case % headers.len()];
+            let mut lines = vec![header.join(",")];
+            lines.extend((0..1 + r.below(8)).map(|_| row(&mut r, header)));
+            let mut text = lines.join("\n");
+            if r.below(2) == 0 {
+                text.push('\n');
+            }
+            let (f, g) = (run(text.as_bytes(), false), run(text.as_bytes(), true));
+            assert_eq!(f, g, "case {case}: {text:?}");
+            if f.is_ok() { ok += 1 } else { failed += 1 }
+        }
+        // Both outcomes must be well represented for the test to mean much.
+        assert!(ok > 300 && failed > 300, "ok {ok}, failed {failed}");
+    }
 
     fn split(line: &str) -> Result<Vec<String>, &'static str> {
         let mut s = Splitter::default();

@@ -7,6 +7,7 @@ pub mod lines;
 pub mod load;
 pub mod model;
 pub mod rapid_csv;
+pub mod scan;
 pub mod std_format;
 pub mod validate;
 

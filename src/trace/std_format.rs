@@ -6,6 +6,7 @@ use super::error::LoadError;
 use super::intern::Key;
 use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line};
 use super::model::{Event, EventId, Op, Trace};
+use super::scan::{Specials, eq_bytes, trimmed};
 use super::validate::{Builder, Named};
 
 /// Split `op(target)` into its two parts.
@@ -98,6 +99,13 @@ fn parse_line<S: FnMut(EventId, &Event)>(
     b.push(thread, op, target, loc).map_err(|p| err(&p))
 }
 
+/// High bit set in every byte of `w` that is `|`, `(`, `)` or `\n`.
+#[inline(always)]
+fn std_specials(w: u64) -> u64 {
+    // `(` and `)` differ only in the lowest bit: one test for both.
+    eq_bytes(w, b'|') | eq_bytes(w & !(u64::MAX / 255), b'(') | eq_bytes(w, b'\n')
+}
+
 /// Field positions of a plain line: `thread|op(target)|loc` or
 /// `thread|op(target)`, `\n`-terminated or last, no `\r`, non-empty thread and
 /// target without surrounding spaces, a known op, a loc without surrounding
@@ -115,7 +123,7 @@ struct FastLine {
 #[inline]
 fn fast_line(bytes: &[u8], start: usize) -> Option<FastLine> {
     let trimmed = |s: usize, e: usize| trimmed(bytes, s, e);
-    let mut scan = Specials::new(bytes, start);
+    let mut scan = Specials::new(bytes, start, std_specials);
     // `thread|`, `op(`, `target)`: any other special byte in between (or a
     // line break first: a blank line) is for the general path.
     let (bar, open, close) = match (scan.next()?, scan.next()?, scan.next()?) {
@@ -156,80 +164,6 @@ fn fast_line(bytes: &[u8], start: usize) -> Option<FastLine> {
         end,
         next,
     })
-}
-
-/// Whether `bytes[s..e]` is not empty and has no surrounding ASCII spaces.
-#[inline(always)]
-fn trimmed(bytes: &[u8], s: usize, e: usize) -> bool {
-    match (bytes.get(s), e.checked_sub(1).and_then(|l| bytes.get(l))) {
-        (Some(a), Some(z)) => e > s && !a.is_ascii_whitespace() && !z.is_ascii_whitespace(),
-        _ => false,
-    }
-}
-
-/// The positions of the bytes `|`, `(`, `)` and `\n` from some start on, found
-/// eight bytes at a time (SWAR): lines are short, so a per-field `memchr` call
-/// costs more than it saves, and a byte loop tests every byte four times.
-struct Specials<'a> {
-    bytes: &'a [u8],
-    /// Start of the current word.
-    base: usize,
-    /// High bit of every special byte of the current word not yet returned.
-    mask: u64,
-}
-
-impl<'a> Specials<'a> {
-    #[inline]
-    fn new(bytes: &'a [u8], start: usize) -> Specials<'a> {
-        Specials {
-            bytes,
-            base: start,
-            mask: specials(word_at(bytes, start)),
-        }
-    }
-
-    /// The next special byte and its position.
-    #[inline(always)]
-    fn next(&mut self) -> Option<(usize, u8)> {
-        while self.mask == 0 {
-            self.base += 8;
-            if self.base >= self.bytes.len() {
-                return None;
-            }
-            self.mask = specials(word_at(self.bytes, self.base));
-        }
-        let p = self.base + (self.mask.trailing_zeros() / 8) as usize;
-        self.mask &= self.mask - 1;
-        // Padding past the end is zeros, which are not special, so p < len.
-        Some((p, *self.bytes.get(p)?))
-    }
-}
-
-/// The eight bytes at `at`, little-endian, zero-padded past the end.
-#[inline]
-fn word_at(bytes: &[u8], at: usize) -> u64 {
-    match bytes.get(at..at + 8) {
-        Some(w) => u64::from_le_bytes(w.try_into().unwrap_or([0; 8])),
-        None => {
-            let mut b = [0u8; 8];
-            let rest = bytes.get(at..).unwrap_or(&[]);
-            b[..rest.len()].copy_from_slice(rest);
-            u64::from_le_bytes(b)
-        }
-    }
-}
-
-/// High bit set in every byte of `w` that is `|`, `(`, `)` or `\n`.
-#[inline]
-fn specials(w: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    // Exact zero-byte test (no false positives from borrows).
-    let zero = |x: u64| !((x & LOW7).wrapping_add(LOW7) | x | LOW7);
-    // `(` and `)` differ only in the lowest bit.
-    zero(w ^ (ONES * b'|' as u64))
-        | zero((w ^ (ONES * b'(' as u64)) & !ONES)
-        | zero(w ^ (ONES * b'\n' as u64))
 }
 
 /// Why `name` cannot be written in STD, if it cannot.
@@ -285,7 +219,9 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::generate::Rng;
     use crate::trace::lines::for_each_line;
+    use crate::trace::scan::tests::pick;
 
     type Parsed = Result<(Vec<Event>, Vec<Vec<String>>), LoadError>;
 
@@ -315,38 +251,22 @@ mod tests {
         Ok((events, names))
     }
 
-    /// A tiny deterministic generator (no dependency for one test).
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-        /// One of `good` mostly, sometimes one of `odd`.
-        fn pick<'a>(&mut self, good: &[&'a str], odd: &[&'a str]) -> &'a str {
-            if self.below(8) == 0 {
-                odd[self.below(odd.len())]
-            } else {
-                good[self.below(good.len())]
-            }
-        }
-    }
-
     /// Lines near the fast path's edges: surrounding spaces, CRLF, comments,
     /// special bytes in every field, empty and long fields, unknown ops,
     /// missing parts, lock and fork errors, names longer than a key.
     fn line(r: &mut Rng) -> String {
-        let thread = r.pick(
+        let thread = pick(
+            r,
             &["T0", "T1", "a-thread-name-longer-than-24"],
             &[" T1", "T1 ", "#T", "T(2)", ""],
         );
-        let op = r.pick(
+        let op = pick(
+            r,
             &["r", "w", "vr", "vw", "r", "w"],
             &["acq", "rel", "fork", "join", " r", "x", ""],
         );
-        let target = r.pick(
+        let target = pick(
+            r,
             &[
                 "x",
                 "y",
@@ -355,7 +275,8 @@ mod tests {
             ],
             &["l", "T2", " x", "x ", "", "x|y", "a(b"],
         );
-        let loc = r.pick(
+        let loc = pick(
+            r,
             &[
                 "",
                 "7",
@@ -384,7 +305,7 @@ mod tests {
 
     #[test]
     fn fast_path_equals_general_path() {
-        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut r = Rng::new(0x9E37_79B9_7F4A_7C15);
         let (mut ok, mut failed) = (0, 0);
         for case in 0..3000 {
             let n = 1 + r.below(8);
