@@ -2,16 +2,12 @@
 //! and one error on stderr naming the file, the line, the offending text and
 //! what was expected.
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn cprace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cprace"))
-        .args(args)
-        .output()
-        .expect("run cprace")
-}
+use common::cli::{output as cprace, with_stdin};
 
 /// Write `content` to a file named `name` in a fresh directory.
 fn file(name: &str, content: &[u8]) -> (tempfile::TempDir, String) {
@@ -574,20 +570,7 @@ fn every_subcommand_reports_bad_input_the_same_way() {
 
 #[test]
 fn standard_input_errors_name_stdin() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cprace"))
-        .args(["stats", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"T0|w(x)|1\nT0|r(x\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = with_stdin(&["stats", "-"], b"T0|w(x)|1\nT0|r(x\n");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());

@@ -4,6 +4,7 @@
 mod common;
 
 use common::oracle;
+use common::traces::dump;
 use cprace::cp::{Reporting, analyze};
 use cprace::generate::{Config, trace};
 use cprace::trace::{Format, Trace, load_str};
@@ -79,21 +80,6 @@ fn datalog_matches_definition_on_generated_traces() {
             assert_eq!(got, want, "seed {} window {k:?}\n{}", cfg.seed, dump(&t));
         }
     }
-}
-
-fn dump(t: &Trace) -> String {
-    t.events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            format!(
-                "{i}: {} {} {}\n",
-                t.names.thread(e.thread),
-                e.op.as_str(),
-                t.names.target(e)
-            )
-        })
-        .collect()
 }
 
 #[test]

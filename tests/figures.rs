@@ -4,23 +4,17 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::oracle;
+use common::traces::figure_paths;
 use cprace::cp::{Reporting, analyze};
 use cprace::trace::{Trace, load};
 
 /// Every figure with its expected racy events per relation.
 pub fn figures() -> Vec<(PathBuf, Trace, BTreeMap<String, Vec<u32>>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/figures");
     let mut out = Vec::new();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("data/figures exists")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .collect();
-    paths.sort();
-    for p in paths {
+    for p in figure_paths() {
         let t = load(&p, None).unwrap_or_else(|e| panic!("{e}"));
         let text = std::fs::read_to_string(p.with_extension("expected")).expect("sidecar exists");
         let mut want = BTreeMap::new();
@@ -37,11 +31,6 @@ pub fn figures() -> Vec<(PathBuf, Trace, BTreeMap<String, Vec<u32>>)> {
         }
         out.push((p, t, want));
     }
-    assert!(
-        out.len() >= 14,
-        "expected the paper figures, found {}",
-        out.len()
-    );
     out
 }
 

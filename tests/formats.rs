@@ -2,10 +2,12 @@
 //! CSV loads to the same events and names and gives the same analysis, and
 //! `convert` round trips are lossless.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
 use clap::ValueEnum;
+use common::cli::output as cprace;
 use cprace::analyze::{Options, Relation, analyze_path};
 use cprace::generate::{self, Config, TextFormat};
 use cprace::trace::{Event, Format, Op, Trace, csv_format, load, load_str, rapid_csv, std_format};
@@ -275,13 +277,6 @@ fn analyses_agree_across_formats() {
             );
         }
     }
-}
-
-fn cprace(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_cprace"))
-        .args(args)
-        .output()
-        .expect("run cprace")
 }
 
 #[test]

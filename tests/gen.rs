@@ -1,19 +1,15 @@
 //! `cprace gen`: well-formed, reproducible, exactly the size requested, and
 //! every knob does what it says.
 
+mod common;
+
 use std::io::Read;
 use std::process::{Command, Stdio};
 
+use common::cli::output as cprace;
 use cprace::generate::{self, Config, TextFormat};
 use cprace::trace::{Format, Op, load_str};
 use serde_json::Value;
-
-fn cprace(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_cprace"))
-        .args(args)
-        .output()
-        .expect("run cprace")
-}
 
 fn gen_text(args: &[&str]) -> String {
     let mut a = vec!["gen"];

@@ -1,18 +1,8 @@
 //! `cprace analyze --relation hb|lockset` end to end: engines, formats, errors.
 
-use std::process::Command;
+mod common;
 
-fn cprace(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cprace"))
-        .args(args)
-        .output()
-        .expect("run cprace");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::cli::cprace;
 
 const TRACE: &str = "T1|w(x)|a.java:1\nT1|fork(T2)|a.java:2\nT2|w(x)|b.java:1\nT1|w(y)|a.java:3\nT2|r(y)|b.java:2\nT1|join(T2)|a.java:4\nT1|r(x)|a.java:5\n";
 

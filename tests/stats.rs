@@ -2,8 +2,11 @@
 //! validation semantics it reports (re-entrant acquires filtered, releases out
 //! of nesting order and critical sections open at the end accepted).
 
+mod common;
+
 use std::process::Command;
 
+use common::cli::with_stdin;
 use serde_json::{Value, json};
 
 fn stats(text: &str, name: &str, format: &str) -> (i32, String, String) {
@@ -176,20 +179,7 @@ fn empty_trace_is_all_zeros() {
 
 #[test]
 fn stats_reads_standard_input() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cprace"))
-        .args(["stats", "-", "--format", "json"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(TRACE.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = with_stdin(&["stats", "-", "--format", "json"], TRACE.as_bytes());
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v, expected());

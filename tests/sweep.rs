@@ -3,8 +3,12 @@
 //! meets its definition, the output formats have their documented shape, and
 //! the plots are a well-formed SVG and a valid PNG showing every series.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use common::traces::figure_paths as figures;
 
 use cprace::analyze::{Options, Relation, analyze_trace};
 use cprace::cp::{Reporting, analyze};
@@ -48,18 +52,6 @@ fn generated(dir: &Path, n: u64, seed: u64) -> PathBuf {
     ]);
     assert!(o.status.success(), "gen failed: {}", stderr(&o));
     path
-}
-
-fn figures() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> =
-        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/data/figures"))
-            .expect("data/figures")
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-            .collect();
-    v.sort();
-    assert!(v.len() >= 10, "expected the paper figures in data/figures");
-    v
 }
 
 fn hb_racy(t: &Trace, k: Option<u64>) -> Vec<u32> {

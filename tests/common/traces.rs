@@ -1,0 +1,61 @@
+//! The paper figures shipped in data/figures, and traces written out for
+//! failure messages.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use cprace::trace::{Trace, load};
+
+/// The figures' CSV files, sorted.
+pub fn figure_paths() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/figures");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("data/figures exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    paths.sort();
+    assert!(
+        paths.len() >= 14,
+        "expected the paper figures in data/figures, found {}",
+        paths.len()
+    );
+    paths
+}
+
+/// Every figure, loaded.
+pub fn figures() -> Vec<(PathBuf, Trace)> {
+    figure_paths()
+        .into_iter()
+        .map(|p| {
+            let t = load(&p, None).unwrap_or_else(|e| panic!("{e}"));
+            (p, t)
+        })
+        .collect()
+}
+
+/// The path of the figure file `name`.
+pub fn figure(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/figures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// One line per event (`id: thread op target`), for failure messages.
+pub fn dump(t: &Trace) -> String {
+    t.events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            format!(
+                "{i}: {} {} {}\n",
+                t.names.thread(e.thread),
+                e.op.as_str(),
+                t.names.target(e)
+            )
+        })
+        .collect()
+}
