@@ -45,6 +45,9 @@ struct CandidateSections<'a> {
     open: &'a OpenPositions,
     /// Proposals computed by `count`, reused by `propose` for the same tuple.
     cache: ((u32, u32), Vec<&'a u32>),
+    /// Per lock, the last tuple's first position with `end >= a`: datafrog
+    /// hands the tuples over sorted by `a`, so the next answer is close by.
+    cursor: Vec<u32>,
 }
 
 /// Union-find over each lock's section positions: `next[c]` points at a
@@ -93,24 +96,37 @@ impl OpenPositions {
 
 impl<'a> CandidateSections<'a> {
     /// Push the open candidates of `lock` for `(a, r)` onto `out`.
-    fn candidates(&self, lock: usize, (a, r): (u32, u32), out: &mut Vec<&'a u32>) {
+    ///
+    /// The searches start from nearby positions (the lock's cursor, then
+    /// `lo`): with hundreds of locks per base edge, binary searches over each
+    /// lock's whole list were most of the fixpoint's time, in cache misses.
+    fn candidates(&mut self, lock: usize, (a, r): (u32, u32), out: &mut Vec<&'a u32>) {
         let input = self.input;
         let sync = &input.sync;
         let list = &input.by_lock[lock];
         let ends = &input.lock_end_event[lock];
-        let lo = ends.partition_point(|&e| e < sync.event(a));
+        let lo = partition_point_near(ends, self.cursor[lock] as usize, |&e| e < sync.event(a));
+        self.cursor[lock] = lo as u32;
         let hi = match input.window {
-            Some(k) => lo + ends[lo..].partition_point(|&e| (e as u64) < sync.event(r) as u64 + k),
+            Some(k) => {
+                let limit = sync.event(r) as u64 + k;
+                lo + partition_point_near(&ends[lo..], 0, |&e| (e as u64) < limit)
+            }
             None => list.len(),
         };
         if lo >= hi {
             return;
         }
-        let f = lo + input.lock_end_slot[lock][lo..hi].partition_point(|&s| !sync.hb_leq(a, s));
+        let f = lo
+            + partition_point_near(&input.lock_end_slot[lock][lo..hi], 0, |&s| {
+                !sync.hb_leq(a, s)
+            });
         if f >= hi {
             return;
         }
-        let g = input.prefix_hb_before(lock, hi, r);
+        // r comes before a in the trace, so the sections HB-before r end
+        // around where those after a begin.
+        let g = input.prefix_hb_before(lock, hi, r, lo);
         let last = g.max(f).min(hi - 1);
         let mut q = self.open.find(list, f);
         while q <= last {
@@ -125,6 +141,9 @@ impl<'a> CandidateSections<'a> {
         }
         let mut v = std::mem::take(&mut self.cache.1);
         v.clear();
+        if self.cursor.is_empty() {
+            self.cursor = vec![0; self.input.by_lock.len()];
+        }
         for l in 0..self.input.by_lock.len() {
             self.candidates(l, *prefix, &mut v);
         }
@@ -149,6 +168,46 @@ impl<'a> Leaper<'a, (u32, u32), u32> for CandidateSections<'a> {
     }
 }
 
+/// `slice.partition_point(pred)` (`pred` true on a prefix) by exponential
+/// search outward from `hint`: O(log d) probes for an answer d positions away,
+/// so a good hint touches a cache line or two.
+pub(crate) fn partition_point_near<T>(
+    slice: &[T],
+    hint: usize,
+    pred: impl Fn(&T) -> bool,
+) -> usize {
+    let n = slice.len();
+    let h = hint.min(n);
+    if h < n && pred(&slice[h]) {
+        // The answer is after h: gallop right.
+        let (mut lo, mut step) = (h + 1, 1);
+        loop {
+            let probe = lo + step - 1;
+            if probe >= n {
+                return lo + slice[lo..].partition_point(&pred);
+            }
+            if !pred(&slice[probe]) {
+                return lo + slice[lo..probe].partition_point(&pred);
+            }
+            lo = probe + 1;
+            step *= 2;
+        }
+    }
+    // The answer is at or before h: gallop left.
+    let (mut hi, mut step) = (h, 1);
+    loop {
+        if hi < step {
+            return slice[..hi].partition_point(&pred);
+        }
+        let probe = hi - step;
+        if pred(&slice[probe]) {
+            return probe + 1 + slice[probe + 1..hi].partition_point(&pred);
+        }
+        hi = probe;
+        step *= 2;
+    }
+}
+
 /// Result of the fixpoint.
 pub struct Fixpoint {
     /// All base edges `(a, r)` with the rule that first produced them.
@@ -159,17 +218,19 @@ pub struct Fixpoint {
 
 impl CpInput {
     /// How many of the first `upto` sections of `lock` have their acquire
-    /// HB-before slot `r` (they form a prefix).
-    fn prefix_hb_before(&self, lock: usize, upto: usize, r: u32) -> usize {
+    /// HB-before slot `r` (they form a prefix); the search starts at `hint`.
+    fn prefix_hb_before(&self, lock: usize, upto: usize, r: u32, hint: usize) -> usize {
         let clock = self.sync.clock(r);
-        self.lock_acq[lock][..upto].partition_point(|&(t, local)| clock[t as usize] >= local)
+        partition_point_near(&self.lock_acq[lock][..upto], hint, |&(t, local)| {
+            clock[t as usize] >= local
+        })
     }
 
     /// The latest section on `cs2`'s lock before it whose acquire is HB-before
     /// slot `r`, if it improves on `best` (a position) and its edge can matter.
     fn latest_cs1(&self, cs2: u32, r: u32, best: u32) -> Option<u32> {
         let s2 = self.sections[cs2 as usize];
-        let q = self.prefix_hb_before(s2.lock as usize, s2.pos as usize, r);
+        let q = self.prefix_hb_before(s2.lock as usize, s2.pos as usize, r, s2.pos as usize);
         if q == 0 || (best != NONE && (q as u32 - 1) <= best) {
             return None;
         }
@@ -197,6 +258,7 @@ impl CpInput {
                         input: self,
                         open: &open,
                         cache: ((NONE, NONE), Vec::new()),
+                        cursor: Vec::new(),
                     },
                     ValueFilter::from(|&(_, r): &(u32, u32), &cs2: &u32| {
                         self.latest_cs1(cs2, r, best[cs2 as usize].get()).is_some()
@@ -239,5 +301,23 @@ impl CpInput {
         out.sort_unstable();
         out.dedup_by_key(|e| (e.0, e.1));
         Fixpoint { base: out, rounds }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::partition_point_near;
+
+    #[test]
+    fn galloping_search_equals_binary_search() {
+        for n in 0..40usize {
+            for t in 0..=n {
+                let v: Vec<u32> = (0..n as u32).collect();
+                for hint in 0..n + 3 {
+                    let got = partition_point_near(&v, hint, |&x| (x as usize) < t);
+                    assert_eq!(got, t, "n {n} answer {t} hint {hint}");
+                }
+            }
+        }
     }
 }
