@@ -45,8 +45,9 @@ row() { # trace label command...
     [ -n "$racy" ] || racy="-"
   fi
   local eps mbs
-  eps=$(awk -v e="$events" -v w="$wall" 'BEGIN { printf "%.2fM", (w > 0 ? e / w / 1e6 : 0) }')
-  mbs=$(awk -v s="$size" -v w="$wall" 'BEGIN { printf "%.0f", (w > 0 ? s / w / 1e6 : 0) }')
+  # Runs shorter than /usr/bin/time's 10 ms resolution get no rate.
+  eps=$(awk -v e="$events" -v w="$wall" 'BEGIN { if (w > 0) printf "%.2fM", e / w / 1e6; else printf "-" }')
+  mbs=$(awk -v s="$size" -v w="$wall" 'BEGIN { if (w > 0) printf "%.0f", s / w / 1e6; else printf "-" }')
   rows+=("| $trace | $label | $events | $eps | $mbs | $wall | $cpu | $((rss / 1024)) | $racy |")
   echo "${rows[-1]}" >&2
 }
