@@ -48,6 +48,9 @@ struct CandidateSections<'a> {
     /// Per lock, the last tuple's first position with `end >= a`: datafrog
     /// hands the tuples over sorted by `a`, so the next answer is close by.
     cursor: Vec<u32>,
+    /// The fixpoint's best CS1 position per CS2 (see `fixpoint`): candidates
+    /// whose CS1 would not improve on it are not proposed at all.
+    best: &'a [Cell<u32>],
 }
 
 /// Union-find over each lock's section positions: `next[c]` points at a
@@ -60,11 +63,21 @@ pub(crate) struct OpenPositions {
 
 impl OpenPositions {
     fn new(input: &CpInput) -> OpenPositions {
-        // Position 0 has no earlier section: never a CS2.
+        // Closed from the start: position 0 (no earlier section, never a CS2)
+        // and, under a window, a CS2 whose immediate predecessor released K or
+        // more events before CS2's acquire: every CS1 is at least that far, so
+        // no rule (b) edge into it can matter (the window rule covers them).
         let next = input
             .sections
             .iter()
-            .map(|s| Cell::new(if s.pos == 0 { 1 } else { s.pos }))
+            .map(|s| {
+                let hopeless = s.pos == 0 || {
+                    let list = &input.by_lock[s.lock as usize];
+                    let pred = &input.sections[list[s.pos as usize - 1] as usize];
+                    pred.rel != NONE && !input.within(pred.rel, s.acq)
+                };
+                Cell::new(if hopeless { s.pos + 1 } else { s.pos })
+            })
             .collect();
         OpenPositions { next }
     }
@@ -130,7 +143,12 @@ impl<'a> CandidateSections<'a> {
         let last = g.max(f).min(hi - 1);
         let mut q = self.open.find(list, f);
         while q <= last {
-            out.push(&list[q]);
+            // CS2 at q gets the CS1 at min(q, g) - 1 (what `latest_cs1` finds).
+            let cs1 = q.min(g);
+            let best = self.best[list[q] as usize].get();
+            if cs1 > 0 && (best == NONE || cs1 as u32 - 1 > best) {
+                out.push(&list[q]);
+            }
             q = self.open.find(list, q + 1);
         }
     }
@@ -259,6 +277,7 @@ impl CpInput {
                         open: &open,
                         cache: ((NONE, NONE), Vec::new()),
                         cursor: Vec::new(),
+                        best: &best,
                     },
                     ValueFilter::from(|&(_, r): &(u32, u32), &cs2: &u32| {
                         self.latest_cs1(cs2, r, best[cs2 as usize].get()).is_some()
