@@ -10,11 +10,10 @@
 use std::io::{Read, Write};
 
 use super::error::LoadError;
-use super::intern::Key;
 use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line};
 use super::model::{Event, EventId, Op, Trace};
 use super::scan::{Specials, eq_bytes, trimmed};
-use super::validate::{Builder, Named};
+use super::validate::{Builder, PlainLine};
 
 /// Column positions found in the header.
 struct Columns {
@@ -203,10 +202,7 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
                 && let Some(f) = fast_row(bytes, pos, c, need)
             {
                 *line_no += 1;
-                let name =
-                    |(s, e): (usize, usize)| Named::new(&bytes[s..e], Key::in_buf(bytes, s, e - s));
-                b.push_keyed(name(f.thread), f.op, name(f.target), name(f.loc))
-                    .map_err(|p| LoadError::new(file, *line_no, &bytes[pos..f.end], p))?;
+                b.push_plain(bytes, pos, *line_no, &f)?;
                 pos = f.next;
                 continue;
             }
@@ -272,26 +268,16 @@ fn parse_row<S: FnMut(EventId, &Event)>(
     .map_err(|p| err(&p))
 }
 
-/// Field positions of a plain row: no `"`, at least `need` fields and at most
-/// [`FAST_FIELDS`], thread, op (a known one) and target not empty and without
-/// surrounding spaces, loc empty or without them, no leading space or `#`, no
-/// `\r` at the end.
-/// Exactly the rows [`parse_row`] would read the same way.
-struct FastRow {
-    thread: (usize, usize),
-    op: Op,
-    target: (usize, usize),
-    loc: (usize, usize),
-    /// End of the line's text, and where the next line starts.
-    end: usize,
-    next: usize,
-}
-
 /// Most fields a row may have for the fast path.
 const FAST_FIELDS: usize = 8;
 
+/// The fields of a plain row at `start`: no `"`, at least `need` fields and at
+/// most [`FAST_FIELDS`], thread, op (a known one) and target not empty and
+/// without surrounding spaces, loc empty or without them, no leading space or
+/// `#`, no `\r` at the end. Exactly the rows [`parse_row`] would read the same
+/// way.
 #[inline]
-fn fast_row(bytes: &[u8], start: usize, c: &Columns, need: usize) -> Option<FastRow> {
+fn fast_row(bytes: &[u8], start: usize, c: &Columns, need: usize) -> Option<PlainLine> {
     // Field i spans bounds[i]..bounds[i + 1] - 1 (the separator after it).
     let mut bounds = [0usize; FAST_FIELDS + 1];
     bounds[0] = start;
@@ -335,7 +321,7 @@ fn fast_row(bytes: &[u8], start: usize, c: &Columns, need: usize) -> Option<Fast
     if !ok(thread) || !ok(op) || !ok(target) || (loc.1 > loc.0 && !ok(loc)) {
         return None;
     }
-    Some(FastRow {
+    Some(PlainLine {
         thread,
         op: Op::parse_bytes(&bytes[op.0..op.1])?,
         target,

@@ -3,11 +3,10 @@
 use std::io::{Read, Write};
 
 use super::error::LoadError;
-use super::intern::Key;
 use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line};
 use super::model::{Event, EventId, Op, Trace};
 use super::scan::{Specials, eq_bytes, trimmed};
-use super::validate::{Builder, Named};
+use super::validate::{Builder, PlainLine};
 
 /// Split `op(target)` into its two parts.
 pub fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
@@ -60,10 +59,7 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
             // trim, comments, errors, CRLF) takes the general path below.
             if let Some(f) = fast_line(bytes, pos) {
                 *line_no += 1;
-                let name =
-                    |(s, e): (usize, usize)| Named::new(&bytes[s..e], Key::in_buf(bytes, s, e - s));
-                b.push_keyed(name(f.thread), f.op, name(f.target), name(f.loc))
-                    .map_err(|p| LoadError::new(&file, *line_no, &bytes[pos..f.end], p))?;
+                b.push_plain(bytes, pos, *line_no, &f)?;
                 pos = f.next;
                 continue;
             }
@@ -106,22 +102,12 @@ fn std_specials(w: u64) -> u64 {
     eq_bytes(w, b'|') | eq_bytes(w & !(u64::MAX / 255), b'(') | eq_bytes(w, b'\n')
 }
 
-/// Field positions of a plain line: `thread|op(target)|loc` or
+/// The fields of a plain line at `start`: `thread|op(target)|loc` or
 /// `thread|op(target)`, `\n`-terminated or last, no `\r`, non-empty thread and
 /// target without surrounding spaces, a known op, a loc without surrounding
 /// spaces. Exactly what [`parse_line`] would accept with the same fields.
-struct FastLine {
-    thread: (usize, usize),
-    op: Op,
-    target: (usize, usize),
-    loc: (usize, usize),
-    /// End of the line's text, and where the next line starts.
-    end: usize,
-    next: usize,
-}
-
 #[inline]
-fn fast_line(bytes: &[u8], start: usize) -> Option<FastLine> {
+fn fast_line(bytes: &[u8], start: usize) -> Option<PlainLine> {
     let trimmed = |s: usize, e: usize| trimmed(bytes, s, e);
     let mut scan = Specials::new(bytes, start, std_specials);
     // `thread|`, `op(`, `target)`: any other special byte in between (or a
@@ -156,7 +142,7 @@ fn fast_line(bytes: &[u8], start: usize) -> Option<FastLine> {
     if end - start > MAX_LINE {
         return None;
     }
-    Some(FastLine {
+    Some(PlainLine {
         thread: (start, bar),
         op,
         target: (open + 1, close),

@@ -60,6 +60,23 @@ impl<'s> Named<'s> {
     }
 }
 
+/// Where the fields of one plain line lie in its block, as a loader's fast
+/// path found them (byte ranges; the op already parsed).
+pub struct PlainLine {
+    /// Thread name.
+    pub thread: (usize, usize),
+    /// The operation.
+    pub op: Op,
+    /// Target name.
+    pub target: (usize, usize),
+    /// Location (empty range: none).
+    pub loc: (usize, usize),
+    /// End of the line's text (before `\n`), and where the next line starts.
+    pub end: usize,
+    /// Start of the next line.
+    pub next: usize,
+}
+
 /// Displays UTF-8 bytes as text (converted only when displayed).
 struct Lossy<'s>(&'s [u8]);
 
@@ -139,6 +156,22 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             Named::new(target.as_bytes(), key(target)),
             Named::new(loc.as_bytes(), key(loc)),
         )
+    }
+
+    /// Add the plain line found at `start` of `block` (valid UTF-8, fields at
+    /// ASCII boundaries), numbered `line`: names are keyed straight from the
+    /// block. Errors name the file, line and line text.
+    #[inline]
+    pub fn push_plain(
+        &mut self,
+        block: &[u8],
+        start: usize,
+        line: u64,
+        f: &PlainLine,
+    ) -> Result<(), LoadError> {
+        let name = |(s, e): (usize, usize)| Named::new(&block[s..e], Key::in_buf(block, s, e - s));
+        self.push_keyed(name(f.thread), f.op, name(f.target), name(f.loc))
+            .map_err(|p| self.error(line, &block[start..f.end], p))
     }
 
     /// [`Builder::push`] for a parser that has already parsed the op, checked
