@@ -10,7 +10,7 @@
 use std::io::{Read, Write};
 
 use super::error::LoadError;
-use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line};
+use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line, write_lines};
 use super::model::{Event, EventId, Op, Trace};
 use super::scan::{Specials, eq_bytes, trimmed};
 use super::validate::{Builder, PlainLine};
@@ -357,24 +357,16 @@ pub fn push_field(out: &mut Vec<u8>, field: &str, first: bool) {
 /// trace a loader produced: names never contain line breaks or edge spaces).
 pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
     let n = &trace.names;
-    let mut buf = Vec::with_capacity(1 << 16);
-    buf.extend_from_slice(b"thread,op,target,loc\n");
-    for ev in &trace.events {
-        push_field(&mut buf, n.thread(ev.thread), true);
+    write_lines(out, b"thread,op,target,loc\n", &trace.events, |buf, ev| {
+        push_field(buf, n.thread(ev.thread), true);
         buf.push(b',');
         buf.extend_from_slice(ev.op.as_str().as_bytes());
         buf.push(b',');
-        push_field(&mut buf, n.target(ev), false);
+        push_field(buf, n.target(ev), false);
         buf.push(b',');
-        push_field(&mut buf, n.loc(ev.loc), false);
+        push_field(buf, n.loc(ev.loc), false);
         buf.push(b'\n');
-        if buf.len() >= (1 << 16) - 1024 {
-            out.write_all(&buf)?;
-            buf.clear();
-        }
-    }
-    out.write_all(&buf)?;
-    out.flush()?;
+    })?;
     Ok(())
 }
 

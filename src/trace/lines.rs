@@ -2,9 +2,10 @@
 //! once per block (not per line), caps line length so one huge line cannot
 //! exhaust memory, and numbers lines for error messages.
 
-use std::io::{ErrorKind, Read};
+use std::io::{self, ErrorKind, Read, Write};
 
 use super::error::LoadError;
+use super::model::Event;
 
 /// Longest line accepted, in bytes.
 pub const MAX_LINE: usize = 1 << 20;
@@ -181,6 +182,29 @@ pub fn next_line<'s>(
     let len = strip_cr(raw).len();
     // `\n` and `\r` are ASCII, so these are char boundaries.
     Ok((&block[pos..pos + len], next))
+}
+
+/// Write `header`, then one line per event to `out`: `row` appends an
+/// event's line (with its `\n`) to a buffer written out in blocks of about
+/// 64 KiB, then flush. The writers of every format share it.
+pub fn write_lines(
+    out: &mut impl Write,
+    header: &[u8],
+    events: &[Event],
+    mut row: impl FnMut(&mut Vec<u8>, &Event),
+) -> io::Result<()> {
+    const BLOCK: usize = 1 << 16;
+    let mut buf = Vec::with_capacity(BLOCK);
+    buf.extend_from_slice(header);
+    for ev in events {
+        row(&mut buf, ev);
+        if buf.len() >= BLOCK - 1024 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)?;
+    out.flush()
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 
 use super::csv_format::{Splitter, push_field};
 use super::error::LoadError;
-use super::lines::{for_each_line, is_blank_or_comment};
+use super::lines::{for_each_line, is_blank_or_comment, write_lines};
 use super::model::{Event, EventId, Op, Trace};
 use super::std_format::split_op_target;
 use super::validate::Builder;
@@ -103,16 +103,16 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
     if n.threads.is_empty() {
         anyhow::bail!("an empty trace cannot be written in RAPID CSV (it would be an empty file)");
     }
-    let mut buf = Vec::with_capacity(1 << 16);
+    let mut header = Vec::new();
     for (i, t) in n.threads.iter().enumerate() {
         if i > 0 {
-            buf.push(b',');
+            header.push(b',');
         }
-        push_field(&mut buf, t, i == 0);
+        push_field(&mut header, t, i == 0);
     }
-    buf.push(b'\n');
+    header.push(b'\n');
     let mut cell = String::new();
-    for ev in &trace.events {
+    write_lines(out, &header, &trace.events, |buf, ev| {
         cell.clear();
         cell.push_str(ev.op.as_str());
         cell.push('(');
@@ -123,16 +123,10 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
                 buf.push(b',');
             }
             if i == ev.thread {
-                push_field(&mut buf, &cell, i == 0);
+                push_field(buf, &cell, i == 0);
             }
         }
         buf.push(b'\n');
-        if buf.len() >= (1 << 16) - 1024 {
-            out.write_all(&buf)?;
-            buf.clear();
-        }
-    }
-    out.write_all(&buf)?;
-    out.flush()?;
+    })?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 use std::io::{Read, Write};
 
 use super::error::LoadError;
-use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line};
+use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line, write_lines};
 use super::model::{Event, EventId, Op, Trace};
 use super::scan::{Specials, eq_bytes, trimmed};
 use super::validate::{Builder, PlainLine};
@@ -182,8 +182,7 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
     }
-    let mut buf = Vec::with_capacity(1 << 16);
-    for ev in &trace.events {
+    write_lines(out, b"", &trace.events, |buf, ev| {
         buf.extend_from_slice(n.thread(ev.thread).as_bytes());
         buf.push(b'|');
         buf.extend_from_slice(ev.op.as_str().as_bytes());
@@ -192,13 +191,7 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
         buf.extend_from_slice(b")|");
         buf.extend_from_slice(n.loc(ev.loc).as_bytes());
         buf.push(b'\n');
-        if buf.len() >= (1 << 16) - 1024 {
-            out.write_all(&buf)?;
-            buf.clear();
-        }
-    }
-    out.write_all(&buf)?;
-    out.flush()?;
+    })?;
     Ok(())
 }
 
