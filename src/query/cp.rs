@@ -18,7 +18,8 @@ use rustc_hash::FxHashMap;
 use super::hb::{count_sync, not_after, not_hb, window_note};
 use super::hbpath::HbIndex;
 use super::{
-    Answer, CpEdge, Dropped, DumpSink, Justification, Kind, QueryEngine, Step, clock_pairs, show,
+    Answer, CpEdge, Dropped, DumpSink, Justification, Kind, QueryEngine, Step, clock_pairs,
+    hb_only_text, show,
 };
 use crate::cp::input::{CpInput, Rule, Section};
 use crate::cp::sync::NONE;
@@ -571,36 +572,14 @@ impl Cx<'_> {
 
 impl Cx<'_> {
     fn dropped_text(&self, e1: EventId, e2: EventId, path: &[Step]) -> String {
-        let t = self.trace;
-        let same_thread = t.events[e1 as usize].thread == t.events[e2 as usize].thread;
-        let syncs = path
-            .iter()
-            .filter(|s| matches!(s.kind, Kind::ReleaseAcquire { .. }))
-            .count();
-        let mut s = format!(
-            "not ordered by CP: {} happens before {} (the HB path above), but no base CP edge (r, a) has {} \
-             <=HB r and a <=HB {}, so rule (c) cannot order them.",
-            show(t, e1),
-            show(t, e2),
-            show(t, e1),
-            show(t, e2)
-        );
-        if same_thread && syncs == 0 {
-            s += " The path is program order only, which CP does not contain (races are checked against \
-                  CP together with thread order, so events of one thread never race).";
-        } else {
-            let steps = if syncs == 1 {
-                "The release -> acquire step on the path joins".to_string()
-            } else {
-                format!("Each of the {syncs} release -> acquire steps on the path joins")
-            };
-            s += &format!(
-                " {steps} critical sections holding no conflicting accesses and no CP-ordered events (the \
-                 acquire of the first is not CP-before the end of the second), so neither rule (a) nor rule \
-                 (b) makes it a CP edge; the path has no fork, join or volatile edge (those would be hard CP \
-                 edges)."
-            );
-        }
+        let mut s = hb_only_text(self.trace, "CP", ("r", "a"), (e1, e2), path, |steps| {
+            format!(
+                " {steps} joins critical sections holding no conflicting accesses and no CP-ordered \
+                 events (the acquire of the first is not CP-before the end of the second), so neither \
+                 rule (a) nor rule (b) makes it a CP edge; the path has no fork, join or volatile edge \
+                 (those would be hard CP edges)."
+            )
+        });
         if let Some(k) = self.window {
             s += &format!(
                 " The events are {} < K = {k} events apart, so the window rule does not order them.",

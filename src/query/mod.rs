@@ -840,6 +840,44 @@ fn step_text(trace: &Trace, s: &Step) -> String {
     }
 }
 
+/// The explanation of a pair that HB orders but `relation` (`CP`, `WCP`)
+/// does not: no base edge `(u, v)` (named `edge`) lies between them, and then
+/// either the HB path `path` is program order only, or `steps` says why its
+/// release -> acquire steps are no edges (it gets the subject of that
+/// sentence, e.g. "Each of the 2 release -> acquire steps on the path").
+pub fn hb_only_text(
+    trace: &Trace,
+    relation: &str,
+    (u, v): (&str, &str),
+    (e1, e2): (EventId, EventId),
+    path: &[Step],
+    steps: impl FnOnce(&str) -> String,
+) -> String {
+    let (x, y) = (show(trace, e1), show(trace, e2));
+    let mut s = format!(
+        "not ordered by {relation}: {x} happens before {y} (the HB path above), but no base {relation} \
+         edge ({u}, {v}) has {x} <=HB {u} and {v} <=HB {y}, so rule (c) cannot order them."
+    );
+    let same_thread = trace.events[e1 as usize].thread == trace.events[e2 as usize].thread;
+    let syncs = path
+        .iter()
+        .filter(|s| matches!(s.kind, Kind::ReleaseAcquire { .. }))
+        .count();
+    if same_thread && syncs == 0 {
+        s += &format!(
+            " The path is program order only, which {relation} does not contain (races are checked \
+             against {relation} together with thread order, so events of one thread never race)."
+        );
+    } else if syncs == 1 {
+        s += &steps("The release -> acquire step on the path");
+    } else {
+        s += &steps(&format!(
+            "Each of the {syncs} release -> acquire steps on the path"
+        ));
+    }
+    s
+}
+
 /// Why a release -> acquire step of an HB path is no WCP edge (reaching the
 /// pair's second event).
 fn wcp_dropped_text(trace: &Trace, d: &Dropped) -> String {

@@ -57,7 +57,8 @@ use rustc_hash::FxHashMap;
 use super::hb::{count_sync, not_after, not_hb, window_note};
 use super::hbpath::HbIndex;
 use super::{
-    Answer, Dropped, DumpSink, Justification, Kind, QueryEngine, Step, WcpEdge, clock_pairs, show,
+    Answer, Dropped, DumpSink, Justification, Kind, QueryEngine, Step, WcpEdge, clock_pairs,
+    hb_only_text, show,
 };
 use crate::cp::sync::{Clocks, NONE, SyncPoints, join_into};
 use crate::facts::{CriticalSection, Facts};
@@ -713,37 +714,16 @@ impl Cx<'_> {
 
     fn dropped_text(&self, e1: EventId, e2: EventId, path: &[Step]) -> String {
         let t = self.q.trace;
-        let same_thread = t.events[e1 as usize].thread == t.events[e2 as usize].thread;
-        let syncs = path
-            .iter()
-            .filter(|s| matches!(s.kind, Kind::ReleaseAcquire { .. }))
-            .count();
-        let mut s = format!(
-            "not ordered by WCP: {} happens before {} (the HB path above), but no base WCP edge (u, v) has {} \
-             <=HB u and v <=HB {}, so rule (c) cannot order them.",
-            show(t, e1),
-            show(t, e2),
-            show(t, e1),
-            show(t, e2)
-        );
-        if same_thread && syncs == 0 {
-            s += " The path is program order only, which WCP does not contain (races are checked against \
-                  WCP together with thread order, so events of one thread never race).";
-        } else {
-            let steps = if syncs == 1 {
-                "The release -> acquire step on the path is".to_string()
-            } else {
-                format!("Each of the {syncs} release -> acquire steps on the path is")
-            };
-            s += &format!(
-                " {steps} dropped: WCP never orders a release before an acquire; rule (a) orders it only \
-                 before later accesses conflicting with its critical section and rule (b) only before later \
-                 releases of the lock when the two critical sections hold WCP-ordered events, and none of \
-                 those happens before {} (the path has no fork, join or volatile edge: those would be hard WCP \
-                 edges).",
+        let s = hb_only_text(t, "WCP", ("u", "v"), (e1, e2), path, |steps| {
+            format!(
+                " {steps} is dropped: WCP never orders a release before an acquire; rule (a) orders it \
+                 only before later accesses conflicting with its critical section and rule (b) only \
+                 before later releases of the lock when the two critical sections hold WCP-ordered \
+                 events, and none of those happens before {} (the path has no fork, join or volatile \
+                 edge: those would be hard WCP edges).",
                 show(t, e2)
-            );
-        }
+            )
+        });
         s + &window_note(self.q.window, e1, e2)
     }
 }
