@@ -159,9 +159,6 @@ impl<'a> CandidateSections<'a> {
         }
         let mut v = std::mem::take(&mut self.cache.1);
         v.clear();
-        if self.cursor.is_empty() {
-            self.cursor = vec![0; self.input.by_lock.len()];
-        }
         for l in 0..self.input.by_lock.len() {
             self.candidates(l, *prefix, &mut v);
         }
@@ -276,7 +273,7 @@ impl CpInput {
                         input: self,
                         open: &open,
                         cache: ((NONE, NONE), Vec::new()),
-                        cursor: Vec::new(),
+                        cursor: vec![0; self.by_lock.len()],
                         best: &best,
                     },
                     ValueFilter::from(|&(_, r): &(u32, u32), &cs2: &u32| {

@@ -45,17 +45,17 @@ pub struct Builder<'a, S: FnMut(EventId, &Event)> {
 /// Bytes, not `&str`, so that the hot path never re-checks char boundaries:
 /// only a name seen for the first time is converted.
 #[derive(Clone, Copy)]
-pub struct Named<'s> {
+struct Named<'s> {
     /// The name.
-    pub name: &'s [u8],
+    name: &'s [u8],
     /// Its key.
-    pub key: Option<Key>,
+    key: Option<Key>,
 }
 
 impl<'s> Named<'s> {
     /// Pair `name` with `key`.
     #[inline]
-    pub fn new(name: &'s [u8], key: Option<Key>) -> Named<'s> {
+    fn new(name: &'s [u8], key: Option<Key>) -> Named<'s> {
         Named { name, key }
     }
 }
@@ -174,10 +174,9 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             .map_err(|p| self.error(line, &block[start..f.end], p))
     }
 
-    /// [`Builder::push`] for a parser that has already parsed the op, checked
-    /// that the thread and target names are not empty, and built their
-    /// interning keys.
-    pub fn push_keyed(
+    /// [`Builder::push`] once the op is parsed, the thread and target names
+    /// are checked non-empty and their interning keys built.
+    fn push_keyed(
         &mut self,
         thread: Named<'_>,
         op: Op,
