@@ -375,7 +375,7 @@ mod tests {
     use super::*;
     use crate::generate::Rng;
     use crate::trace::lines::for_each_line;
-    use crate::trace::scan::tests::pick;
+    use crate::trace::testing::{pick, tables};
 
     type Parsed = Result<(Vec<Event>, Vec<Vec<String>>), LoadError>;
 
@@ -396,11 +396,7 @@ mod tests {
                 r => r?,
             }
         }
-        let n = &b.names;
-        let names = [&n.threads, &n.locks, &n.vars, &n.locs]
-            .iter()
-            .map(|t| t.iter().map(|s| s.to_string()).collect())
-            .collect();
+        let names = tables(&b.names);
         drop(b);
         Ok((events, names))
     }

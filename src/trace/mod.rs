@@ -9,6 +9,8 @@ pub mod model;
 pub mod rapid_csv;
 pub mod scan;
 pub mod std_format;
+#[cfg(test)]
+mod testing;
 pub mod validate;
 
 pub use error::LoadError;

@@ -87,19 +87,8 @@ fn word_at(bytes: &[u8], at: usize) -> u64 {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::generate::Rng;
-
-    /// One of `good` mostly, sometimes one of `odd`: the loaders' fast-path
-    /// tests build lines from such choices.
-    pub fn pick<'a>(r: &mut Rng, good: &[&'a str], odd: &[&'a str]) -> &'a str {
-        if r.below(8) == 0 {
-            odd[r.below(odd.len() as u64) as usize]
-        } else {
-            good[r.below(good.len() as u64) as usize]
-        }
-    }
 
     #[test]
     fn finds_every_special_byte_in_order() {

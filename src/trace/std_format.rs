@@ -200,16 +200,9 @@ mod tests {
     use super::*;
     use crate::generate::Rng;
     use crate::trace::lines::for_each_line;
-    use crate::trace::scan::tests::pick;
+    use crate::trace::testing::{pick, tables};
 
     type Parsed = Result<(Vec<Event>, Vec<Vec<String>>), LoadError>;
-
-    fn tables(n: &crate::trace::Names) -> Vec<Vec<String>> {
-        [&n.threads, &n.locks, &n.vars, &n.locs]
-            .iter()
-            .map(|t| t.iter().map(|s| s.to_string()).collect())
-            .collect()
-    }
 
     fn fast(text: &[u8]) -> Parsed {
         let mut events = Vec::new();
