@@ -88,53 +88,29 @@ fn library_generator_is_exact_for_many_small_configs() {
 
 #[test]
 fn same_seed_same_bytes_and_file_equals_stdout() {
-    let a = gen_text(&[
-        "--profile",
-        "ftpserver",
-        "-n",
-        "20k",
-        "--seed",
-        "42",
-        "--format",
-        "std",
-    ]);
-    let b = gen_text(&[
-        "--profile",
-        "ftpserver",
-        "-n",
-        "20k",
-        "--seed",
-        "42",
-        "--format",
-        "std",
-    ]);
-    let c = gen_text(&[
-        "--profile",
-        "ftpserver",
-        "-n",
-        "20k",
-        "--seed",
-        "43",
-        "--format",
-        "std",
-    ]);
+    let args = |seed: &'static str| {
+        [
+            "--profile",
+            "ftpserver",
+            "-n",
+            "20k",
+            "--seed",
+            seed,
+            "--format",
+            "std",
+        ]
+    };
+    let a = gen_text(&args("42"));
+    let b = gen_text(&args("42"));
+    let c = gen_text(&args("43"));
     assert!(a == b, "same seed, different output");
     assert!(a != c, "different seeds, same output");
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("f.std");
-    let out = cprace(&[
-        "gen",
-        "--profile",
-        "ftpserver",
-        "-n",
-        "20k",
-        "--seed",
-        "42",
-        "--format",
-        "std",
-        "-o",
-        p.to_str().unwrap(),
-    ]);
+    let mut with_file = vec!["gen"];
+    with_file.extend(args("42"));
+    with_file.extend(["-o", p.to_str().unwrap()]);
+    let out = cprace(&with_file);
     assert!(out.status.success() && out.stdout.is_empty());
     assert!(
         std::fs::read_to_string(&p).unwrap() == a,
