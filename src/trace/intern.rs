@@ -141,7 +141,7 @@ impl Default for FastTable {
 
 impl FastTable {
     /// An empty table caching at most `cap` names.
-    pub fn with_cap(cap: usize) -> FastTable {
+    fn with_cap(cap: usize) -> FastTable {
         FastTable {
             slots: vec![EMPTY; 64],
             shift: 64 - 6,
@@ -152,7 +152,7 @@ impl FastTable {
 
     /// The id of `key`, if cached.
     #[inline]
-    pub fn get(&self, key: &Key) -> Option<u32> {
+    fn get(&self, key: &Key) -> Option<u32> {
         let mask = self.slots.len() - 1;
         let mut i = (key.hash() >> self.shift) as usize;
         loop {
@@ -168,7 +168,7 @@ impl FastTable {
     }
 
     /// Cache `key -> id`; `key` must not be cached yet.
-    pub fn insert(&mut self, key: Key, id: u32) {
+    fn insert(&mut self, key: Key, id: u32) {
         if 2 * (self.len + 1) > self.slots.len() {
             self.grow();
         }

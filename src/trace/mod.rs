@@ -2,12 +2,12 @@
 
 pub mod csv_format;
 pub mod error;
-pub mod intern;
+pub(crate) mod intern;
 pub mod lines;
 pub mod load;
 pub mod model;
 pub mod rapid_csv;
-pub mod scan;
+pub(crate) mod scan;
 pub mod std_format;
 #[cfg(test)]
 mod testing;
