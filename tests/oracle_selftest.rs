@@ -188,8 +188,8 @@ fn hb_first_race_pairs_are_predictable_on_generated_traces() {
         with_race += 1;
         let x = explore(&t, Mode::All);
         assert!(x.complete, "seed {seed}: budget");
-        for i in 0..first as usize {
-            let (a, b) = (&t.events[i], &t.events[first as usize]);
+        let b = &t.events[first as usize];
+        for (i, a) in t.events.iter().enumerate().take(first as usize) {
             let conflict = a.op.is_access()
                 && a.thread != b.thread
                 && a.target == b.target
