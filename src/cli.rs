@@ -23,6 +23,10 @@ use crate::trace::{self, Format};
 #[derive(Parser, Debug)]
 #[command(name = "cprace", version, propagate_version = true)]
 pub struct Cli {
+    /// No progress display on standard error (it shows only on a terminal,
+    /// once a command has run for a second).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -397,6 +401,8 @@ pub struct QueryArgs {
 
 /// Run a parsed command line; returns the process exit code.
 pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
+    // Cleared when this returns, before main prints an error or the output.
+    let _progress = crate::progress::start(cli.quiet);
     match cli.command {
         Command::Stats {
             trace,
