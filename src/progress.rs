@@ -150,7 +150,7 @@ fn display(stop: &AtomicBool, delay: Duration) {
     }
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {elapsed:>3} {msg}")
+        ProgressStyle::with_template("{spinner} {elapsed:>3} {wide_msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     state().bar = Some(bar.clone());
