@@ -280,16 +280,21 @@ pub enum Command {
     /// row per line after a header (window `none` for none, empty peak_bytes
     /// when not measured).
     ///
-    /// --plot FILE.svg or FILE.png draws CP racy events and time against K
-    /// (log scale, `none` at the right end) with the bounds as dashed lines.
+    /// --plot FILE.svg or FILE.png draws two panels against K (log scale,
+    /// `none` at the right end): CP racy events with the exact HB and WCP
+    /// bounds (log scale when the counts span two decades) and the recommended
+    /// K marked; below, CP time (the median of --repeat N runs, bars from min
+    /// to max). --plot-size WxH (default 960x720) and --plot-dpi (PNG only;
+    /// 192 doubles the pixels) size the figure.
     ///
-    /// While stderr is a terminal, progress (current run, events analysed) is
-    /// shown there; otherwise the command is quiet. Exit codes: 0 when no CP
+    /// While stderr is a terminal, progress (current run, phase, events read)
+    /// is shown there after a second, unless --quiet. Exit codes: 0 when no CP
     /// row has a race, 1 when some does, 2 on bad input or usage.
     ///
     /// Examples:
     ///   cprace sweep trace.std --windows 100,500,1000,5000,none
     ///   cprace sweep trace.std --windows auto --plot sweep.svg
+    ///   cprace sweep trace.std --repeat 5 --plot sweep.png --plot-dpi 192
     ///   cprace sweep trace.csv --windows 1k,10k,100k --format json > sweep.json
     ///   cprace gen --profile small -n 3000 --seed 1 | cprace sweep - --plot k.png
     #[command(verbatim_doc_comment)]

@@ -292,3 +292,32 @@ fn bad_sizes_and_places_are_usage_errors_before_any_work() {
     assert!(stderr(&r).contains("--plot"), "{}", stderr(&r));
     assert!(!out.exists());
 }
+
+#[test]
+fn coinciding_bounds_stay_apart_and_none_follows_the_largest_k() {
+    // On the CP paper's Figure 1 every row is 0: HB and WCP coincide.
+    let t = cprace::trace::load(Path::new("data/figures/cp-fig1.csv"), None).unwrap();
+    let s = cprace::sweep::run(&t, &[Some(2), Some(5), None], &mut |_| {}).unwrap();
+    let fig = plot::Figure::new(&s, "fig1");
+    let [hb, wcp] = &fig.bounds[..] else {
+        panic!("two bounds: {:?}", fig.bounds)
+    };
+    assert_eq!(hb.value, wcp.value);
+    assert_ne!(hb.dash, wcp.dash);
+    assert_ne!(hb.marker, wcp.marker);
+    assert_ne!(hb.color, wcp.color);
+    // Their markers fall at different places between the windows.
+    assert!((hb.phase - wcp.phase).abs() > 0.2);
+    let xs: Vec<f64> = fig.cp.iter().map(|p| p.0).collect();
+    assert_eq!(xs[0], 2f64.log10());
+    assert_eq!(xs[1], 5f64.log10());
+    assert!(xs[2] > xs[1] && fig.x_break.is_some_and(|b| xs[1] < b && b < xs[2]));
+    let labels: Vec<&str> = fig.x.ticks.iter().map(|t| t.1.as_str()).collect();
+    assert_eq!(labels, ["2", "5", "none"]);
+    // The recommended row is marked where its point is.
+    let rec = s.window_rows().position(|r| r.recommended).unwrap();
+    assert_eq!(fig.recommended.as_ref().map(|r| r.0), Some(xs[rec]));
+    let legend: Vec<String> = fig.legend().into_iter().map(|l| l.0).collect();
+    assert!(legend.contains(&"HB (exact): 0".to_string()), "{legend:?}");
+    assert!(legend.contains(&"WCP (exact): 0".to_string()), "{legend:?}");
+}
