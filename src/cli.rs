@@ -414,6 +414,7 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             format,
             input_format,
         } => {
+            crate::progress::phase("counting");
             let mut counts = crate::stats::Counts::default();
             let (names, load, _) =
                 trace::stream(&trace, input_format, |id, ev| counts.add(id, ev))?;
@@ -433,6 +434,7 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             // Load (and so validate) everything before writing anything, so bad
             // input never leaves a partial output behind.
             let t = trace::load(&trace, input_format)?;
+            crate::progress::phase("writing");
             let write = |w: &mut dyn Write| match to {
                 ConvertFormat::Csv => trace::csv_format::write(&t, &mut &mut *w),
                 ConvertFormat::Std => trace::std_format::write(&t, &mut &mut *w),
@@ -503,6 +505,7 @@ fn run_query(args: &QueryArgs, out: &mut impl Write) -> Result<i32> {
         return Err(usage("--pair needs --relation hb or cp"));
     }
     let t = trace::load(&args.trace, args.input_format)?;
+    crate::progress::phase("query: computing");
     let Some(relation) = args.relation else {
         if let Some(dir) = &args.facts_dir {
             crate::query::facts::write_facts_dir(&t, dir)?;

@@ -189,9 +189,8 @@ pub fn write(
     let tmp = std::path::PathBuf::from(tmp);
     std::fs::write(&tmp, bytes)
         .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
+        .inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
-            e
         })
         .with_context(|| format!("cannot write {}", path.display()))
 }
@@ -273,7 +272,7 @@ pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -889,7 +888,7 @@ impl Figure {
             let mut x = (w as i32 - total) / 2;
             let y = top + r as i32 * px(22.0) + px(8.0);
             for &i in row {
-                let (text, color) = &entries[i];
+                let (text, _) = &entries[i];
                 self.legend_sample(root, i, (x, y), sample, s)?;
                 root.draw(&Text::new(
                     text.clone(),
@@ -900,7 +899,6 @@ impl Figure {
                         .pos(Pos::new(HPos::Left, VPos::Center)),
                 ))
                 .map_err(err)?;
-                let _ = color;
                 x += widths[i] + gap;
             }
         }

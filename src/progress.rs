@@ -30,6 +30,8 @@ static EVENTS: AtomicU64 = AtomicU64::new(0);
 struct State {
     task: Cow<'static, str>,
     phase: Cow<'static, str>,
+    /// What the counter counts: events `read` or `written`.
+    verb: &'static str,
     reading_since: Option<Instant>,
     bar: Option<ProgressBar>,
 }
@@ -37,6 +39,7 @@ struct State {
 static STATE: Mutex<State> = Mutex::new(State {
     task: Cow::Borrowed(""),
     phase: Cow::Borrowed(""),
+    verb: "read",
     reading_since: None,
     bar: None,
 });
@@ -55,9 +58,21 @@ pub fn events_read(n: u64) {
 
 /// The loader starts reading a trace: the event count and rate restart.
 pub fn start_reading() {
+    start_counting("read");
+}
+
+/// A writer (`gen`) starts writing events; it reports them through
+/// [`events_read`] too, and [`done_reading`] ends the count.
+pub fn start_writing() {
+    start_counting("written");
+}
+
+fn start_counting(verb: &'static str) {
     EVENTS.store(0, Relaxed);
     if ACTIVE.load(Relaxed) {
-        state().reading_since = Some(Instant::now());
+        let mut s = state();
+        s.verb = verb;
+        s.reading_since = Some(Instant::now());
     }
 }
 
@@ -161,7 +176,8 @@ fn display(stop: &AtomicBool, delay: Duration) {
     }
 }
 
-/// `sweep run 2 of 9: cp K=100 · cp: fixpoint · 1.2M events read (3.4M events/s)`.
+/// `sweep run 2 of 9: cp K=100 · cp datalog: fixpoint · 1.2M events read`, with
+/// the rate while counting.
 fn message() -> String {
     let s = state();
     let events = EVENTS.load(Relaxed);
@@ -172,7 +188,10 @@ fn message() -> String {
     if !s.phase.is_empty() {
         parts.push(s.phase.to_string());
     }
-    let mut read = format!("{} events read", human(events as f64));
+    if events == 0 && s.reading_since.is_none() {
+        return parts.join(" · ");
+    }
+    let mut read = format!("{} events {}", human(events as f64), s.verb);
     if let Some(since) = s.reading_since {
         let secs = since.elapsed().as_secs_f64();
         if secs > 0.05 {
