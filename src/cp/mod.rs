@@ -159,7 +159,8 @@ pub fn analyze(trace: &Trace, window: Option<u64>, reporting: Reporting) -> Repo
 }
 
 /// Ordered pairs `(x, y)` of sync events, `x` before `y` and (under a window)
-/// less than K apart, with `x` CP-before `y`, and with `x` HB-before `y`.
+/// less than K apart, with `x` CP-before `y`, and with `x` HB-before `y` (HBv,
+/// the order CP composes with: the sync clocks are HBv clocks).
 /// Counted from clocks, without materialising the pairs.
 pub fn sync_pair_counts(input: &CpInput, cp_clocks: &[u32], window: Option<u64>) -> (u64, u64) {
     let sync = &input.sync;

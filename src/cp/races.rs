@@ -56,9 +56,21 @@ pub fn race_pass(
         } else {
             &[][..]
         };
+        // Ordered races are edges of the composition order too: the CP
+        // clock of their source flows into their target.
+        let ordered = if is_point {
+            let lo = input.extra_edges.partition_point(|e| e.0 < slot as u32);
+            let hi = input.extra_edges.partition_point(|e| e.0 <= slot as u32);
+            &input.extra_edges[lo..hi]
+        } else {
+            &[][..]
+        };
         let (clock, local) = clocks.step(ev, |c| {
             for &r in incoming {
                 join_into(c, sync.clock(r));
+            }
+            for &(_, r) in ordered {
+                join_into(c, &cp_clocks[r as usize * nt..(r as usize + 1) * nt]);
             }
         });
         if ev.op.is_access()
