@@ -19,9 +19,11 @@ pub enum Relation {
     Hb,
     /// Eraser's lockset discipline (unsound: violations, not proven races).
     Lockset,
-    /// Causally-precedes (causally-precedes-2012), windowed.
+    /// Causally-precedes (Smaragdakis, Evans, Sadowski, Yi, Flanagan, POPL
+    /// 2012), windowed.
     Cp,
-    /// Weak-causally-precedes (wcp-2017): weaker than CP, so every CP race is a
+    /// Weak-causally-precedes (Kini, Mathur, Viswanathan, PLDI 2017): weaker
+    /// than CP, so every CP race is a
     /// WCP race; linear-time vector clocks.
     Wcp,
 }

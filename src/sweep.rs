@@ -625,9 +625,12 @@ pub struct SweepArgs {
 /// `cprace sweep`: load, sweep, print, plot; returns the exit code.
 pub fn run_cli(args: &SweepArgs, out: &mut impl Write) -> Result<i32> {
     use std::io::IsTerminal;
-    // A bad --plot name is a usage error before any work.
+    // A bad --plot name or an unwritable place is a usage error before any work.
     let plot_format = match &args.plot {
-        Some(p) => Some(crate::plot::PlotFormat::from_path(p)?),
+        Some(p) => {
+            crate::output::check_output_path(p)?;
+            Some(crate::plot::PlotFormat::from_path(p)?)
+        }
         None => None,
     };
     let tty = std::io::stderr().is_terminal();
