@@ -334,12 +334,13 @@ pub enum Command {
     /// while below the trace length, then none (a window at least the trace
     /// length is the same as none).
     ///
-    /// --format json prints an array of row objects: window (number, null for
-    /// none, or "hb"/"wcp"), relation, engine, racy_events, racy_variables,
+    /// --format json prints an array of row objects: row (`window` for a CP
+    /// row, `bound` for the hb/wcp rows), window (K, or null for none and for
+    /// the bound rows), relation, engine, racy_events, racy_variables,
     /// location_pairs, hb_racy_events, new_vs_hb, seconds, peak_bytes (null
     /// when not measured), recommended. --format csv has the same columns, one
-    /// row per line after a header (window `none` for none, empty peak_bytes
-    /// when not measured).
+    /// row per line after a header (empty window for none and the bounds,
+    /// empty peak_bytes when not measured).
     ///
     /// --plot FILE.svg or FILE.png draws CP racy events and time against K
     /// (log scale, `none` at the right end) with the bounds as dashed lines.

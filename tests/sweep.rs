@@ -413,6 +413,7 @@ fn json_is_an_array_of_rows_matching_the_library() {
     let bounds = sweep::bounds();
     assert_eq!(rows.len(), windows.len() + bounds.len());
     let keys = [
+        "row",
         "window",
         "relation",
         "engine",
@@ -437,6 +438,7 @@ fn json_is_an_array_of_rows_matching_the_library() {
         assert!(r["recommended"].is_boolean());
     }
     for (r, w) in rows.iter().zip(&windows) {
+        assert_eq!(r["row"], "window");
         assert_eq!(r["window"], serde_json::json!(w));
         assert_eq!(r["relation"], "cp");
         let cp = analyze(&t, *w, Reporting::All);
@@ -444,11 +446,14 @@ fn json_is_an_array_of_rows_matching_the_library() {
     }
     assert_eq!(rows[windows.len() - 1]["window"], Value::Null);
     for (r, (label, _)) in rows[windows.len()..].iter().zip(&bounds) {
-        assert_eq!(r["window"], *label);
+        assert_eq!(r["row"], "bound");
+        assert_eq!(r["relation"], *label);
+        assert_eq!(r["window"], Value::Null, "numbers or null only");
     }
-    let hb = rows.iter().find(|r| r["window"] == "hb").expect("hb row");
+    let bound = |rel: &str| rows.iter().find(|r| r["row"] == "bound" && r["relation"] == rel);
+    let hb = bound("hb").expect("hb row");
     assert_eq!(hb["racy_events"], hb_racy(&t, None).len() as u64);
-    if let Some(wcp) = rows.iter().find(|r| r["window"] == "wcp") {
+    if let Some(wcp) = bound("wcp") {
         for r in &rows[..windows.len()] {
             assert!(r["racy_events"].as_u64() <= wcp["racy_events"].as_u64());
         }
@@ -483,9 +488,9 @@ fn csv_has_a_header_and_one_line_per_row() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], sweep::CSV_HEADER.join(","));
     assert_eq!(lines.len(), 1 + 2 + sweep::bounds().len());
-    assert!(lines[1].starts_with("50,cp,datalog,"));
-    assert!(lines[2].starts_with("none,cp,datalog,"));
-    assert!(lines[3].starts_with("hb,hb,"));
+    assert!(lines[1].starts_with("window,50,cp,datalog,"));
+    assert!(lines[2].starts_with("window,,cp,datalog,"));
+    assert!(lines[3].starts_with("bound,,hb,"));
     for l in &lines[1..] {
         assert_eq!(l.split(',').count(), sweep::CSV_HEADER.len(), "{l}");
     }
@@ -675,7 +680,7 @@ fn expected_series(rows: &[Value]) -> Vec<(String, usize, plot::Color)> {
         (plot::TIME_SERIES.to_string(), n, plot::TIME_COLOR),
         (plot::bound_series("hb"), 2, plot::HB_COLOR),
     ];
-    if rows.iter().any(|r| r["window"] == "wcp") {
+    if rows.iter().any(|r| r["row"] == "bound" && r["relation"] == "wcp") {
         v.push((plot::bound_series("wcp"), 2, plot::WCP_COLOR));
     }
     v
