@@ -59,6 +59,26 @@ pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>)
     Ok(())
 }
 
+/// Like [`write_file`] for writers that take a path: `write` gets a temporary
+/// path next to `path` (same extension), renamed into place on success.
+pub fn write_via_path(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    check_output_path(path)?;
+    let suffix = path.extension().map_or(String::from(".tmp"), |e| {
+        format!(".tmp.{}", e.to_string_lossy())
+    });
+    let tmp = tempfile::Builder::new()
+        .prefix(".cprace-")
+        .suffix(&suffix)
+        .tempfile_in(parent(path))
+        .with_context(|| format!("cannot create a temporary file next to {}", path.display()))?
+        .into_temp_path();
+    write(&tmp)?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
+}
+
 /// Whether `e` (or anything it wraps) is a write to a closed pipe.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
@@ -113,6 +133,23 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         write_file(&p, |w| Ok(w.write_all(b"new")?)).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+    }
+
+    #[test]
+    fn path_writers_replace_only_on_success() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("plot.svg");
+        std::fs::write(&p, "old").unwrap();
+        let r = write_via_path(&p, |tmp| {
+            assert_eq!(tmp.extension().unwrap(), "svg");
+            std::fs::write(tmp, "partial")?;
+            bail!("boom")
+        });
+        assert!(r.is_err());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        write_via_path(&p, |tmp| Ok(std::fs::write(tmp, "new")?)).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
     }
 

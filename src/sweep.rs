@@ -158,7 +158,11 @@ impl Row {
     /// What kind of row this is in machine output: `window` (a CP row) or
     /// `bound` (an HB or WCP bound, run without a window).
     pub fn row_kind(&self) -> &'static str {
-        if self.is_window_row() { "window" } else { "bound" }
+        if self.is_window_row() {
+            "window"
+        } else {
+            "bound"
+        }
     }
 
     /// The row as a JSON object; `window` is the K, null for none (and for
@@ -678,7 +682,10 @@ pub fn run_cli(args: &SweepArgs, out: &mut impl Write) -> Result<i32> {
                 |n| n.to_string_lossy().into_owned(),
             )
         };
-        crate::plot::write(&sweep, &format!("cprace sweep: {name}"), path, fmt)?;
+        // Replaced only on success (an old plot survives a failed write).
+        crate::output::write_via_path(path, |tmp| {
+            crate::plot::write(&sweep, &format!("cprace sweep: {name}"), tmp, fmt)
+        })?;
     }
     Ok(sweep.exit_code())
 }

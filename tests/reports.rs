@@ -207,6 +207,11 @@ fn names_with_control_characters_print_escaped() {
         out.contains("`x\\u{1b}[31m`") && out.contains("at a\\rb"),
         "{out}"
     );
+    // The explanations of query name events too.
+    let (code, out, err) = cprace(&["query", &p, "--relation", "hb", "--pair", "0,1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\r'), "{out:?}");
+    assert!(out.contains("x\\u{1b}[31m"), "{out}");
 }
 
 #[test]
@@ -290,6 +295,20 @@ fn completions_and_man_page() {
     }
     // The bash script at least parses, where bash is installed.
     let (_, script, _) = cprace(&["completions", "bash"]);
+    // zsh and fish check syntax with -n too, where installed.
+    let dir = tempfile::tempdir().unwrap();
+    for shell in ["zsh", "fish"] {
+        let (_, script, _) = cprace(&["completions", shell]);
+        let f = dir.path().join(shell);
+        std::fs::write(&f, script).unwrap();
+        if let Ok(o) = std::process::Command::new(shell).arg("-n").arg(&f).output() {
+            assert!(
+                o.status.success(),
+                "{shell}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
     if let Ok(o) = std::process::Command::new("bash")
         .args(["-n", "-c", &script])
         .output()

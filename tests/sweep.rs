@@ -450,7 +450,10 @@ fn json_is_an_array_of_rows_matching_the_library() {
         assert_eq!(r["relation"], *label);
         assert_eq!(r["window"], Value::Null, "numbers or null only");
     }
-    let bound = |rel: &str| rows.iter().find(|r| r["row"] == "bound" && r["relation"] == rel);
+    let bound = |rel: &str| {
+        rows.iter()
+            .find(|r| r["row"] == "bound" && r["relation"] == rel)
+    };
     let hb = bound("hb").expect("hb row");
     assert_eq!(hb["racy_events"], hb_racy(&t, None).len() as u64);
     if let Some(wcp) = bound("wcp") {
@@ -680,7 +683,10 @@ fn expected_series(rows: &[Value]) -> Vec<(String, usize, plot::Color)> {
         (plot::TIME_SERIES.to_string(), n, plot::TIME_COLOR),
         (plot::bound_series("hb"), 2, plot::HB_COLOR),
     ];
-    if rows.iter().any(|r| r["row"] == "bound" && r["relation"] == "wcp") {
+    if rows
+        .iter()
+        .any(|r| r["row"] == "bound" && r["relation"] == "wcp")
+    {
         v.push((plot::bound_series("wcp"), 2, plot::WCP_COLOR));
     }
     v
