@@ -184,10 +184,10 @@ impl Report {
     }
 
     /// Call `f` on every race in order, collected or spilled.
-    pub fn each_race(&self, mut f: impl FnMut(&Race) -> io::Result<()>) -> io::Result<()> {
+    pub fn each_race(&self, f: impl FnMut(&Race) -> io::Result<()>) -> io::Result<()> {
         match &self.spill {
             Some(s) => s.each(f),
-            None => self.races.iter().try_for_each(|r| f(r)),
+            None => self.races.iter().try_for_each(f),
         }
     }
 
