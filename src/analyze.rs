@@ -19,9 +19,11 @@ pub enum Relation {
     Hb,
     /// Eraser's lockset discipline (unsound: violations, not proven races).
     Lockset,
-    /// Causally-precedes (causally-precedes-2012), windowed.
+    /// Causally-precedes (Smaragdakis, Evans, Sadowski, Yi, Flanagan, POPL
+    /// 2012), windowed.
     Cp,
-    /// Weak-causally-precedes (wcp-2017): weaker than CP, so every CP race is a
+    /// Weak-causally-precedes (Kini, Mathur, Viswanathan, PLDI 2017): weaker
+    /// than CP, so every CP race is a
     /// WCP race; linear-time vector clocks.
     Wcp,
 }
@@ -60,6 +62,9 @@ pub struct Options {
     pub input_format: Option<Format>,
     /// Which races to report (CP).
     pub reporting: Reporting,
+    /// Let streaming engines write races to a temporary file as they find
+    /// them instead of collecting them (for output formats that stream).
+    pub spill: bool,
 }
 
 impl Options {
@@ -71,6 +76,7 @@ impl Options {
             window: default_window(relation),
             input_format: None,
             reporting: Reporting::All,
+            spill: false,
         }
     }
 }
@@ -106,7 +112,22 @@ fn engine(opts: &Options) -> Result<&str> {
 }
 
 /// Analyse the trace at `path`. Streaming engines never load the whole trace.
+/// Every report's `seconds` counter is an object of phases and `total`, in
+/// seconds; engines without phases get `total` (loading included, as a
+/// streaming engine's analysis overlaps it).
 pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
+    let started = std::time::Instant::now();
+    let (mut report, names) = analyze_path_untimed(path, opts)?;
+    if !report.stats.contains_key("seconds") {
+        report.stats.insert(
+            "seconds".into(),
+            serde_json::json!({"total": started.elapsed().as_secs_f64()}),
+        );
+    }
+    Ok((report, names))
+}
+
+fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> {
     // Check the engine before reading a possibly huge file.
     let engine = engine(opts)?;
     let (window, format) = (opts.window, opts.input_format);
@@ -121,10 +142,14 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
             return Ok((po.finish(), names));
         }
         (Relation::Hb, "vc" | "epoch" | "lockset") => {
-            return crate::hb::analyze_hb(path, engine, window, format);
+            return crate::hb::analyze_hb(path, engine, window, format, opts.spill);
         }
-        (Relation::Lockset, _) => return crate::hb::analyze_lockset(path, engine, window, format),
-        (Relation::Wcp, "vc") => return Ok(crate::wcp::analyze_path(path, format, window)?),
+        (Relation::Lockset, _) => {
+            return crate::hb::analyze_lockset(path, engine, window, format, opts.spill);
+        }
+        (Relation::Wcp, "vc") => {
+            return Ok(crate::wcp::analyze_path(path, format, window, opts.spill)?);
+        }
         _ => {}
     }
     let t = trace::load(path, opts.input_format)?;

@@ -30,19 +30,25 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Skip malformed or ill-formed trace lines (as RAPID does) instead of
+    /// failing: they are counted and the first few named on standard error.
+    /// Never the default. Event ids are then positions among the kept events.
+    #[arg(long, global = true)]
+    pub lenient: bool,
 }
 
 /// A window size K, or `none` for the whole trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window(pub Option<u64>);
 
-fn parse_window(s: &str) -> Result<Window, String> {
-    if s.eq_ignore_ascii_case("none") {
+/// Parse a window: a positive event count (k, M, G suffixes) or `none`.
+pub fn parse_window(s: &str) -> Result<Window, String> {
+    if s.trim().eq_ignore_ascii_case("none") {
         return Ok(Window(None));
     }
-    match s.parse::<u64>() {
+    match parse_count(s) {
         Ok(0) | Err(_) => Err(format!(
-            "`{s}` is not a window; expected a positive number of events or `none`"
+            "`{s}` is not a window; expected a positive number of events (k, M, G suffixes: 10k) or `none`"
         )),
         Ok(k) => Ok(Window(Some(k))),
     }
@@ -55,6 +61,27 @@ pub enum StatsFormat {
     Text,
     /// One JSON object.
     Json,
+}
+
+/// The relations `query` answers for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum QueryRelation {
+    /// Happens-before.
+    Hb,
+    /// Causally-precedes (windowed).
+    Cp,
+    /// Weak-causally-precedes.
+    Wcp,
+}
+
+impl From<QueryRelation> for Relation {
+    fn from(r: QueryRelation) -> Relation {
+        match r {
+            QueryRelation::Hb => Relation::Hb,
+            QueryRelation::Cp => Relation::Cp,
+            QueryRelation::Wcp => Relation::Wcp,
+        }
+    }
 }
 
 /// Output format of `convert`.
@@ -116,16 +143,24 @@ pub enum Command {
     /// event in order, so event ids are unchanged. Re-entrant acquires and
     /// their releases are written back as the `acq`/`rel` they were. Names are
     /// kept exactly: CSV quotes fields that need it; a name STD cannot hold
-    /// (a thread, lock or variable containing `|`, `(` or `)`) is an error
-    /// rather than silently changed. RAPID CSV input has no locations, so the
-    /// output's are empty. CSV -> STD -> CSV gives back the same bytes for
-    /// traces cprace wrote.
+    /// (a thread, lock or variable containing `|`, `(` or `)`, a line break)
+    /// is an error naming the file and line where it first occurs, rather than
+    /// silently changed. RAPID CSV input has no locations, so the output's are
+    /// empty. CSV -> STD -> CSV gives back the same bytes for traces cprace
+    /// wrote. With -o the output goes to a temporary file renamed into place
+    /// only on success: a failed conversion leaves an existing file as it was.
+    ///
+    /// --rapid (with --to std) writes STD that RAPID's parser reads: every
+    /// location becomes an integer (1, 2, ... in order of first use; 0 for
+    /// none) and a side table OUTPUT.locations.csv (`id,location`) names them,
+    /// so nothing is lost. Needs -o (the table is written next to it).
     ///
     /// Holds the loaded trace (16 bytes per event plus the name tables).
     ///
     /// Examples:
     ///   cprace convert trace.std --to csv -o trace.csv
     ///   cprace convert trace.csv --to std > trace.std
+    ///   cprace convert trace.csv --to std --rapid -o for-rapid.std
     ///   cprace convert rapid.csv --input-format rapid-csv --to csv
     #[command(verbatim_doc_comment)]
     Convert {
@@ -140,6 +175,10 @@ pub enum Command {
         /// Input format (detected when omitted).
         #[arg(long, value_enum)]
         input_format: Option<Format>,
+        /// With --to std: integer locations RAPID can read, and the side table
+        /// OUTPUT.locations.csv naming them (needs -o).
+        #[arg(long, requires = "output")]
+        rapid: bool,
     },
     /// Report the data races a relation predicts.
     ///
@@ -149,8 +188,10 @@ pub enum Command {
     /// apart (e2 - e1 < K) are checked; K counts events of the input trace. Each
     /// racy event gets one witness: the latest such e1.
     ///
-    /// Relations (engines, default first):
-    ///   cp       causally-precedes (CP paper, Definition 2): sound predictive
+    /// Relations (engines, default first; names are case-insensitive, so
+    /// RAPID's `CP`, `HB`, `WCP` work):
+    ///   cp       causally-precedes (Smaragdakis, Evans, Sadowski, Yi, Flanagan,
+    ///            POPL 2012, Definition 2): sound predictive
     ///            detection; finds races HB misses. Window K = 1000 by default,
     ///            `--window none` is exact CP. Engines: datalog (semi-naive
     ///            fixpoint over synchronization events), reference (literal
@@ -162,7 +203,8 @@ pub enum Command {
     ///            and first race per variable), lockset (Goldilocks: idem),
     ///            datalog (closure over synchronization events, windowed),
     ///            reference (rules/hb.dl via crepe).
-    ///   wcp      weak-causally-precedes (wcp-2017, Definition 3): weaker than
+    ///   wcp      weak-causally-precedes (Kini, Mathur, Viswanathan, PLDI 2017,
+    ///            Definition 3): weaker than
     ///            CP, so every CP race is a WCP race; the fast upper bound.
     ///            Engines: vc (Algorithm 1, linear time, streaming), reference
     ///            (literal rules/wcp.dl via crepe, at most 2000 events).
@@ -175,12 +217,29 @@ pub enum Command {
     /// at the first; --order-races treats each reported race as a CP edge from
     /// then on, so every report is covered.
     ///
-    /// Output (--format json): relation, engine, window, events, racy_events
-    /// (sorted ids), races (one witness per racy event: first, second, variable,
-    /// first_loc, second_loc, kind, first_thread, second_thread), racy_variables,
-    /// location_pairs, stats, notes. --format text prints ThreadSanitizer-style
-    /// warnings and a SUMMARY line, csv one row per witness, summary only the
-    /// counts. Exit code: 0 no race, 1 races, 2 bad input or usage.
+    /// Output:
+    ///   text     one report per location pair (its first racy event, how many
+    ///            racy events share the pair, their kinds and threads), in
+    ///            order of first occurrence between `==================` lines,
+    ///            then a SUMMARY; --all prints one report per racy event,
+    ///            --max-reports N at most N reports.
+    ///   json     relation, engine, window, events, racy_events (sorted ids),
+    ///            races (one witness per racy event: first, second, variable,
+    ///            first_loc, second_loc, kind, first_thread, second_thread,
+    ///            first_op, second_op), racy_variables, location_pairs, stats,
+    ///            notes.
+    ///   jsonl    one JSON object per racy event and line: relation, engine,
+    ///            window, then the race fields of json.
+    ///   csv      one row per racy event: first, second, variable, kind,
+    ///            first_thread, first_op, first_loc, second_thread, second_op,
+    ///            second_loc, relation, engine, window (empty for none).
+    ///   sarif    SARIF 2.1.0: one result per location pair, rule race/RELATION,
+    ///            `file:line` locations, the earlier access as related location.
+    ///   summary  the SUMMARY line and the engine counters only.
+    /// csv, jsonl, text and summary stream: the hb and wcp engines keep races
+    /// on disk, not in memory. Notes (unsound engine, what the soundness
+    /// theorem covers) go to standard error whatever the format.
+    /// Exit code: 0 no race, 1 races, 2 bad input or usage.
     ///
     /// Examples:
     ///   cprace analyze data/figures/cp-fig3-polarcoord.csv --relation cp
@@ -192,7 +251,7 @@ pub enum Command {
         /// Trace file (`-` reads standard input).
         trace: PathBuf,
         /// The relation deciding which accesses are ordered.
-        #[arg(long, value_enum)]
+        #[arg(long, value_enum, ignore_case = true)]
         relation: Relation,
         /// Engine computing the relation (the relation's default when omitted).
         #[arg(long)]
@@ -214,6 +273,12 @@ pub enum Command {
         /// is covered by the soundness theorem (may hide races near others).
         #[arg(long)]
         order_races: bool,
+        /// Text: one report per racy event instead of one per location pair.
+        #[arg(long)]
+        all: bool,
+        /// Text: print at most N reports (the SUMMARY still counts all).
+        #[arg(long, value_name = "N", value_parser = parse_count)]
+        max_reports: Option<u64>,
     },
     /// Write a random, well-formed, reproducible trace (for tests and benchmarks)
     ///
@@ -258,8 +323,8 @@ pub enum Command {
     ///                   included)
     ///   peak memory     most heap the run held at once, above the loaded trace
     /// The bound rows run without a window: `hb` is exact HB (the lower bound
-    /// of exact CP), `wcp` exact WCP (the upper bound of every CP row; shown
-    /// once the WCP engine is built in). CP racy events never shrink as K grows.
+    /// of exact CP), `wcp` exact WCP (the upper bound of every CP row). CP racy
+    /// events never shrink as K grows.
     ///
     /// Recommendation: the smallest K after which racy events stop growing
     /// within the sweep, with the evidence, e.g.
@@ -273,12 +338,13 @@ pub enum Command {
     /// while below the trace length, then none (a window at least the trace
     /// length is the same as none).
     ///
-    /// --format json prints an array of row objects: window (number, null for
-    /// none, or "hb"/"wcp"), relation, engine, racy_events, racy_variables,
+    /// --format json prints an array of row objects: row (`window` for a CP
+    /// row, `bound` for the hb/wcp rows), window (K, or null for none and for
+    /// the bound rows), relation, engine, racy_events, racy_variables,
     /// location_pairs, hb_racy_events, new_vs_hb, seconds, peak_bytes (null
     /// when not measured), recommended. --format csv has the same columns, one
-    /// row per line after a header (window `none` for none, empty peak_bytes
-    /// when not measured).
+    /// row per line after a header (empty window for none and the bounds,
+    /// empty peak_bytes when not measured).
     ///
     /// --plot FILE.svg or FILE.png draws two panels against K (log scale,
     /// `none` at the right end): CP racy events with the exact HB and WCP
@@ -350,6 +416,24 @@ pub enum Command {
     ///   cprace query trace.csv --facts-dir facts/
     #[command(verbatim_doc_comment)]
     Query(QueryArgs),
+    /// Print a shell completion script
+    ///
+    /// Examples:
+    ///   cprace completions bash > ~/.local/share/bash-completion/completions/cprace
+    ///   cprace completions zsh > ~/.zfunc/_cprace
+    ///   cprace completions fish > ~/.config/fish/completions/cprace.fish
+    #[command(verbatim_doc_comment)]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff)
+    ///
+    /// Examples:
+    ///   cprace man > cprace.1 && man ./cprace.1
+    #[command(verbatim_doc_comment)]
+    Man,
 }
 
 /// Output format of `query`.
@@ -370,7 +454,7 @@ pub struct Pair(pub u64, pub u64);
 fn parse_pair(s: &str) -> Result<Pair, String> {
     let bad = || format!("`{s}` is not a pair of event ids; expected E1,E2 such as 3,17");
     let (a, b) = s.split_once(',').ok_or_else(bad)?;
-    let id = |x: &str| x.trim().parse::<u64>().map_err(|_| bad());
+    let id = |x: &str| parse_count(x).map_err(|_| bad());
     Ok(Pair(id(a)?, id(b)?))
 }
 
@@ -379,9 +463,9 @@ fn parse_pair(s: &str) -> Result<Pair, String> {
 pub struct QueryArgs {
     /// Trace file (`-` reads standard input).
     pub trace: PathBuf,
-    /// The relation to dump or query (hb, cp or wcp).
-    #[arg(long, value_enum, required_unless_present_any = ["facts", "facts_dir"], conflicts_with_all = ["facts", "facts_dir"])]
-    pub relation: Option<Relation>,
+    /// The relation to dump or query (case-insensitive).
+    #[arg(long, value_enum, ignore_case = true, required_unless_present_any = ["facts", "facts_dir"], conflicts_with_all = ["facts", "facts_dir"])]
+    pub relation: Option<QueryRelation>,
     /// Window K (cp: 1000 by default; hb, wcp: none): dumps keep pairs less
     /// than K apart; windowed CP orders HB-ordered events K or more apart
     /// (HB and WCP stay exact).
@@ -404,10 +488,46 @@ pub struct QueryArgs {
     pub input_format: Option<Format>,
 }
 
+/// The trace file and input format a command reads, if it reads one.
+fn trace_input(c: &mut Command) -> Option<(&mut PathBuf, Option<Format>)> {
+    match c {
+        Command::Stats {
+            trace,
+            input_format,
+            ..
+        }
+        | Command::Convert {
+            trace,
+            input_format,
+            ..
+        }
+        | Command::Analyze {
+            trace,
+            input_format,
+            ..
+        } => Some((trace, *input_format)),
+        Command::Sweep(a) => Some((&mut a.trace, a.input_format)),
+        Command::Query(a) => Some((&mut a.trace, a.input_format)),
+        Command::Gen(_) | Command::Completions { .. } | Command::Man => None,
+    }
+}
+
 /// Run a parsed command line; returns the process exit code.
-pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
+pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
     // Cleared when this returns, before main prints an error or the output.
     let _progress = crate::progress::start(cli.quiet);
+    // --lenient: read a cleaned copy of the trace (kept until the command ends).
+    let _cleaned = match trace_input(&mut cli.command) {
+        Some((path, format)) if cli.lenient => {
+            let cleaned = crate::lenient::clean(path, format)?;
+            if let Some(c) = &cleaned {
+                crate::lenient::report(c);
+                *path = c.path.to_path_buf();
+            }
+            cleaned
+        }
+        _ => None,
+    };
     match cli.command {
         Command::Stats {
             trace,
@@ -430,24 +550,25 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             to,
             output,
             input_format,
-        } => {
-            // Load (and so validate) everything before writing anything, so bad
-            // input never leaves a partial output behind.
-            let t = trace::load(&trace, input_format)?;
-            crate::progress::phase("writing");
-            let write = |w: &mut dyn Write| match to {
-                ConvertFormat::Csv => trace::csv_format::write(&t, &mut &mut *w),
-                ConvertFormat::Std => trace::std_format::write(&t, &mut &mut *w),
-            };
-            match output {
-                Some(p) => {
-                    let f = std::fs::File::create(&p)
-                        .with_context(|| format!("cannot create {}", p.display()))?;
-                    write(&mut std::io::BufWriter::with_capacity(1 << 16, f))
-                        .with_context(|| format!("cannot write {}", p.display()))?;
-                }
-                None => write(out)?,
-            }
+            rapid,
+        } => crate::convert::run(
+            &crate::convert::Args {
+                trace,
+                to,
+                output,
+                input_format,
+                rapid,
+            },
+            out,
+        ),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "cprace", out);
+            Ok(0)
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd).render(out)?;
             Ok(0)
         }
         Command::Gen(args) => run_gen(&args),
@@ -462,6 +583,8 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             input_format,
             first_race,
             order_races,
+            all,
+            max_reports,
         } => {
             let reporting = if first_race {
                 crate::cp::Reporting::FirstRace
@@ -477,9 +600,21 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
                 window,
                 input_format,
                 reporting,
+                spill: format.streams(),
             };
             let (report, names) = analyze::analyze_path(&trace, &opts)?;
-            report.write(&names, format, out)?;
+            // Notes qualify the result in every format, so they go to stderr.
+            for n in &report.notes {
+                eprintln!("cprace: note: {}", crate::report::printable(n));
+            }
+            let layout = crate::report::Layout { all, max_reports };
+            if format.streams() {
+                // The analysis succeeded; stream (a spilled report is never
+                // held in memory, not even as output).
+                crate::output::to_stdout(|w| report.write(&names, format, &layout, w))?;
+            } else {
+                report.write(&names, format, &layout, out)?;
+            }
             Ok(report.exit_code())
         }
     }
@@ -506,12 +641,12 @@ fn run_query(args: &QueryArgs, out: &mut impl Write) -> Result<i32> {
     }
     let t = trace::load(&args.trace, args.input_format)?;
     crate::progress::phase("query: computing");
-    let Some(relation) = args.relation else {
+    let Some(relation) = args.relation.map(Relation::from) else {
         if let Some(dir) = &args.facts_dir {
             crate::query::facts::write_facts_dir(&t, dir)?;
         }
         if args.facts {
-            to_stdout(|w| crate::query::facts::write_facts(&t, json, w))?;
+            crate::output::to_stdout(|w| crate::query::facts::write_facts(&t, json, w))?;
         }
         return Ok(0);
     };
@@ -531,24 +666,15 @@ fn run_query(args: &QueryArgs, out: &mut impl Write) -> Result<i32> {
             };
             // Compute before writing, so errors never leave partial output.
             let engine = crate::query::engine(&t, relation, window)?;
-            to_stdout(|w| crate::query::write_dump(&t, engine.as_ref(), format, w))?;
+            crate::output::to_stdout(|w| crate::query::write_dump(&t, engine.as_ref(), format, w))?;
         }
     }
     Ok(0)
 }
 
-/// Stream `write` to standard output; a closed pipe is not an error.
-fn to_stdout(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    match write(&mut w).and_then(|_| w.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("cannot write to standard output"),
-    }
-}
-
-/// Parse an event count: digits with an optional k, M or G suffix (10M = 10^7);
-/// `_` separators are allowed.
-fn parse_count(s: &str) -> Result<u64, String> {
+/// Parse a count: digits with an optional k, M or G suffix (10M = 10^7);
+/// `_` separators are allowed. Every numeric option accepts this form.
+pub fn parse_count(s: &str) -> Result<u64, String> {
     let t = s.trim().replace('_', "");
     let (num, mul) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], 1_000),
@@ -559,7 +685,17 @@ fn parse_count(s: &str) -> Result<u64, String> {
     num.parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(mul))
-        .ok_or_else(|| format!("`{s}` is not an event count; expected digits with an optional k, M or G suffix (e.g. 10M)"))
+        .ok_or_else(|| {
+            format!(
+                "`{s}` is not a count; expected digits with an optional k, M or G suffix (e.g. 10M)"
+            )
+        })
+}
+
+/// [`parse_count`] for options held in 32 bits.
+fn parse_u32(s: &str) -> Result<u32, String> {
+    let n = parse_count(s)?;
+    u32::try_from(n).map_err(|_| format!("`{s}` is too large; expected at most {}", u32::MAX))
 }
 
 fn parse_share(s: &str) -> Result<f64, String> {
@@ -592,7 +728,7 @@ pub struct GenArgs {
     #[arg(short = 'n', long, default_value = "1M", value_parser = parse_count)]
     pub events: u64,
     /// Seed of the random generator: same seed and options, same bytes.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value = "0", value_parser = parse_count)]
     pub seed: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ConvertFormat::Csv)]
@@ -601,22 +737,22 @@ pub struct GenArgs {
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Threads (1 to 65536).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_u32)]
     pub threads: Option<u32>,
     /// Locks (0 disables locking).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_u32)]
     pub locks: Option<u32>,
     /// Data variables (at least 1).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_u32)]
     pub vars: Option<u32>,
     /// Volatile variables (0 disables volatile accesses).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_u32)]
     pub volatiles: Option<u32>,
     /// Share of events that are volatile accesses (when there are volatiles).
     #[arg(long, value_parser = parse_share)]
     pub volatile_share: Option<f64>,
     /// Deepest lock nesting per thread.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_u32)]
     pub nesting: Option<u32>,
     /// Mean critical-section length in events, acquire and release included.
     #[arg(long)]
@@ -639,7 +775,7 @@ pub struct GenArgs {
     #[arg(long, value_parser = parse_share)]
     pub out_of_nesting: Option<f64>,
     /// Distinct program locations per thread (at least 1).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_u32)]
     pub locations: Option<u32>,
     /// Share of accesses going to a few hot variables (contention).
     #[arg(long, value_parser = parse_share)]
@@ -736,10 +872,11 @@ fn run_gen(args: &GenArgs) -> Result<i32> {
     };
     match &args.output {
         Some(p) => {
-            let f = std::fs::File::create(p)
-                .with_context(|| format!("cannot create {}", p.display()))?;
-            let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
-            write(&cfg, fmt, &mut w).with_context(|| format!("cannot write {}", p.display()))?;
+            crate::output::write_file(p, |w| {
+                write(&cfg, fmt, &mut &mut *w)
+                    .map(|_| ())
+                    .with_context(|| format!("cannot write {}", p.display()))
+            })?;
         }
         None => {
             // Straight to standard output: the trace may be far larger than memory.

@@ -18,6 +18,8 @@ pub trait Detector {
     fn event(&mut self, id: EventId, ev: &Event);
     /// The normalized report.
     fn finish(self) -> Report;
+    /// The report being filled (to spill its races before the run).
+    fn report_mut(&mut self) -> &mut Report;
 }
 
 /// Implement [`Detector`] for types with inherent `event` and `finish` methods.
@@ -31,6 +33,9 @@ macro_rules! impl_detector {
             fn finish(self) -> $crate::report::Report {
                 <$t>::finish(self)
             }
+            fn report_mut(&mut self) -> &mut $crate::report::Report {
+                &mut self.report
+            }
         }
     )*};
 }
@@ -39,11 +44,19 @@ macro_rules! impl_detector {
 const CHUNK: usize = 1 << 14;
 
 /// Run `d` over the trace at `path`: parse here, detect on a second thread.
+/// With `spill`, the races go to a temporary file as they are found instead of
+/// memory (see [`crate::report`]).
 pub fn run_path<D: Detector + Send>(
-    d: D,
+    mut d: D,
     path: &Path,
     format: Option<Format>,
+    spill: bool,
 ) -> Result<(Report, Names), LoadError> {
+    if spill {
+        d.report_mut()
+            .spill_races()
+            .map_err(|e| LoadError::new(&path.to_string_lossy(), 0, b"", e.to_string()))?;
+    }
     let (full_tx, full_rx) = sync_channel::<Vec<Event>>(4);
     let (empty_tx, empty_rx) = sync_channel::<Vec<Event>>(8);
     std::thread::scope(|s| {

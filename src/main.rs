@@ -25,6 +25,9 @@ fn main() -> ExitCode {
             }
             ExitCode::from(code as u8)
         }
+        // A reader that closed the pipe early (`cprace ... | head -1`) wanted
+        // no more output: exit quietly, as ripgrep does.
+        Err(e) if cprace::output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cprace: error: {e:#}");
             ExitCode::from(exit_code_for(&e))

@@ -27,7 +27,7 @@ impl ProgramOrder {
         if ev.op.is_access()
             && let Some(r) = self.history.access(id, ev, id, |_, _| false)
         {
-            self.report.races.push(r);
+            self.report.push(r);
         }
     }
 

@@ -158,16 +158,22 @@ impl Row {
         }
     }
 
-    /// The row as a JSON object; `window` is the K, null for none, or the
-    /// bound's label.
-    pub fn to_json(&self) -> Value {
-        let window = if self.is_window_row() {
-            json!(self.window)
+    /// What kind of row this is in machine output: `window` (a CP row) or
+    /// `bound` (an HB or WCP bound, run without a window).
+    pub fn row_kind(&self) -> &'static str {
+        if self.is_window_row() {
+            "window"
         } else {
-            json!(self.label)
-        };
+            "bound"
+        }
+    }
+
+    /// The row as a JSON object; `window` is the K, null for none (and for
+    /// the bound rows, which run without one); `row` tells the kinds apart.
+    pub fn to_json(&self) -> Value {
         json!({
-            "window": window,
+            "row": self.row_kind(),
+            "window": self.window,
             "relation": self.relation,
             "engine": self.engine,
             "racy_events": self.racy_events,
@@ -527,7 +533,8 @@ impl Sweep {
         w.write_record(CSV_HEADER)?;
         for r in &self.rows {
             w.write_record([
-                r.window_label(),
+                r.row_kind().to_string(),
+                r.window.map_or(String::new(), |k| k.to_string()),
                 r.relation.clone(),
                 r.engine.clone(),
                 r.racy_events.to_string(),
@@ -626,7 +633,8 @@ impl Sweep {
 }
 
 /// Columns of `--format csv`.
-pub const CSV_HEADER: [&str; 11] = [
+pub const CSV_HEADER: [&str; 12] = [
+    "row",
     "window",
     "relation",
     "engine",
@@ -681,6 +689,7 @@ pub fn run_cli(args: &SweepArgs, out: &mut impl Write) -> Result<i32> {
     };
     let plot_format = match &args.plot {
         Some(p) => {
+            crate::output::check_output_path(p)?;
             let f = crate::plot::PlotFormat::from_path(p)?;
             plot_opts.check(f)?;
             Some(f)

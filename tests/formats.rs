@@ -229,6 +229,7 @@ fn analysis(path: &Path, relation: Relation, locs: bool) -> Value {
         window: cprace::analyze::default_window(relation),
         input_format: None,
         reporting: Default::default(),
+        spill: false,
     };
     let (report, names) =
         analyze_path(path, &opts).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));

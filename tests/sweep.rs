@@ -423,6 +423,7 @@ fn json_is_an_array_of_rows_matching_the_library() {
     let bounds = sweep::bounds();
     assert_eq!(rows.len(), windows.len() + bounds.len());
     let keys = [
+        "row",
         "window",
         "relation",
         "engine",
@@ -447,6 +448,7 @@ fn json_is_an_array_of_rows_matching_the_library() {
         assert!(r["recommended"].is_boolean());
     }
     for (r, w) in rows.iter().zip(&windows) {
+        assert_eq!(r["row"], "window");
         assert_eq!(r["window"], serde_json::json!(w));
         assert_eq!(r["relation"], "cp");
         let cp = analyze(&t, *w, Reporting::All);
@@ -454,11 +456,17 @@ fn json_is_an_array_of_rows_matching_the_library() {
     }
     assert_eq!(rows[windows.len() - 1]["window"], Value::Null);
     for (r, (label, _)) in rows[windows.len()..].iter().zip(&bounds) {
-        assert_eq!(r["window"], *label);
+        assert_eq!(r["row"], "bound");
+        assert_eq!(r["relation"], *label);
+        assert_eq!(r["window"], Value::Null, "numbers or null only");
     }
-    let hb = rows.iter().find(|r| r["window"] == "hb").expect("hb row");
+    let bound = |rel: &str| {
+        rows.iter()
+            .find(|r| r["row"] == "bound" && r["relation"] == rel)
+    };
+    let hb = bound("hb").expect("hb row");
     assert_eq!(hb["racy_events"], hb_racy(&t, None).len() as u64);
-    if let Some(wcp) = rows.iter().find(|r| r["window"] == "wcp") {
+    if let Some(wcp) = bound("wcp") {
         for r in &rows[..windows.len()] {
             assert!(r["racy_events"].as_u64() <= wcp["racy_events"].as_u64());
         }
@@ -493,9 +501,9 @@ fn csv_has_a_header_and_one_line_per_row() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], sweep::CSV_HEADER.join(","));
     assert_eq!(lines.len(), 1 + 2 + sweep::bounds().len());
-    assert!(lines[1].starts_with("50,cp,datalog,"));
-    assert!(lines[2].starts_with("none,cp,datalog,"));
-    assert!(lines[3].starts_with("hb,hb,"));
+    assert!(lines[1].starts_with("window,50,cp,datalog,"));
+    assert!(lines[2].starts_with("window,,cp,datalog,"));
+    assert!(lines[3].starts_with("bound,,hb,"));
     for l in &lines[1..] {
         assert_eq!(l.split(',').count(), sweep::CSV_HEADER.len(), "{l}");
     }

@@ -175,8 +175,9 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     report
         .stats
         .insert("fixpoint_rounds".into(), c.rounds.into());
-    report
-        .stats
-        .insert("seconds".into(), started.elapsed().as_secs_f64().into());
+    report.stats.insert(
+        "seconds".into(),
+        serde_json::json!({"total": started.elapsed().as_secs_f64()}),
+    );
     report
 }

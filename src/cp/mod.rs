@@ -150,11 +150,14 @@ pub fn analyze(trace: &Trace, window: Option<u64>, reporting: Reporting) -> Repo
             "total": started.elapsed().as_secs_f64(),
         }),
     );
-    report.notes.push(match reporting {
-        Reporting::All => "all racy events reported; CP's soundness theorem covers the first race (use --order-races to make every report sound, --first-race to stop at the first)".into(),
-        Reporting::FirstRace => "stopped at the first race (the one CP's soundness theorem covers)".into(),
-        Reporting::OrderRaces => "each reported race was treated as a CP edge from then on, so every report is covered by the soundness theorem".into(),
-    });
+    // The soundness scope qualifies reported races; without any it says nothing.
+    if !report.races.is_empty() {
+        report.notes.push(match reporting {
+            Reporting::All => "all racy events reported; CP's soundness theorem covers the first race (use --order-races to make every report sound, --first-race to stop at the first)".into(),
+            Reporting::FirstRace => "stopped at the first race (the one CP's soundness theorem covers)".into(),
+            Reporting::OrderRaces => "each reported race was treated as a CP edge from then on, so every report is covered by the soundness theorem".into(),
+        });
+    }
     report
 }
 

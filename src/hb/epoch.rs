@@ -116,7 +116,7 @@ pub struct EpochDetector {
     /// module docs).
     fast: bool,
     n: Counters,
-    report: Report,
+    pub(crate) report: Report,
 }
 
 /// Keep the candidate with the larger id.
@@ -158,7 +158,7 @@ impl EpochDetector {
             self.write(id, ev)
         };
         if let Some(first) = race {
-            self.report.races.push(Race {
+            self.report.push(Race {
                 first,
                 second: Access::of(id, ev),
                 variable: ev.target,

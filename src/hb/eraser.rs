@@ -148,7 +148,7 @@ pub struct EraserDetector {
     held: Vec<u32>,
     vars: Vec<VarState>,
     history: AccessHistory,
-    report: Report,
+    pub(crate) report: Report,
 }
 
 impl EraserDetector {
@@ -209,7 +209,7 @@ impl EraserDetector {
         let violating = x.state == State::SharedModified && x.cset == EMPTY;
         let witness = self.history.access(id, ev, 0, |_, _| false);
         if violating && let Some(r) = witness {
-            self.report.races.push(r);
+            self.report.push(r);
         }
     }
 

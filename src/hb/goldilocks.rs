@@ -415,7 +415,7 @@ pub struct GoldilocksDetector {
     order: Vec<(u32, u32)>,
     /// Fixed collection threshold (tests); None: `max(2^20, 4 × live)`.
     gc_limit: Option<usize>,
-    report: Report,
+    pub(crate) report: Report,
 }
 
 impl GoldilocksDetector {
@@ -487,7 +487,7 @@ impl GoldilocksDetector {
         match ev.op {
             Op::Read | Op::Write => {
                 if let Some(first) = self.access(id, ev, te) {
-                    self.report.races.push(Race {
+                    self.report.push(Race {
                         first,
                         second: Access::of(id, ev),
                         variable: ev.target,

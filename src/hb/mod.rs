@@ -56,13 +56,14 @@ crate::impl_detector!(
 );
 
 /// Run detector `d` over the trace at `path` in one streaming pass (parsing and
-/// detection on two threads).
+/// detection on two threads); `spill` sends races to disk as they are found.
 pub fn stream_path<D: Detector + Send>(
     d: D,
     path: &Path,
     format: Option<Format>,
+    spill: bool,
 ) -> Result<(Report, Names)> {
-    Ok(crate::detector::run_path(d, path, format)?)
+    Ok(crate::detector::run_path(d, path, format, spill)?)
 }
 
 /// Analyse `path` with HB engine `engine` (one of [`HB_ENGINES`]).
@@ -71,11 +72,12 @@ pub fn analyze_hb(
     engine: &str,
     window: Option<u64>,
     format: Option<Format>,
+    spill: bool,
 ) -> Result<(Report, Names)> {
     match engine {
-        "vc" => stream_path(VcDetector::new(window), path, format),
-        "epoch" => stream_path(EpochDetector::new(window), path, format),
-        "lockset" => stream_path(GoldilocksDetector::new(window), path, format),
+        "vc" => stream_path(VcDetector::new(window), path, format, spill),
+        "epoch" => stream_path(EpochDetector::new(window), path, format, spill),
+        "lockset" => stream_path(GoldilocksDetector::new(window), path, format, spill),
         other => bail!(crate::UsageError(format!(
             "relation `hb` has no engine `{other}`; expected one of: {}",
             HB_ENGINES.join(", ")
@@ -89,9 +91,10 @@ pub fn analyze_lockset(
     engine: &str,
     window: Option<u64>,
     format: Option<Format>,
+    spill: bool,
 ) -> Result<(Report, Names)> {
     match engine {
-        "eraser" => stream_path(EraserDetector::new(window), path, format),
+        "eraser" => stream_path(EraserDetector::new(window), path, format, spill),
         other => bail!(crate::UsageError(format!(
             "relation `lockset` has no engine `{other}`; expected one of: {}",
             LOCKSET_ENGINES.join(", ")

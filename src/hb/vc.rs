@@ -248,7 +248,7 @@ fn two_rows(m: &mut [u32], stride: usize, a: usize, b: usize) -> (&[u32], &mut [
 pub struct VcDetector {
     clocks: HbClocks,
     history: AccessHistory,
-    report: Report,
+    pub(crate) report: Report,
 }
 
 impl VcDetector {
@@ -272,7 +272,7 @@ impl VcDetector {
                 row.get(u as usize).is_some_and(|&x| x >= c)
             });
             if let Some(r) = race {
-                self.report.races.push(r);
+                self.report.push(r);
             }
         }
     }

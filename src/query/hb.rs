@@ -102,7 +102,7 @@ pub fn not_after(e1: EventId, e2: EventId) -> Option<String> {
 /// event of `e1`'s thread that happens before `e2`.
 pub fn not_hb(trace: &Trace, hb: &HbIndex, e1: EventId, e2: EventId) -> String {
     let t1 = trace.events[e1 as usize].thread;
-    let name = trace.names.thread(t1);
+    let name = crate::report::printable(trace.names.thread(t1));
     let latest = match hb.latest_before(trace, t1, e2) {
         Some(x) => format!(
             "the latest event of {name} that happens before {} is {}, which precedes {}",

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use crate::UsageError;
 use crate::analyze::Relation;
 use crate::facts::CriticalSection;
+use crate::report::printable;
 use crate::trace::{EventId, Op, Trace};
 
 /// A relation `cprace query` can dump and explain.
@@ -657,11 +658,12 @@ impl Answer {
 /// `#3 T1 rel(l)`.
 pub fn show(trace: &Trace, e: EventId) -> String {
     let ev = trace.events[e as usize];
+    // Names are escaped: text output never carries a trace's control characters.
     format!(
         "#{e} {} {}({})",
-        trace.names.thread(ev.thread),
+        printable(trace.names.thread(ev.thread)),
         ev.op.as_str(),
-        trace.names.target(&ev)
+        printable(trace.names.target(&ev))
     )
 }
 
@@ -670,13 +672,13 @@ fn long_event(trace: &Trace, e: EventId) -> String {
     let loc = trace.names.loc(ev.loc);
     format!(
         "event {e}: thread {}, {}({}){}",
-        trace.names.thread(ev.thread),
+        printable(trace.names.thread(ev.thread)),
         ev.op.as_str(),
-        trace.names.target(&ev),
+        printable(trace.names.target(&ev)),
         if loc.is_empty() {
             String::new()
         } else {
-            format!(" at {loc}")
+            format!(" at {}", printable(loc))
         }
     )
 }
@@ -687,7 +689,7 @@ fn show_cs(trace: &Trace, cs: &CriticalSection) -> String {
         "#{}..#{} of {}{}",
         cs.acq,
         cs.end,
-        trace.names.thread(cs.thread),
+        printable(trace.names.thread(cs.thread)),
         if cs.rel.is_none() {
             ", never released"
         } else {
@@ -717,7 +719,7 @@ fn write_chain(trace: &Trace, chain: &[Step], indent: &str, out: &mut dyn Write)
                     "{sub}no CP edge: critical sections {} and {} on lock {} hold {} (rule (a)) and {} (rule (b))",
                     show_cs(trace, &d.cs1),
                     show_cs(trace, &d.cs2),
-                    trace.names.lock(d.cs1.lock),
+                    printable(trace.names.lock(d.cs1.lock)),
                     match d.conflict {
                         None => "no conflicting accesses".to_string(),
                         Some((a, b)) => format!(
@@ -935,7 +937,7 @@ fn wcp_dropped_text(trace: &Trace, d: &Dropped) -> String {
         "no WCP edge: critical sections {} and {} on lock {}: {rule_a}; {rule_b}",
         show_cs(trace, &d.cs1),
         show_cs(trace, &d.cs2),
-        trace.names.lock(d.cs1.lock)
+        printable(trace.names.lock(d.cs1.lock))
     )
 }
 

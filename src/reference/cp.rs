@@ -122,11 +122,16 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Result<Report, UsageError>
     s.insert("hbv_pairs".into(), json!(r.hbv.len()));
     s.insert("cp_pairs_acq_rel".into(), json!(count_sync(&r.cp)));
     s.insert("hb_pairs_acq_rel".into(), json!(count_sync(&r.hb.hb)));
-    s.insert("time_ms".into(), json!(start.elapsed().as_millis() as u64));
-    report.notes.push(
-        "all races are reported; the CP soundness guarantee covers the first race (later ones may be \
-         consequences of it)"
-            .into(),
+    s.insert(
+        "seconds".into(),
+        json!({"total": start.elapsed().as_secs_f64()}),
     );
+    if !report.races.is_empty() {
+        report.notes.push(
+            "all races are reported; the CP soundness guarantee covers the first race (later ones may be \
+             consequences of it)"
+                .into(),
+        );
+    }
     Ok(report)
 }

@@ -88,8 +88,9 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Result<Report, UsageError>
     report
         .stats
         .insert("hard_edges".into(), json!(r.hard_edges.len()));
-    report
-        .stats
-        .insert("time_ms".into(), json!(start.elapsed().as_millis() as u64));
+    report.stats.insert(
+        "seconds".into(),
+        json!({"total": start.elapsed().as_secs_f64()}),
+    );
     Ok(report)
 }

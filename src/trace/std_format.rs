@@ -153,7 +153,7 @@ fn fast_line(bytes: &[u8], start: usize) -> Option<PlainLine> {
 }
 
 /// Why `name` cannot be written in STD, if it cannot.
-fn std_problem(name: &str, is_loc: bool, is_thread: bool) -> Option<&'static str> {
+pub(crate) fn std_problem(name: &str, is_loc: bool, is_thread: bool) -> Option<&'static str> {
     if name.contains(['\n', '\r']) {
         Some("a line break")
     } else if !is_loc && name.contains(['|', '(', ')']) {

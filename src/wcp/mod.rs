@@ -85,8 +85,9 @@ pub fn analyze_path(
     path: &Path,
     format: Option<Format>,
     window: Option<u64>,
+    spill: bool,
 ) -> Result<(Report, Names), LoadError> {
-    crate::detector::run_path(WcpVc::new(window), path, format)
+    crate::detector::run_path(WcpVc::new(window), path, format, spill)
 }
 
 crate::impl_detector!(WcpVc);

@@ -235,7 +235,7 @@ fn join_hard(ts: &mut ThreadState, t: u32, u: u32, h: &VectorClock) {
 /// Streaming WCP race detector (Algorithm 1 of wcp-2017).
 pub struct WcpVc {
     history: AccessHistory,
-    report: Report,
+    pub(crate) report: Report,
     threads: Vec<ThreadState>,
     locks: Vec<LockState>,
     slot_of: FxHashMap<u64, u32>,
@@ -388,7 +388,7 @@ impl WcpVc {
         // before this one iff c <= P[u] (Theorem 2 of the paper).
         let p = &ts.p;
         if let Some(r) = history.access(id, ev, ts.n, |u, c| c <= p.get(u)) {
-            report.races.push(r);
+            report.push(r);
         }
     }
 

@@ -1,0 +1,373 @@
+//! The one result type every engine fills, and the one place that prints it.
+//!
+//! # Feeding races
+//!
+//! Engines hand each race witness to [`Report::push`], one at a time. A report
+//! either collects them (`races`, the default: tests, `sweep`, JSON and SARIF
+//! output) or, after [`Report::spill_races`], writes them straight to a
+//! temporary file of fixed-size records ([`spill`]), so a run with tens of
+//! millions of racy events stays flat in memory. Every printed format reads
+//! the races back one at a time through [`Report::each_race`]: CSV and JSON
+//! Lines write one row per race, the grouped text report keeps one entry per
+//! location pair ([`text`]), so only JSON and SARIF (one document) need the
+//! collected vector.
+//!
+//! Races must be pushed in the order of their racy (second) event, at most one
+//! per racy event: that is the order the streaming engines (HB `vc`, `epoch`,
+//! `lockset`, WCP `vc`) find them in, and what [`Report::normalize`] gives a
+//! collected report. Nothing is printed until the analysis finished, so a
+//! failed run never leaves a partial result behind.
+//!
+//! CP's race pass plugs in the same way: it delivers its races in event order
+//! through a callback, and `cp::analyze` passes `|r| report.push(r)` as that
+//! callback on a report made by `Report::new` (spilled or not, as `analyze`
+//! asks); its `--first-race` mode simply stops calling back after the first.
+
+pub mod format;
+pub mod sarif;
+pub mod spill;
+pub mod text;
+
+use std::collections::BTreeSet;
+use std::io::{self, Write};
+
+use serde_json::{Map, Value};
+
+use crate::trace::{Event, EventId, Names, Op, ThreadId};
+
+pub use format::{Layout, OutputFormat};
+
+/// One side of a race.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Access {
+    /// Event id (0-based position in the input trace).
+    pub id: EventId,
+    /// Performing thread.
+    pub thread: ThreadId,
+    /// `Read` or `Write`.
+    pub op: Op,
+    /// Location id.
+    pub loc: u32,
+}
+
+impl Access {
+    /// The access view of event `id`.
+    pub fn of(id: EventId, ev: &Event) -> Access {
+        Access {
+            id,
+            thread: ev.thread,
+            op: ev.op,
+            loc: ev.loc,
+        }
+    }
+}
+
+/// A race witness: two conflicting accesses the relation leaves unordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Race {
+    /// The earlier access.
+    pub first: Access,
+    /// The later (racy) access.
+    pub second: Access,
+    /// The variable both access.
+    pub variable: u32,
+}
+
+impl Race {
+    /// `write-write`, `write-read` or `read-write`.
+    pub fn kind(&self) -> &'static str {
+        match (self.first.op.is_write(), self.second.op.is_write()) {
+            (true, true) => "write-write",
+            (true, false) => "write-read",
+            _ => "read-write",
+        }
+    }
+
+    /// The unordered pair of the two accesses' locations, smaller id first.
+    pub fn location_pair(&self) -> (u32, u32) {
+        let (a, b) = (self.first.loc, self.second.loc);
+        (a.min(b), a.max(b))
+    }
+}
+
+/// What an engine found.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Relation name (`hb`, `cp`, `wcp`, `lockset`, ...).
+    pub relation: String,
+    /// Engine name.
+    pub engine: String,
+    /// Window K, or None for the whole trace.
+    pub window: Option<u64>,
+    /// Events in the trace.
+    pub events: u64,
+    /// One witness per racy event, ordered by the racy (second) event. Empty
+    /// when the races were spilled ([`Report::spill_races`]).
+    pub races: Vec<Race>,
+    /// Engine-specific counters, printed under `stats`.
+    pub stats: Map<String, Value>,
+    /// Remarks for the reader (e.g. soundness caveats).
+    pub notes: Vec<String>,
+    /// Where pushed races go instead of `races`, when spilled.
+    spill: Option<spill::Spill>,
+}
+
+impl Clone for Report {
+    /// A copy of a collected report. (A spilled report's races live in its
+    /// temporary file, which is not copied: cloning one is a bug.)
+    fn clone(&self) -> Report {
+        assert!(self.spill.is_none(), "a spilled report cannot be cloned");
+        Report {
+            relation: self.relation.clone(),
+            engine: self.engine.clone(),
+            window: self.window,
+            events: self.events,
+            races: self.races.clone(),
+            stats: self.stats.clone(),
+            notes: self.notes.clone(),
+            spill: None,
+        }
+    }
+}
+
+/// Counts over every race of a report, gathered in one pass.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Racy events (one witness each).
+    pub racy_events: u64,
+    /// Distinct racy variables.
+    pub racy_variables: u64,
+    /// Distinct unordered location pairs of the witnesses.
+    pub location_pairs: u64,
+}
+
+impl Report {
+    /// An empty report for `relation` computed by `engine`.
+    pub fn new(relation: &str, engine: &str, window: Option<u64>, events: u64) -> Report {
+        Report {
+            relation: relation.into(),
+            engine: engine.into(),
+            window,
+            events,
+            ..Report::default()
+        }
+    }
+
+    /// From now on, write pushed races to a temporary file instead of
+    /// collecting them (see the module docs). Call before the first push.
+    pub fn spill_races(&mut self) -> io::Result<()> {
+        debug_assert!(self.races.is_empty(), "spill before the first race");
+        self.spill = Some(spill::Spill::new()?);
+        Ok(())
+    }
+
+    /// Whether the races are spilled rather than collected.
+    pub fn is_spilled(&self) -> bool {
+        self.spill.is_some()
+    }
+
+    /// Record one race witness (see the module docs for the order).
+    #[inline]
+    pub fn push(&mut self, race: Race) {
+        match &mut self.spill {
+            Some(s) => s.push(&race),
+            None => self.races.push(race),
+        }
+    }
+
+    /// Number of races recorded (one per racy event once normalized).
+    pub fn race_count(&self) -> u64 {
+        match &self.spill {
+            Some(s) => s.len(),
+            None => self.races.len() as u64,
+        }
+    }
+
+    /// Call `f` on every race in order, collected or spilled.
+    pub fn each_race(&self, f: impl FnMut(&Race) -> io::Result<()>) -> io::Result<()> {
+        match &self.spill {
+            Some(s) => s.each(f),
+            None => self.races.iter().try_for_each(f),
+        }
+    }
+
+    /// Racy events, racy variables and location pairs, in one pass.
+    pub fn tally(&self) -> io::Result<Tally> {
+        let mut vars = BTreeSet::new();
+        let mut pairs = rustc_hash::FxHashSet::default();
+        let mut n = 0;
+        self.each_race(|r| {
+            n += 1;
+            vars.insert(r.variable);
+            pairs.insert(r.location_pair());
+            Ok(())
+        })?;
+        Ok(Tally {
+            racy_events: n,
+            racy_variables: vars.len() as u64,
+            location_pairs: pairs.len() as u64,
+        })
+    }
+
+    /// Sorted ids of the racy events (collected races).
+    pub fn racy_events(&self) -> Vec<EventId> {
+        let mut v: Vec<EventId> = self.races.iter().map(|r| r.second.id).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Distinct racy variables, sorted by id (collected races).
+    pub fn racy_variables(&self) -> BTreeSet<u32> {
+        let mut v: Vec<u32> = self.races.iter().map(|r| r.variable).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.into_iter().collect()
+    }
+
+    /// Distinct (first, second) location pairs, unordered, sorted (collected
+    /// races). A sorted vector: reports can hold millions of races, and an
+    /// unstable sort of plain pairs is several times cheaper than a tree.
+    pub fn location_pairs(&self) -> Vec<(u32, u32)> {
+        let mut v: Vec<(u32, u32)> = self.races.iter().map(Race::location_pair).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The first race per variable: the witness with the smallest racy event
+    /// (collected races).
+    pub fn first_race_per_variable(&self) -> Vec<Race> {
+        let mut seen = BTreeSet::new();
+        let mut v: Vec<Race> = Vec::new();
+        let mut sorted = self.races.clone();
+        sorted.sort_by_key(|r| r.second.id);
+        for r in sorted {
+            if seen.insert(r.variable) {
+                v.push(r);
+            }
+        }
+        v
+    }
+
+    /// Sort witnesses by racy event (one per racy event); engines call this
+    /// before returning. A spilled report is already in order: its file is
+    /// flushed here.
+    pub fn normalize(&mut self) {
+        if let Some(s) = &mut self.spill {
+            s.finish();
+            return;
+        }
+        self.races.sort_by_key(|r| (r.second.id, r.first.id));
+        self.races.dedup_by_key(|r| r.second.id);
+    }
+
+    /// Exit status following diff(1): 0 without races, 1 with.
+    pub fn exit_code(&self) -> i32 {
+        if self.race_count() == 0 { 0 } else { 1 }
+    }
+
+    /// The report as the JSON object of the output contract.
+    pub fn to_json(&self, names: &Names) -> Value {
+        serde_json::to_value(format::json_view(self, names)).expect("report serializes")
+    }
+
+    /// Print in `format` to `out` (`layout` shapes the text report).
+    pub fn write(
+        &self,
+        names: &Names,
+        format: OutputFormat,
+        layout: &Layout,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        if let Some(s) = &self.spill {
+            s.check()?;
+        }
+        match format {
+            OutputFormat::Json => format::write_json(self, names, out),
+            OutputFormat::Jsonl => format::write_jsonl(self, names, out),
+            OutputFormat::Csv => format::write_csv(self, names, out),
+            OutputFormat::Sarif => sarif::write(self, names, out),
+            OutputFormat::Text => text::write(self, names, layout, out),
+            OutputFormat::Summary => text::write_summary(self, names, out),
+        }
+    }
+}
+
+/// `s` with control characters escaped (`\n`, `\u{1b}`, ...), so a name read
+/// from a trace prints as one line and cannot drive the terminal.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return s.into();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn race(first: u32, second: u32, var: u32, loc: (u32, u32)) -> Race {
+        let a = |id, loc, op| Access {
+            id,
+            thread: id % 2,
+            op,
+            loc,
+        };
+        Race {
+            first: a(first, loc.0, Op::Write),
+            second: a(second, loc.1, Op::Read),
+            variable: var,
+        }
+    }
+
+    #[test]
+    fn spilled_and_collected_reports_read_back_the_same_races() {
+        let races: Vec<Race> = (0..1000)
+            .map(|i| race(2 * i, 2 * i + 1, i % 7, (i % 3, 5)))
+            .collect();
+        let mut collected = Report::new("hb", "vc", None, 2000);
+        let mut spilled = Report::new("hb", "vc", None, 2000);
+        spilled.spill_races().unwrap();
+        for r in &races {
+            collected.push(*r);
+            spilled.push(*r);
+        }
+        collected.normalize();
+        spilled.normalize();
+        assert!(spilled.races.is_empty() && spilled.is_spilled());
+        assert_eq!(spilled.race_count(), 1000);
+        let mut back = Vec::new();
+        spilled
+            .each_race(|r| {
+                back.push(*r);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(back, races);
+        assert_eq!(collected.tally().unwrap(), spilled.tally().unwrap());
+        assert_eq!(
+            collected.tally().unwrap(),
+            Tally {
+                racy_events: 1000,
+                racy_variables: 7,
+                location_pairs: 3
+            }
+        );
+    }
+
+    #[test]
+    fn printable_escapes_control_characters_only() {
+        assert_eq!(printable("f.java:7"), "f.java:7");
+        assert_eq!(printable("a\nb\u{1b}[31m\r"), "a\\nb\\u{1b}[31m\\r");
+        assert_eq!(printable("naïve"), "naïve");
+    }
+}
