@@ -74,8 +74,11 @@ pub struct Report {
     pub relation: String,
     /// Engine name.
     pub engine: String,
-    /// Window K, or None for the whole trace.
+    /// Window K bounding CP's reasoning (rule (w)), or None: exact (and for
+    /// every relation other than CP).
     pub window: Option<u64>,
+    /// Only pairs less than this many events apart are reported (None: all).
+    pub max_distance: Option<u64>,
     /// Events in the trace.
     pub events: u64,
     /// One witness per racy event, ordered by the racy (second) event.
@@ -165,6 +168,7 @@ impl Report {
             relation: &self.relation,
             engine: &self.engine,
             window: self.window,
+            max_distance: self.max_distance,
             events: self.events,
             racy_events: self.racy_events(),
             races: JsonRaces {
@@ -246,7 +250,10 @@ impl Report {
         for n in &self.notes {
             writeln!(out, "note: {n}")?;
         }
-        let window = self.window.map_or("none".to_string(), |k| k.to_string());
+        let mut window = self.window.map_or("none".to_string(), |k| k.to_string());
+        if let Some(d) = self.max_distance {
+            window.push_str(&format!(", max distance {d}"));
+        }
         writeln!(
             out,
             "SUMMARY: {} racy events, {} racy variables, {} location pairs ({} {}, window {window}, {} events)",
@@ -284,6 +291,7 @@ struct JsonReport<'a> {
     relation: &'a str,
     engine: &'a str,
     window: Option<u64>,
+    max_distance: Option<u64>,
     events: u64,
     racy_events: Vec<EventId>,
     races: JsonRaces<'a>,

@@ -67,14 +67,22 @@ pub struct CpInput {
     pub lock_acq: Vec<Vec<(u32, u32)>>,
     /// Seed base edges `(a, r)` (target slot, source slot) with their rule.
     pub seeds: Vec<(u32, u32, Rule)>,
-    /// The window K (None: exact CP).
+    /// The window K (None: exact CP, also for a K at least the trace length).
     pub window: Option<u64>,
+}
+
+/// The window that decides the same as `window` on a trace of `len` events:
+/// a K of at least the trace length separates no two events by K or more, so
+/// it is no window (and no arithmetic below ever adds a huge K to an event).
+pub fn effective_window(window: Option<u64>, len: usize) -> Option<u64> {
+    window.filter(|&k| k < len as u64)
 }
 
 impl CpInput {
     /// Build the inputs; `extra_hard` are additional hard edges given as event
     /// pairs (used by `--order-races`).
     pub fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
+        let window = effective_window(window, trace.len());
         let facts = Facts::new(trace);
         let extra_events: Vec<u32> = extra_hard.iter().flat_map(|&(a, b)| [a, b]).collect();
         let sync = SyncPoints::new(trace, &facts, &extra_events);
@@ -248,9 +256,9 @@ impl CpInput {
         for &(last, j) in &facts.join_edges {
             edges.push((slot(j), slot(last)));
         }
-        for &(e1, e2) in extra {
-            edges.push((slot(e2), slot(e1)));
-        }
+        // Ordered races are kept whatever their span: HB need not order their
+        // ends, so rule (w) does not imply the pairs they order.
+        let always: Vec<(u32, u32)> = extra.iter().map(|&(e1, e2)| (slot(e2), slot(e1))).collect();
         let nt = trace.num_threads();
         let mut last_write: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         for (i, ev) in trace.events.iter().enumerate() {
@@ -278,6 +286,8 @@ impl CpInput {
                 self.seeds.push((a, r, Rule::Hard));
             }
         }
+        self.seeds
+            .extend(always.into_iter().map(|(a, r)| (a, r, Rule::Hard)));
     }
 
     /// Window rule for rule (b): CS1 before CS2 on the same lock always has

@@ -64,8 +64,20 @@ pub fn compute(trace: &Trace, window: Option<u64>, extra: &[(EventId, EventId)])
     }
 }
 
-/// Run the `datalog` engine on `trace`.
+/// Run the `datalog` engine on `trace`, reporting every racy pair however far
+/// apart (the window bounds CP's reasoning, not the report).
 pub fn analyze(trace: &Trace, window: Option<u64>, reporting: Reporting) -> Report {
+    analyze_within(trace, window, None, reporting)
+}
+
+/// [`analyze`], reporting only pairs less than `max_distance` events apart
+/// (`--max-distance`; the CP paper's report is `max_distance = window`).
+pub fn analyze_within(
+    trace: &Trace,
+    window: Option<u64>,
+    max_distance: Option<u64>,
+    reporting: Reporting,
+) -> Report {
     let started = Instant::now();
     let mut extra: Vec<(EventId, EventId)> = Vec::new();
     let mut ordered_races = Vec::new();
@@ -79,6 +91,7 @@ pub fn analyze(trace: &Trace, window: Option<u64>, reporting: Reporting) -> Repo
             trace,
             &result.input,
             &base,
+            max_distance,
             first_only && reporting == Reporting::FirstRace,
         );
         if reporting != Reporting::OrderRaces {
@@ -101,6 +114,7 @@ pub fn analyze(trace: &Trace, window: Option<u64>, reporting: Reporting) -> Repo
         }
     };
     let mut report = Report::new("cp", "datalog", window, trace.len() as u64);
+    report.max_distance = max_distance;
     report.races = if reporting == Reporting::OrderRaces {
         ordered_races
     } else {
