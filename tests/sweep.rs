@@ -291,7 +291,7 @@ fn recommendation_sentences() {
         threads: 4,
         locks: 2,
         vars: 3,
-        seed: 11,
+        seed: 13,
         ..Config::default()
     });
     // A single window: recommended, with a caveat.
@@ -303,10 +303,14 @@ fn recommendation_sentences() {
             .unwrap()
             .contains("the only window swept")
     );
-    // Windows 1 (never pairs anything) and none: growth up to the end.
+    // Windows 1 (CP is then exactly HB: every pair is 1 or more apart) and
+    // none: growth up to the end.
     let s = sweep::run(&t, &[Some(1), None], &mut |_| {}).unwrap();
-    assert_eq!(s.rows[0].racy_events, 0);
-    assert!(s.rows[1].racy_events > 0, "seed 11 should have races");
+    assert_eq!(s.rows[0].racy_events, s.bound("hb").unwrap().racy_events);
+    assert!(
+        s.rows[1].racy_events > s.rows[0].racy_events,
+        "seed 13: exact CP should find races HB misses"
+    );
     assert!(s.rows[1].recommended);
     let text = s.recommendation.unwrap();
     assert!(
