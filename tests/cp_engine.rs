@@ -95,7 +95,12 @@ fn windows_at_least_the_trace_length_are_no_window() {
                 );
             }
             let reference = cprace::reference::cp::analyze(&t, Some(k)).expect("small trace");
-            assert_eq!(reference.racy_events(), exact.racy_events(), "seed {} K={k}", cfg.seed);
+            assert_eq!(
+                reference.racy_events(),
+                exact.racy_events(),
+                "seed {} K={k}",
+                cfg.seed
+            );
         }
     }
 }
@@ -129,11 +134,19 @@ fn datalog_matches_definition_on_generated_traces() {
             assert_eq!(got, want, "seed {} window {k:?}\n{}", cfg.seed, dump(&t));
         }
         // Reporting distances, with and without a window.
-        for (k, d) in [(Some(3), Some(3)), (Some(6), Some(2)), (None, Some(5)), (Some(2), Some(9))] {
+        for (k, d) in [
+            (Some(3), Some(3)),
+            (Some(6), Some(2)),
+            (None, Some(5)),
+            (Some(2), Some(9)),
+        ] {
             let got = analyze_within(&t, k, d, Reporting::All);
             let cp = oracle::cp_matrix(&t, k);
             assert_eq!(
-                got.races.iter().map(|r| (r.first.id, r.second.id)).collect::<Vec<_>>(),
+                got.races
+                    .iter()
+                    .map(|r| (r.first.id, r.second.id))
+                    .collect::<Vec<_>>(),
                 oracle::witnesses(&t, &cp, d),
                 "seed {} window {k:?} distance {d:?}\n{}",
                 cfg.seed,
@@ -147,10 +160,15 @@ fn datalog_matches_definition_on_generated_traces() {
 fn datalog_matches_crepe_reference_on_generated_traces() {
     for cfg in configs() {
         let t = trace(&cfg);
-        for (k, d) in [(None, None), (Some(2), None), (Some(5), None), (Some(12), None), (Some(5), Some(5))] {
+        for (k, d) in [
+            (None, None),
+            (Some(2), None),
+            (Some(5), None),
+            (Some(12), None),
+            (Some(5), Some(5)),
+        ] {
             let fast = analyze_within(&t, k, d, Reporting::All);
-            let reference =
-                cprace::reference::cp::analyze_within(&t, k, d).expect("small trace");
+            let reference = cprace::reference::cp::analyze_within(&t, k, d).expect("small trace");
             if let Err(diff) = cprace::reference::compare(&fast, &reference) {
                 panic!("seed {} window {k:?}: {diff}\n{}", cfg.seed, dump(&t));
             }
@@ -219,4 +237,27 @@ fn first_race_and_order_races_follow_the_paper() {
         ordered_some > 20,
         "order-races changed the reports in only {ordered_some} runs"
     );
+}
+
+#[test]
+fn races_stream_in_trace_order_through_the_callback() {
+    for cfg in configs().take(300) {
+        let t = trace(&cfg);
+        for (k, d) in [(None, None), (Some(4), None), (Some(6), Some(6))] {
+            for reporting in [Reporting::All, Reporting::FirstRace, Reporting::OrderRaces] {
+                let collected = analyze_within(&t, k, d, reporting);
+                let mut streamed = Vec::new();
+                let report =
+                    cprace::cp::analyze_into(&t, k, d, reporting, &mut |r| streamed.push(r));
+                assert!(report.races.is_empty(), "races went to the callback");
+                assert!(
+                    streamed.windows(2).all(|w| w[0].second.id < w[1].second.id),
+                    "seed {}: races out of order",
+                    cfg.seed
+                );
+                assert_eq!(streamed, collected.races, "seed {} {reporting:?}", cfg.seed);
+                assert_eq!(report.stats["cp_pairs"], collected.stats["cp_pairs"]);
+            }
+        }
+    }
 }

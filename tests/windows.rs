@@ -109,7 +109,16 @@ fn huge_windows_are_none_in_query() {
         let pair = format!("{a},{b}");
         let ask = |w: &str| {
             let (_, j) = json(&[
-                "query", &f, "--relation", "cp", "--pair", &pair, "--window", w, "--format", "json",
+                "query",
+                &f,
+                "--relation",
+                "cp",
+                "--pair",
+                &pair,
+                "--window",
+                w,
+                "--format",
+                "json",
             ]);
             (j["ordered"].clone(), j["hb_ordered"].clone())
         };
@@ -134,7 +143,14 @@ fn max_distance_limits_reports_for_every_relation() {
         for engine in engines {
             let run = |extra: &[&str]| {
                 let mut a = vec![
-                    "analyze", &f, "--relation", relation, "--engine", engine, "--format", "json",
+                    "analyze",
+                    &f,
+                    "--relation",
+                    relation,
+                    "--engine",
+                    engine,
+                    "--format",
+                    "json",
                 ];
                 a.extend(extra);
                 json(&a).1
@@ -201,6 +217,9 @@ fn cp_default_window_never_hides_an_hb_race() {
         };
         let (hb, cp) = (racy("hb"), racy("cp"));
         assert!(!hb.is_empty());
-        assert!(hb.iter().all(|e| cp.binary_search(e).is_ok()), "seed {seed}");
+        assert!(
+            hb.iter().all(|e| cp.binary_search(e).is_ok()),
+            "seed {seed}"
+        );
     }
 }
