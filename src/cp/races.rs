@@ -1,7 +1,7 @@
 //! The final pass: CP clocks at every event, and the race check.
 //!
 //! The CP clock `C(y)` is the join of `V_hb(r)` over base edges `(r, a)` with
-//! `a <=HB y`, so it flows along HB edges exactly like an HB clock, except that
+//! `a <=HBv y`, so it flows along HBv edges exactly like an HBv clock, except that
 //! a base edge injects the HB clock of its source (CP is not reflexive: a
 //! thread's own events never enter its CP clock by program order alone).
 //! Access `e1` is CP-before `e2` iff `C(e2)[thread(e1)] >= local(e1)`.
@@ -15,7 +15,7 @@
 //! only limits which unordered pairs are reported.
 
 use super::input::CpInput;
-use super::sync::{Clocks, NONE, join_into};
+use super::sync::{Clocks, NONE, VolatileOrder, join_into};
 use crate::history::AccessHistory;
 use crate::report::Race;
 use crate::trace::{EventId, Trace};
@@ -94,7 +94,7 @@ pub fn race_pass_with(
     }
     drop(fill);
     let mut counter = PairCounter::new(input);
-    let mut clocks = Clocks::new(trace, false);
+    let mut clocks = Clocks::with_order(trace, false, VolatileOrder::Conflicting);
     let mut cp_clocks = Vec::new();
     if opts.keep_clocks {
         cp_clocks.reserve(sync.len() * nt);
