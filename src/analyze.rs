@@ -146,6 +146,10 @@ fn analyze_path_unstamped(path: &Path, opts: &Options) -> Result<(Report, Names)
     // Check the engine before reading a possibly huge file.
     let engine = engine(opts)?;
     let (window, format) = (opts.distance(), opts.input_format);
+    crate::progress::phase(format!(
+        "{} {engine}: loading and analysing in one pass",
+        opts.relation.name()
+    ));
     match (opts.relation, engine) {
         (Relation::Po, _) => {
             let mut po = ProgramOrder::new(window);
@@ -167,6 +171,7 @@ fn analyze_path_unstamped(path: &Path, opts: &Options) -> Result<(Report, Names)
 /// Analyse a loaded trace.
 pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
     let engine = engine(opts)?;
+    crate::progress::phase(format!("{} {engine}: analysing", opts.relation.name()));
     let (window, distance) = (opts.reasoning_window(), opts.distance());
     Ok(opts.stamp(match (opts.relation, engine) {
         (Relation::Po, _) => {

@@ -74,6 +74,9 @@ pub struct CpInput {
     pub seeds: Vec<(u32, u32, Rule)>,
     /// The window K (None: exact CP, also for a K at least the trace length).
     pub window: Option<u64>,
+    /// Ordered races (`--order-races`) as `(target, source)` slots, sorted:
+    /// edges of the order CP composes with, so CP clocks flow along them.
+    pub extra_edges: Vec<(u32, u32)>,
 }
 
 /// The window that decides the same as `window` on a trace of `len` events:
@@ -89,8 +92,9 @@ impl CpInput {
     pub fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
         let window = effective_window(window, trace.len());
         let facts = Facts::new(trace);
-        let extra_events: Vec<u32> = extra_hard.iter().flat_map(|&(a, b)| [a, b]).collect();
-        let sync = SyncPoints::with_order(trace, &facts, &extra_events, VolatileOrder::Conflicting);
+        // Ordered races are hard edges: CP composes with HBv plus them (the
+        // paper's restricted trace), or CP would lose transitivity through them.
+        let sync = SyncPoints::with_order(trace, &facts, extra_hard, VolatileOrder::Conflicting);
         let slot = |e: u32| sync.slot(e).expect("boundary events are sync points");
         let mut by_lock: Vec<Vec<u32>> = vec![Vec::new(); trace.num_locks()];
         let sections: Vec<Section> = facts
@@ -140,7 +144,15 @@ impl CpInput {
             by_lock,
             seeds: Vec::new(),
             window,
+            extra_edges: Vec::new(),
         };
+        let slot = |e: u32| input.sync.slot(e).expect("ordered races are sync points");
+        let mut extra_edges: Vec<(u32, u32)> = extra_hard
+            .iter()
+            .map(|&(a, b)| (slot(b), slot(a)))
+            .collect();
+        extra_edges.sort_unstable();
+        input.extra_edges = extra_edges;
         input.seed_rule_a(trace);
         input.seed_hard(trace, &facts, extra_hard);
         input.seed_window();

@@ -53,8 +53,10 @@ pub struct CpResult {
 /// Compute the CP base relation of `trace` under `window` with `extra` hard edges.
 pub fn compute(trace: &Trace, window: Option<u64>, extra: &[(EventId, EventId)]) -> CpResult {
     let t0 = Instant::now();
+    crate::progress::phase("cp datalog: building inputs");
     let input = CpInput::new(trace, window, extra);
     let t1 = Instant::now();
+    crate::progress::phase("cp datalog: fixpoint");
     let fp = input.fixpoint();
     CpResult {
         seconds_input: (t1 - t0).as_secs_f64(),
@@ -114,6 +116,7 @@ pub fn analyze_into(
         let result = compute(trace, window, &extra);
         rounds_total += result.rounds;
         let base: Vec<(u32, u32)> = result.base.iter().map(|&(a, r, _)| (a, r)).collect();
+        crate::progress::phase("cp datalog: race pass");
         if reporting != Reporting::OrderRaces {
             let pass = races::race_pass_with(trace, &result.input, &base, opts, on_race);
             break (result, pass);

@@ -96,7 +96,9 @@ pub fn race_pass_with(
     let mut counter = PairCounter::new(input);
     let mut clocks = Clocks::with_order(trace, false, VolatileOrder::Conflicting);
     let mut cp_clocks = Vec::new();
-    if opts.keep_clocks {
+    // Ordered races (`--order-races`) inject the CP clock of their source.
+    let keep_clocks = opts.keep_clocks || !input.extra_edges.is_empty();
+    if keep_clocks {
         cp_clocks.reserve(sync.len() * nt);
     }
     let mut history = AccessHistory::new(opts.max_distance);
@@ -116,9 +118,21 @@ pub fn race_pass_with(
         } else {
             &[][..]
         };
+        // Ordered races are edges of the composition order too: the CP
+        // clock of their source flows into their target.
+        let ordered = if is_point {
+            let lo = input.extra_edges.partition_point(|e| e.0 < slot as u32);
+            let hi = input.extra_edges.partition_point(|e| e.0 <= slot as u32);
+            &input.extra_edges[lo..hi]
+        } else {
+            &[][..]
+        };
         let (clock, local) = clocks.step(ev, |c| {
             for &r in incoming {
                 join_into(c, sync.clock(r));
+            }
+            for &(_, r) in ordered {
+                join_into(c, &cp_clocks[r as usize * nt..(r as usize + 1) * nt]);
             }
         });
         let hb_slot = last_slot[ev.thread as usize];
@@ -140,7 +154,7 @@ pub fn race_pass_with(
         }
         if is_point {
             counter.count(slot as u32, clock);
-            if opts.keep_clocks {
+            if keep_clocks {
                 cp_clocks.extend_from_slice(clock);
             }
             slot += 1;

@@ -49,15 +49,29 @@ impl SyncPoints {
     /// Collect the points of `trace` (plus `extra` events, e.g. ordered races)
     /// and compute their HB clocks in one pass.
     pub fn new(trace: &Trace, facts: &Facts, extra: &[EventId]) -> SyncPoints {
-        Self::with_order(trace, facts, extra, VolatileOrder::WriteRead)
+        Self::build(trace, facts, extra, VolatileOrder::WriteRead, &[])
     }
 
-    /// [`SyncPoints::new`] with clocks following the volatile edges of `order`.
+    /// [`SyncPoints::new`] with clocks following the volatile edges of `order`
+    /// and the `edges` `(e1, e2)`, `e1 < e2` (ordered races of
+    /// `--order-races`: hard edges, so the clocks flow along them too; their
+    /// ends become points).
     pub fn with_order(
+        trace: &Trace,
+        facts: &Facts,
+        edges: &[(EventId, EventId)],
+        order: VolatileOrder,
+    ) -> SyncPoints {
+        let extra: Vec<EventId> = edges.iter().flat_map(|&(a, b)| [a, b]).collect();
+        Self::build(trace, facts, &extra, order, edges)
+    }
+
+    fn build(
         trace: &Trace,
         facts: &Facts,
         extra: &[EventId],
         order: VolatileOrder,
+        edges: &[(EventId, EventId)],
     ) -> SyncPoints {
         let n = trace.len();
         let mut is_point = vec![false; n];
@@ -95,8 +109,22 @@ impl SyncPoints {
             order,
         };
         let mut hb = Clocks::with_order(trace, true, order);
+        let mut into: Vec<(EventId, EventId)> = edges.iter().map(|&(a, b)| (b, a)).collect();
+        into.sort_unstable();
+        let mut next_edge = 0;
         for (i, ev) in trace.events.iter().enumerate() {
-            let (clock, local) = hb.step(ev, |_| {});
+            let sources =
+                next_edge..into[next_edge..].partition_point(|e| e.0 <= i as EventId) + next_edge;
+            next_edge = sources.end;
+            let (clock, local) = hb.step(ev, |c| {
+                for &(_, src) in &into[sources] {
+                    let s = sp
+                        .events
+                        .binary_search(&src)
+                        .expect("edge sources are points");
+                    join_into(c, &sp.hb[s * nt..(s + 1) * nt]);
+                }
+            });
             if is_point[i] {
                 sp.events.push(i as EventId);
                 sp.thread.push(ev.thread);

@@ -94,10 +94,16 @@ pub fn cp_matrix(t: &Trace, window: Option<u64>) -> Vec<Vec<bool>> {
     cp_matrix_with(t, window, &[])
 }
 
-/// [`cp_matrix`] with extra hard CP edges (`--order-races`).
+/// [`cp_matrix`] with extra hard edges (`--order-races`): CP edges, and
+/// edges of the order CP composes with (HBv plus them, closed), as the CP
+/// paper's restricted trace hard-orders its reported races.
 pub fn cp_matrix_with(t: &Trace, window: Option<u64>, extra: &[(usize, usize)]) -> Vec<Vec<bool>> {
     let n = t.len();
-    let hb = hbv_matrix(t);
+    let mut hb = hbv_matrix(t);
+    for &(x, y) in extra {
+        hb[x][y] = true;
+    }
+    close(&mut hb);
     let f = Facts::new(t);
     let mut cp = vec![vec![false; n]; n];
     for &(x, y) in f.fork_edges.iter().chain(&f.join_edges) {
