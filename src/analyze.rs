@@ -56,8 +56,11 @@ pub struct Options {
     pub relation: Relation,
     /// Engine name; None picks the relation's default.
     pub engine: Option<String>,
-    /// Window K (None: whole trace).
+    /// Window K bounding CP's reasoning (rule (w); None: exact CP). On the
+    /// other relations it is an alias of `max_distance` (as `--window` is).
     pub window: Option<u64>,
+    /// Report only pairs less than this many events apart (None: all).
+    pub max_distance: Option<u64>,
     /// Input format (None: detect).
     pub input_format: Option<Format>,
     /// Which races to report (CP).
@@ -74,6 +77,7 @@ impl Options {
             relation,
             engine: None,
             window: default_window(relation),
+            max_distance: None,
             input_format: None,
             reporting: Reporting::All,
             spill: false,
@@ -111,6 +115,33 @@ fn engine(opts: &Options) -> Result<&str> {
     Ok(engine)
 }
 
+impl Options {
+    /// The reporting distance: `max_distance`, or on relations other than CP
+    /// the `window` it aliases.
+    pub fn distance(&self) -> Option<u64> {
+        match self.relation {
+            Relation::Cp => self.max_distance,
+            _ => self.max_distance.or(self.window),
+        }
+    }
+
+    /// The reasoning window: CP's K; no other relation has one.
+    pub fn reasoning_window(&self) -> Option<u64> {
+        match self.relation {
+            Relation::Cp => self.window,
+            _ => None,
+        }
+    }
+
+    /// Record in `report` the window and reporting distance it was made with
+    /// (engines of the other relations see the distance as their `window`).
+    fn stamp(&self, mut report: Report) -> Report {
+        report.window = self.reasoning_window();
+        report.max_distance = self.distance();
+        report
+    }
+}
+
 /// Analyse the trace at `path`. Streaming engines never load the whole trace.
 /// Every report's `seconds` counter is an object of phases and `total`, in
 /// seconds; engines without phases get `total` (loading included, as a
@@ -124,13 +155,13 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
             serde_json::json!({"total": started.elapsed().as_secs_f64()}),
         );
     }
-    Ok((report, names))
+    Ok((opts.stamp(report), names))
 }
 
 fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> {
     // Check the engine before reading a possibly huge file.
     let engine = engine(opts)?;
-    let (window, format) = (opts.window, opts.input_format);
+    let (window, format) = (opts.distance(), opts.input_format);
     crate::progress::phase(format!(
         "{} {engine}: loading and analysing in one pass",
         opts.relation.name()
@@ -161,20 +192,21 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
 pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
     let engine = engine(opts)?;
     crate::progress::phase(format!("{} {engine}: analysing", opts.relation.name()));
-    Ok(match (opts.relation, engine) {
+    let (window, distance) = (opts.reasoning_window(), opts.distance());
+    Ok(opts.stamp(match (opts.relation, engine) {
         (Relation::Po, _) => {
-            let mut po = ProgramOrder::new(opts.window);
+            let mut po = ProgramOrder::new(distance);
             for (i, ev) in t.events.iter().enumerate() {
                 po.event(i as u32, ev);
             }
             po.finish()
         }
-        (Relation::Hb, "reference") => crate::reference::hb::analyze(t, opts.window)?,
-        (Relation::Hb, "datalog") => crate::cp::hb_closure::analyze(t, opts.window),
-        (Relation::Hb | Relation::Lockset, _) => crate::hb::hb_trace(engine, opts.window, t)?,
-        (Relation::Cp, "reference") => crate::reference::cp::analyze(t, opts.window)?,
+        (Relation::Hb, "reference") => crate::reference::hb::analyze(t, distance)?,
+        (Relation::Hb, "datalog") => crate::cp::hb_closure::analyze(t, distance),
+        (Relation::Hb | Relation::Lockset, _) => crate::hb::hb_trace(engine, distance, t)?,
+        (Relation::Cp, "reference") => crate::reference::cp::analyze_within(t, window, distance)?,
         (Relation::Cp, "compare") => compare_cp(t, opts)?,
-        (Relation::Cp, _) => crate::cp::analyze(t, opts.window, opts.reporting),
+        (Relation::Cp, _) => crate::cp::analyze_within(t, window, distance, opts.reporting),
         (Relation::Wcp, "reference") => {
             if t.len() > crate::wcp::reference::MAX_EVENTS {
                 bail!(crate::UsageError(format!(
@@ -184,17 +216,17 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
                     t.len()
                 )));
             }
-            crate::wcp::reference::analyze(t, opts.window)
+            crate::wcp::reference::analyze(t, distance)
         }
-        (Relation::Wcp, _) => crate::wcp::vc::analyze(t, opts.window),
-    })
+        (Relation::Wcp, _) => crate::wcp::vc::analyze(t, distance),
+    }))
 }
 
 /// `--engine compare`: run `datalog` and `reference` and fail with exit code 3
 /// naming the first differing event, like polonius' Compare mode.
 fn compare_cp(t: &Trace, opts: &Options) -> Result<Report> {
-    let fast = crate::cp::analyze(t, opts.window, opts.reporting);
-    let reference = crate::reference::cp::analyze(t, opts.window)?;
+    let fast = crate::cp::analyze_within(t, opts.window, opts.max_distance, opts.reporting);
+    let reference = crate::reference::cp::analyze_within(t, opts.window, opts.max_distance)?;
     if let Err(diff) = crate::reference::compare(&fast, &reference) {
         bail!(crate::ExitStatus(3, format!("CP engines disagree: {diff}")));
     }

@@ -184,9 +184,17 @@ pub enum Command {
     ///
     /// An access e2 (data read or write) is racy when some earlier access e1 of
     /// another thread to the same variable, at least one a write, is not ordered
-    /// before e2 by the relation. With a window K only pairs less than K events
-    /// apart (e2 - e1 < K) are checked; K counts events of the input trace. Each
-    /// racy event gets one witness: the latest such e1.
+    /// before e2 by the relation. Every pair is checked; --max-distance D
+    /// reports only pairs less than D events apart (e2 - e1 < D). Each racy
+    /// event gets one witness: the latest such e1.
+    ///
+    /// --window K bounds CP's reasoning, not the report: HB-ordered events K
+    /// or more apart are CP-ordered (the CP paper's rule (w)), so a pair K or
+    /// more apart is a CP race exactly when HB (with CP's volatile edges)
+    /// leaves it unordered; HB's races are never hidden. K counts events of
+    /// the input trace; a K of at least the trace length is no window. The CP
+    /// paper's report is `--window K --max-distance K`. On hb, wcp, lockset
+    /// and po, --window is an alias of --max-distance.
     ///
     /// Relations (engines, default first; names are case-insensitive, so
     /// RAPID's `CP`, `HB`, `WCP` work):
@@ -256,10 +264,14 @@ pub enum Command {
         /// Engine computing the relation (the relation's default when omitted).
         #[arg(long)]
         engine: Option<String>,
-        /// Window K: only accesses less than K events apart are paired; `none`
-        /// checks the whole trace.
+        /// cp: window K of the reasoning (default 1000; `none`: exact CP).
+        /// Other relations: an alias of --max-distance.
         #[arg(long, value_parser = parse_window)]
         window: Option<Window>,
+        /// Report only pairs less than D events apart (`none`: all, the
+        /// default), for every relation.
+        #[arg(long, value_parser = parse_window)]
+        max_distance: Option<Window>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
@@ -308,23 +320,25 @@ pub enum Command {
     /// Choose a window: run windowed CP once per K and tabulate the races
     ///
     /// Loads the trace once, then runs CP with each window K of --windows and
-    /// prints one row per K (ascending, `none` last), then the bound rows:
-    ///   window          K, or `none` (whole trace); `hb`/`wcp` for the bounds
+    /// prints one row per K (ascending, `none` last), then the bound rows.
+    /// Each row is `analyze --relation cp --window K`: K bounds CP's
+    /// reasoning and every pair is checked (a pair K or more apart races
+    /// exactly when HB leaves it unordered), so rows rise from exact HB
+    /// towards exact CP as K grows. Columns:
+    ///   window          K, or `none` (exact CP); `hb`/`wcp` for the bounds
     ///   relation        relation and engine of the row
-    ///   racy events     events with an earlier conflicting access (less than
-    ///                   K events before) that the relation leaves unordered
+    ///   racy events     events with an earlier conflicting access that the
+    ///                   relation leaves unordered
     ///   racy vars       distinct variables of those races
     ///   loc pairs       distinct (unordered) location pairs of the witnesses
-    ///   HB racy         HB racy events at the same window (HB races within K
-    ///                   are always CP races within K)
-    ///   new vs HB       racy events of the row that HB misses at that window:
-    ///                   what CP's prediction adds
-    ///   time            wall-clock time of the row's run (HB comparison not
-    ///                   included)
+    ///   HB racy         racy events of exact HB (always CP racy events too)
+    ///   new vs HB       racy events of the row that HB misses: what CP's
+    ///                   prediction adds
+    ///   time            wall-clock time of the row's run
     ///   peak memory     most heap the run held at once, above the loaded trace
-    /// The bound rows run without a window: `hb` is exact HB (the lower bound
-    /// of exact CP), `wcp` exact WCP (the upper bound of every CP row). CP racy
-    /// events never shrink as K grows.
+    /// The bound rows are exact: `hb` is exact HB (the lower bound of every CP
+    /// row), `wcp` exact WCP (the upper bound of every CP row). CP racy events
+    /// never shrink as K grows.
     ///
     /// Recommendation: the smallest K after which racy events stop growing
     /// within the sweep, with the evidence, e.g.
@@ -579,6 +593,7 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
             relation,
             engine,
             window,
+            max_distance,
             format,
             input_format,
             first_race,
@@ -593,11 +608,25 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
             } else {
                 crate::cp::Reporting::All
             };
-            let window = window.map_or(analyze::default_window(relation), |w| w.0);
+            let (window, max_distance) = match (relation, window, max_distance) {
+                (Relation::Cp, w, d) => (
+                    w.map_or(analyze::default_window(relation), |w| w.0),
+                    d.and_then(|d| d.0),
+                ),
+                (_, Some(_), Some(_)) => {
+                    return Err(crate::UsageError(format!(
+                        "on --relation {}, --window is an alias of --max-distance; give one of them",
+                        relation.name()
+                    ))
+                    .into());
+                }
+                (_, w, d) => (None, w.or(d).and_then(|d| d.0)),
+            };
             let opts = Options {
                 relation,
                 engine,
                 window,
+                max_distance,
                 input_format,
                 reporting,
                 spill: format.streams(),

@@ -55,6 +55,19 @@ impl AccessHistory {
         clock: u32,
         mut ordered: impl FnMut(ThreadId, u32) -> bool,
     ) -> Option<Race> {
+        self.access_at(id, ev, clock, |t, c, _| ordered(t, c))
+    }
+
+    /// [`AccessHistory::access`] whose `ordered(t, c, e1)` also gets the
+    /// earlier access's event id (windowed CP decides pairs K or more apart
+    /// with a different clock than closer ones).
+    pub fn access_at(
+        &mut self,
+        id: EventId,
+        ev: &Event,
+        clock: u32,
+        mut ordered: impl FnMut(ThreadId, u32, EventId) -> bool,
+    ) -> Option<Race> {
         debug_assert!(ev.op.is_access());
         let v = ev.target as usize;
         if self.vars.len() <= v {
@@ -72,7 +85,7 @@ impl AccessHistory {
                     let near = self.window.is_none_or(|k| ((id - s.id) as u64) < k);
                     if near
                         && best.is_none_or(|(b, _, _)| s.id > b.id)
-                        && !ordered(e.thread, s.clock)
+                        && !ordered(e.thread, s.clock, s.id)
                     {
                         best = Some((s, e.thread, op));
                     }

@@ -1,12 +1,13 @@
 //! `cprace sweep`: windowed CP once per window K, with HB and WCP as bounds.
 //!
-//! The trace is loaded once; each row is one CP run at one window. Every row
-//! also carries HB at the same window, because that is the comparison the laws
-//! make (HB races within K ⊆ CP races within K): `new_vs_hb` counts the CP racy
-//! events HB misses at that window. The bound rows (`hb`, `wcp`) are the exact
-//! relations with no window: exact HB is the lower bound of exact CP, WCP the
-//! upper bound of every CP row. The recommended window is the smallest K after
-//! which CP's racy events stop growing within the sweep.
+//! The trace is loaded once; each row is `analyze --relation cp --window K`:
+//! the window bounds CP's reasoning (rule (w)) and every pair is checked, so
+//! the rows rise from exact HB towards exact CP as K grows (HB races ⊆
+//! windowed-CP races ⊆ exact-CP races). Every row carries exact HB for
+//! comparison: `new_vs_hb` counts the row's racy events HB misses. The bound
+//! rows (`hb`, `wcp`) are the exact relations: exact HB the lower bound of
+//! every CP row, WCP the upper bound. The recommended window is the smallest
+//! K after which CP's racy events stop growing within the sweep.
 
 use std::io::Write;
 use std::time::Instant;
@@ -127,9 +128,9 @@ pub struct Row {
     pub racy_variables: u64,
     /// Number of distinct (unordered) location pairs of the witnesses.
     pub location_pairs: u64,
-    /// Racy events of HB at the same window.
+    /// Racy events of exact HB.
     pub hb_racy_events: u64,
-    /// Racy events of this row that are not HB racy events at the same window.
+    /// Racy events of this row that are not HB racy events.
     pub new_vs_hb: u64,
     /// Wall-clock seconds of this row's run (the HB comparison not included):
     /// the median of [`Row::seconds_runs`].
@@ -226,7 +227,7 @@ impl Sweep {
 /// What a progress display is told before each run.
 #[derive(Clone, Debug)]
 pub struct Progress {
-    /// What runs now, e.g. `cp K=1000` or `hb K=none`.
+    /// What runs now, e.g. `cp K=1000` or `hb`.
     pub what: String,
     /// Runs finished so far.
     pub done: usize,
@@ -328,10 +329,9 @@ pub fn run_repeated(
 ) -> Result<Sweep> {
     let events = t.len() as u64;
     let bounds = bounds();
-    // Runs: exact HB (first: it is the `hb` row and the comparison at none),
-    // then CP and HB per window (HB at none is reused), then the other bounds.
-    let hb_runs = windows.iter().filter(|w| w.is_some()).count();
-    let total = 1 + windows.len() + hb_runs + bounds.iter().filter(|b| b.1 != Relation::Hb).count();
+    // Runs: exact HB (first: it is the `hb` row and every row's comparison),
+    // then CP per window, then the other bounds.
+    let total = 1 + windows.len() + bounds.iter().filter(|b| b.1 != Relation::Hb).count();
     let mut done = 0;
     let mut step = |what: String, progress: &mut dyn FnMut(&Progress)| {
         progress(&Progress {
@@ -344,21 +344,13 @@ pub fn run_repeated(
         done += 1;
     };
 
-    step("hb K=none".into(), progress);
+    step("hb".into(), progress);
     let hb_exact = run_one(t, Relation::Hb, None, repeat)?;
 
     let mut rows = Vec::new();
     for &w in windows {
         step(format!("cp K={}", window_name(w)), progress);
         let cp = run_one(t, Relation::Cp, w, repeat)?;
-        let hb_racy = match w {
-            None => None,
-            Some(_) => {
-                step(format!("hb K={}", window_name(w)), progress);
-                Some(run_one(t, Relation::Hb, w, 1)?.racy)
-            }
-        };
-        let hb_racy = hb_racy.as_deref().unwrap_or(&hb_exact.racy);
         rows.push(Row {
             label: "cp",
             relation: Relation::Cp.name().into(),
@@ -367,8 +359,8 @@ pub fn run_repeated(
             racy_events: cp.racy.len() as u64,
             racy_variables: cp.racy_variables,
             location_pairs: cp.location_pairs,
-            hb_racy_events: hb_racy.len() as u64,
-            new_vs_hb: count_not_in(&cp.racy, hb_racy),
+            hb_racy_events: hb_exact.racy.len() as u64,
+            new_vs_hb: count_not_in(&cp.racy, &hb_exact.racy),
             seconds: cp.seconds,
             seconds_runs: cp.seconds_runs,
             peak_bytes: cp.peak_bytes,
@@ -381,7 +373,7 @@ pub fn run_repeated(
         let r = if relation == Relation::Hb {
             &hb_exact
         } else {
-            step(format!("{label} K=none"), progress);
+            step(label.to_string(), progress);
             owned = run_one(t, relation, None, repeat)?;
             &owned
         };
@@ -623,7 +615,7 @@ impl Sweep {
         )?;
         writeln!(
             out,
-            "HB racy: HB racy events at the same window; new vs HB: racy events HB misses there."
+            "HB racy: racy events of exact HB; new vs HB: racy events of the row HB misses."
         )?;
         if let Some(s) = &self.recommendation {
             writeln!(out, "{s} (marked *)")?;

@@ -5,7 +5,7 @@ mod common;
 
 use common::oracle;
 use common::traces::dump;
-use cprace::cp::{Reporting, analyze};
+use cprace::cp::{Reporting, analyze, analyze_within};
 use cprace::generate::{Config, trace};
 use cprace::trace::{Format, Trace, load_str};
 
@@ -17,8 +17,10 @@ fn engine_racy(t: &Trace, k: Option<u64>) -> Vec<u32> {
     analyze(t, k, Reporting::All).racy_events()
 }
 
+/// Racy events by Definition 2 with rule (w) for window `k`, every pair
+/// checked (a window bounds CP's reasoning, not the report).
 fn oracle_racy(t: &Trace, k: Option<u64>) -> Vec<u32> {
-    oracle::racy(t, &oracle::cp_matrix(t, k), k)
+    oracle::racy(t, &oracle::cp_matrix(t, k), None)
 }
 
 #[test]
@@ -42,13 +44,65 @@ fn conflicting_sections_order_by_rule_a() {
 }
 
 #[test]
-fn window_cuts_far_pairs_and_orders_conservatively() {
+fn window_orders_far_hb_pairs_and_max_distance_limits_the_report() {
     let t = csv(
         "T1,w,count,a\nT1,acq,this,b\nT1,r,radius,c\nT1,rel,this,d\nT2,acq,this,e\nT2,r,angle,f\nT2,rel,this,g\nT2,w,count,h\n",
     );
-    // Pair (0, 7) is 7 apart: outside K = 7, inside K = 8.
+    // Pair (0, 7) is 7 apart and HB-ordered: rule (w) orders it at K <= 7.
     assert_eq!(engine_racy(&t, Some(7)), Vec::<u32>::new());
     assert_eq!(engine_racy(&t, Some(8)), vec![7]);
+    // Reporting distance 7 drops the race, distance 8 keeps it.
+    let within = |k, d| analyze_within(&t, k, d, Reporting::All).racy_events();
+    assert_eq!(within(Some(8), Some(7)), Vec::<u32>::new());
+    assert_eq!(within(None, Some(8)), vec![7]);
+}
+
+#[test]
+fn far_pairs_unordered_by_hb_are_races_at_every_window() {
+    // Two writes of x 12 events apart with no synchronization between them:
+    // HB leaves them unordered, so every window reports the race.
+    let mut text = String::from("T1,w,x,a\n");
+    for _ in 0..5 {
+        text.push_str("T1,acq,l,b\nT1,rel,l,c\n");
+    }
+    text.push_str("T2,w,y,d\nT2,w,x,e\n");
+    let t = csv(&text);
+    for k in [1, 2, 5, 11, 12, 13, 1000, 1 << 63, u64::MAX] {
+        assert_eq!(engine_racy(&t, Some(k)), vec![12], "K = {k}");
+        assert_eq!(oracle_racy(&t, Some(k)), vec![12], "K = {k}");
+    }
+    // The CP paper's report (--window K --max-distance K) misses it for K <= 12.
+    let paper = |k| analyze_within(&t, Some(k), Some(k), Reporting::All).racy_events();
+    assert_eq!(paper(12), Vec::<u32>::new());
+    assert_eq!(paper(13), vec![12]);
+}
+
+#[test]
+fn windows_at_least_the_trace_length_are_no_window() {
+    for cfg in configs().take(300) {
+        let t = trace(&cfg);
+        let exact = analyze(&t, None, Reporting::All);
+        let n = t.len() as u64;
+        for k in [n, n + 1, 1 << 32, 1 << 63, u64::MAX - 1, u64::MAX] {
+            for d in [None, Some(k)] {
+                let got = analyze_within(&t, Some(k), d, Reporting::All);
+                assert_eq!(
+                    (got.races, got.stats["base_edges"].clone()),
+                    (exact.races.clone(), exact.stats["base_edges"].clone()),
+                    "seed {} K={k} D={d:?}\n{}",
+                    cfg.seed,
+                    dump(&t)
+                );
+            }
+            let reference = cprace::reference::cp::analyze(&t, Some(k)).expect("small trace");
+            assert_eq!(
+                reference.racy_events(),
+                exact.racy_events(),
+                "seed {} K={k}",
+                cfg.seed
+            );
+        }
+    }
 }
 
 fn configs() -> impl Iterator<Item = Config> {
@@ -79,6 +133,26 @@ fn datalog_matches_definition_on_generated_traces() {
             let want = oracle_racy(&t, k);
             assert_eq!(got, want, "seed {} window {k:?}\n{}", cfg.seed, dump(&t));
         }
+        // Reporting distances, with and without a window.
+        for (k, d) in [
+            (Some(3), Some(3)),
+            (Some(6), Some(2)),
+            (None, Some(5)),
+            (Some(2), Some(9)),
+        ] {
+            let got = analyze_within(&t, k, d, Reporting::All);
+            let cp = oracle::cp_matrix(&t, k);
+            assert_eq!(
+                got.races
+                    .iter()
+                    .map(|r| (r.first.id, r.second.id))
+                    .collect::<Vec<_>>(),
+                oracle::witnesses(&t, &cp, d),
+                "seed {} window {k:?} distance {d:?}\n{}",
+                cfg.seed,
+                dump(&t)
+            );
+        }
     }
 }
 
@@ -86,9 +160,15 @@ fn datalog_matches_definition_on_generated_traces() {
 fn datalog_matches_crepe_reference_on_generated_traces() {
     for cfg in configs() {
         let t = trace(&cfg);
-        for k in [None, Some(2), Some(5), Some(12)] {
-            let fast = analyze(&t, k, Reporting::All);
-            let reference = cprace::reference::cp::analyze(&t, k).expect("small trace");
+        for (k, d) in [
+            (None, None),
+            (Some(2), None),
+            (Some(5), None),
+            (Some(12), None),
+            (Some(5), Some(5)),
+        ] {
+            let fast = analyze_within(&t, k, d, Reporting::All);
+            let reference = cprace::reference::cp::analyze_within(&t, k, d).expect("small trace");
             if let Err(diff) = cprace::reference::compare(&fast, &reference) {
                 panic!("seed {} window {k:?}: {diff}\n{}", cfg.seed, dump(&t));
             }
@@ -134,11 +214,11 @@ fn first_race_and_order_races_follow_the_paper() {
             let mut want = Vec::new();
             loop {
                 let cp = oracle::cp_matrix_with(&t, k, &extra);
-                let racy = oracle::racy(&t, &cp, k);
+                let racy = oracle::racy(&t, &cp, None);
                 let Some(&j) = racy.iter().find(|&&j| want.last().is_none_or(|&l| j > l)) else {
                     break;
                 };
-                let i = oracle::witness(&t, &cp, k, j as usize).expect("racy has a witness");
+                let i = oracle::witness(&t, &cp, None, j as usize).expect("racy has a witness");
                 extra.push((i, j as usize));
                 want.push(j);
             }
@@ -157,4 +237,27 @@ fn first_race_and_order_races_follow_the_paper() {
         ordered_some > 20,
         "order-races changed the reports in only {ordered_some} runs"
     );
+}
+
+#[test]
+fn races_stream_in_trace_order_through_the_callback() {
+    for cfg in configs().take(300) {
+        let t = trace(&cfg);
+        for (k, d) in [(None, None), (Some(4), None), (Some(6), Some(6))] {
+            for reporting in [Reporting::All, Reporting::FirstRace, Reporting::OrderRaces] {
+                let collected = analyze_within(&t, k, d, reporting);
+                let mut streamed = Vec::new();
+                let report =
+                    cprace::cp::analyze_into(&t, k, d, reporting, &mut |r| streamed.push(r));
+                assert!(report.races.is_empty(), "races went to the callback");
+                assert!(
+                    streamed.windows(2).all(|w| w[0].second.id < w[1].second.id),
+                    "seed {}: races out of order",
+                    cfg.seed
+                );
+                assert_eq!(streamed, collected.races, "seed {} {reporting:?}", cfg.seed);
+                assert_eq!(report.stats["cp_pairs"], collected.stats["cp_pairs"]);
+            }
+        }
+    }
 }

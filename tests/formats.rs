@@ -227,6 +227,7 @@ fn analysis(path: &Path, relation: Relation, locs: bool) -> Value {
         relation,
         engine: None,
         window: cprace::analyze::default_window(relation),
+        max_distance: None,
         input_format: None,
         reporting: Default::default(),
         spill: false,

@@ -108,8 +108,8 @@ fn figure_3a_with_forks_and_joins() {
     assert_eq!(cp_racy(&t, Some(1000)), vec![11, 12]);
 }
 
-/// The window K bounds which pairs are checked and orders HB pairs K or more
-/// apart: on PolarCoord, w(count)@1 - r(count)@8 are 7 apart, w(count)@9 is 8
+/// The window K orders HB pairs K or more apart (rule (w)); every pair is
+/// checked: on PolarCoord, w(count)@1 - r(count)@8 are 7 apart, w(count)@9 is 8
 /// from w(count)@1.
 #[test]
 fn figure_3a_windows() {

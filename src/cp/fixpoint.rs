@@ -122,7 +122,7 @@ impl<'a> CandidateSections<'a> {
         self.cursor[lock] = lo as u32;
         let hi = match input.window {
             Some(k) => {
-                let limit = sync.event(r) as u64 + k;
+                let limit = (sync.event(r) as u64).saturating_add(k);
                 lo + partition_point_near(&ends[lo..], 0, |&e| (e as u64) < limit)
             }
             None => list.len(),

@@ -72,17 +72,25 @@ pub struct CpInput {
     pub lock_acq: Vec<Vec<(u32, u32)>>,
     /// Seed base edges `(a, r)` (target slot, source slot) with their rule.
     pub seeds: Vec<(u32, u32, Rule)>,
-    /// The window K (None: exact CP).
+    /// The window K (None: exact CP, also for a K at least the trace length).
     pub window: Option<u64>,
     /// Ordered races (`--order-races`) as `(target, source)` slots, sorted:
     /// edges of the order CP composes with, so CP clocks flow along them.
     pub extra_edges: Vec<(u32, u32)>,
 }
 
+/// The window that decides the same as `window` on a trace of `len` events:
+/// a K of at least the trace length separates no two events by K or more, so
+/// it is no window (and no arithmetic below ever adds a huge K to an event).
+pub fn effective_window(window: Option<u64>, len: usize) -> Option<u64> {
+    window.filter(|&k| k < len as u64)
+}
+
 impl CpInput {
     /// Build the inputs; `extra_hard` are additional hard edges given as event
     /// pairs (used by `--order-races`).
     pub fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
+        let window = effective_window(window, trace.len());
         let facts = Facts::new(trace);
         // Ordered races are hard edges: CP composes with HBv plus them (the
         // paper's restricted trace), or CP would lose transitivity through them.

@@ -15,9 +15,10 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::report::Report;
+use crate::report::{Race, Report};
 use crate::trace::{EventId, Trace};
 pub use input::{CpInput, Rule};
+pub use races::PassOptions;
 
 /// Default window K (the paper used 500 and 1000).
 pub const DEFAULT_WINDOW: u64 = 1000;
@@ -66,52 +67,85 @@ pub fn compute(trace: &Trace, window: Option<u64>, extra: &[(EventId, EventId)])
     }
 }
 
-/// Run the `datalog` engine on `trace`.
+/// Run the `datalog` engine on `trace`, reporting every racy pair however far
+/// apart (the window bounds CP's reasoning, not the report).
 pub fn analyze(trace: &Trace, window: Option<u64>, reporting: Reporting) -> Report {
+    analyze_within(trace, window, None, reporting)
+}
+
+/// [`analyze`], reporting only pairs less than `max_distance` events apart
+/// (`--max-distance`; the CP paper's report is `max_distance = window`).
+pub fn analyze_within(
+    trace: &Trace,
+    window: Option<u64>,
+    max_distance: Option<u64>,
+    reporting: Reporting,
+) -> Report {
+    let mut races = Vec::new();
+    let mut report = analyze_into(trace, window, max_distance, reporting, &mut |r| {
+        races.push(r)
+    });
+    report.races = races;
+    report.normalize();
+    report
+}
+
+/// [`analyze_within`], handing each race to `on_race` as the final pass finds
+/// it, in trace order of the racy event (one witness each), instead of
+/// collecting them: the returned report holds no races, only the statistics
+/// and notes, so a streaming sink keeps memory flat whatever the race count.
+/// (`--order-races` re-runs the fixpoint per race and hands them over at
+/// the end.)
+pub fn analyze_into(
+    trace: &Trace,
+    window: Option<u64>,
+    max_distance: Option<u64>,
+    reporting: Reporting,
+    on_race: &mut dyn FnMut(Race),
+) -> Report {
     let started = Instant::now();
     let mut extra: Vec<(EventId, EventId)> = Vec::new();
-    let mut ordered_races = Vec::new();
+    let mut ordered_races: Vec<Race> = Vec::new();
     let mut rounds_total = 0;
+    let opts = PassOptions {
+        max_distance,
+        first_only: reporting == Reporting::FirstRace,
+        keep_clocks: false,
+    };
     let (result, pass) = loop {
         let result = compute(trace, window, &extra);
         rounds_total += result.rounds;
         let base: Vec<(u32, u32)> = result.base.iter().map(|&(a, r, _)| (a, r)).collect();
-        let first_only = reporting != Reporting::All;
         crate::progress::phase("cp datalog: race pass");
-        let pass = races::race_pass(
-            trace,
-            &result.input,
-            &base,
-            first_only && reporting == Reporting::FirstRace,
-        );
         if reporting != Reporting::OrderRaces {
+            let pass = races::race_pass_with(trace, &result.input, &base, opts, on_race);
             break (result, pass);
         }
-        // Next race after the ones already turned into edges.
-        let done = ordered_races
-            .last()
-            .map(|r: &crate::report::Race| r.second.id);
-        match pass
-            .races
-            .iter()
-            .find(|r| done.is_none_or(|d| r.second.id > d))
-        {
+        // The next race after the ones already turned into edges.
+        let done = ordered_races.last().map(|r| r.second.id);
+        let mut next = None;
+        let pass = races::race_pass_with(trace, &result.input, &base, opts, &mut |r| {
+            if next.is_none() && done.is_none_or(|d| r.second.id > d) {
+                next = Some(r);
+            }
+        });
+        match next {
             Some(r) => {
-                ordered_races.push(*r);
+                ordered_races.push(r);
                 extra.push((r.first.id, r.second.id));
             }
-            None => break (result, pass),
+            None => {
+                for r in ordered_races.drain(..) {
+                    on_race(r);
+                }
+                break (result, pass);
+            }
         }
     };
     let mut report = Report::new("cp", "datalog", window, trace.len() as u64);
-    report.races = if reporting == Reporting::OrderRaces {
-        ordered_races
-    } else {
-        pass.races
-    };
-    report.normalize();
+    report.max_distance = max_distance;
+    let (cp_pairs, hb_pairs) = (pass.cp_pairs, pass.hb_pairs);
     let count = |rule: Rule| result.base.iter().filter(|e| e.2 == rule).count();
-    let (cp_pairs, hb_pairs) = sync_pair_counts(&result.input, &pass.cp_clocks, window);
     report.stats.insert(
         "base_edges".into(),
         json!({
@@ -159,38 +193,4 @@ pub fn analyze(trace: &Trace, window: Option<u64>, reporting: Reporting) -> Repo
         });
     }
     report
-}
-
-/// Ordered pairs `(x, y)` of sync events, `x` before `y` and (under a window)
-/// less than K apart, with `x` CP-before `y`, and with `x` HB-before `y` (HBv,
-/// the order CP composes with: the sync clocks are HBv clocks).
-/// Counted from clocks, without materialising the pairs.
-pub fn sync_pair_counts(input: &CpInput, cp_clocks: &[u32], window: Option<u64>) -> (u64, u64) {
-    let sync = &input.sync;
-    let nt = sync.nthreads;
-    // Per thread, the (local, event) of its sync points in order.
-    let mut per_thread: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nt];
-    for s in 0..sync.len() {
-        per_thread[sync.thread[s] as usize].push((sync.local[s], sync.events[s]));
-    }
-    let (mut cp, mut hb) = (0u64, 0u64);
-    let count = |list: &Vec<(u32, u32)>, bound: u32, y: u32| -> u64 {
-        // Points with local <= bound, event < y, and event > y - K.
-        let upto = list.partition_point(|&(l, e)| l <= bound && e < y);
-        let from = match window {
-            Some(k) => list[..upto].partition_point(|&(_, e)| (y - e) as u64 >= k),
-            None => 0,
-        };
-        (upto - from) as u64
-    };
-    for s in 0..sync.len() {
-        let y = sync.events[s];
-        let hbc = sync.clock(s as u32);
-        let cpc = &cp_clocks[s * nt..(s + 1) * nt];
-        for (t, list) in per_thread.iter().enumerate() {
-            hb += count(list, hbc[t], y);
-            cp += count(list, cpc[t], y);
-        }
-    }
-    (cp, hb)
 }

@@ -5,28 +5,76 @@
 //! a base edge injects the HB clock of its source (CP is not reflexive: a
 //! thread's own events never enter its CP clock by program order alone).
 //! Access `e1` is CP-before `e2` iff `C(e2)[thread(e1)] >= local(e1)`.
+//!
+//! Under a window K every pair is checked: rule (w) makes a pair K or more
+//! apart CP-ordered exactly when HB orders it (CP is contained in HB, and HB
+//! pairs that far apart are rule (w) pairs), so such pairs are decided by the
+//! HB clock of the sync points (the same clocks the fixpoint uses). The CP
+//! clock alone decides closer pairs: the base edges dropped under the window
+//! span K or more, so they order no pair closer than K. `--max-distance` then
+//! only limits which unordered pairs are reported.
 
 use super::input::CpInput;
-use super::sync::{Clocks, VolatileOrder, join_into};
+use super::sync::{Clocks, NONE, VolatileOrder, join_into};
 use crate::history::AccessHistory;
 use crate::report::Race;
 use crate::trace::{EventId, Trace};
 
 /// What the final pass produced.
 pub struct RacePass {
-    /// Race witnesses, by racy event.
+    /// Race witnesses, by racy event (empty when they went to a callback).
     pub races: Vec<Race>,
-    /// CP clock at each sync slot (for statistics and queries).
+    /// CP clock at each sync slot (only when asked for: `query` dumps them).
     pub cp_clocks: Vec<u32>,
+    /// Ordered pairs of sync events (less than K apart under a window) that
+    /// CP orders, and that HB orders (statistics).
+    pub cp_pairs: u64,
+    /// See `cp_pairs`.
+    pub hb_pairs: u64,
 }
 
-/// Run the pass with base edges `base` (`(a, r)` slots); reports only the
-/// first racy event when `first_only` (clocks are still computed to the end).
+/// What the pass reports and keeps.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PassOptions {
+    /// Report only pairs less than this many events apart (None: all).
+    pub max_distance: Option<u64>,
+    /// Report only the first racy event (clocks are still computed to the end).
+    pub first_only: bool,
+    /// Keep the CP clock of every sync slot in [`RacePass::cp_clocks`].
+    pub keep_clocks: bool,
+}
+
+/// Run the pass with base edges `base` (`(a, r)` slots), collecting the
+/// races, and keeping the clocks: the form `query` uses.
 pub fn race_pass(
     trace: &Trace,
     input: &CpInput,
     base: &[(u32, u32)],
+    max_distance: Option<u64>,
     first_only: bool,
+) -> RacePass {
+    let mut races = Vec::new();
+    let opts = PassOptions {
+        max_distance,
+        first_only,
+        keep_clocks: true,
+    };
+    let mut pass = race_pass_with(trace, input, base, opts, &mut |r| races.push(r));
+    pass.races = races;
+    pass
+}
+
+/// Run the pass, handing each race to `on_race` as soon as it is found, in
+/// trace order of the racy event (one witness per racy event), so a report
+/// can stream. Memory beyond the inputs: one clock per thread, lock and
+/// volatile variable, the access history, and the CP clocks of the sync
+/// slots only with `keep_clocks`.
+pub fn race_pass_with(
+    trace: &Trace,
+    input: &CpInput,
+    base: &[(u32, u32)],
+    opts: PassOptions,
+    on_race: &mut dyn FnMut(Race),
 ) -> RacePass {
     let sync = &input.sync;
     let nt = sync.nthreads;
@@ -44,13 +92,27 @@ pub fn race_pass(
         sources[fill[a as usize] as usize] = r;
         fill[a as usize] += 1;
     }
+    drop(fill);
+    let mut counter = PairCounter::new(input);
     let mut clocks = Clocks::with_order(trace, false, VolatileOrder::Conflicting);
-    let mut cp_clocks = Vec::with_capacity(sync.len() * nt);
-    let mut history = AccessHistory::new(input.window);
-    let mut races = Vec::new();
+    let mut cp_clocks = Vec::new();
+    // Ordered races (`--order-races`) inject the CP clock of their source.
+    let keep_clocks = opts.keep_clocks || !input.extra_edges.is_empty();
+    if keep_clocks {
+        cp_clocks.reserve(sync.len() * nt);
+    }
+    let mut history = AccessHistory::new(opts.max_distance);
+    let mut found = false;
     let mut slot = 0usize;
+    // Latest sync slot of each thread: between its sync points a thread
+    // receives no HB edge, so that slot's HB clock is the thread's clock for
+    // every other thread's entry.
+    let mut last_slot = vec![NONE; nt];
     for (i, ev) in trace.events.iter().enumerate() {
         let is_point = slot < sync.len() && sync.event(slot as u32) == i as EventId;
+        if is_point {
+            last_slot[ev.thread as usize] = slot as u32;
+        }
         let incoming = if is_point {
             &sources[start[slot] as usize..start[slot + 1] as usize]
         } else {
@@ -73,16 +135,82 @@ pub fn race_pass(
                 join_into(c, &cp_clocks[r as usize * nt..(r as usize + 1) * nt]);
             }
         });
+        let hb_slot = last_slot[ev.thread as usize];
+        let far_ordered = |u: u32, c: u32, e1: EventId| {
+            input
+                .window
+                .is_some_and(|k| (i as EventId - e1) as u64 >= k)
+                && hb_slot != NONE
+                && sync.clock(hb_slot)[u as usize] >= c
+        };
         if ev.op.is_access()
-            && (!first_only || races.is_empty())
-            && let Some(r) = history.access(i as EventId, ev, local, |u, c| clock[u as usize] >= c)
+            && !(opts.first_only && found)
+            && let Some(r) = history.access_at(i as EventId, ev, local, |u, c, e1| {
+                clock[u as usize] >= c || far_ordered(u, c, e1)
+            })
         {
-            races.push(r);
+            found = true;
+            on_race(r);
         }
         if is_point {
-            cp_clocks.extend_from_slice(clock);
+            counter.count(slot as u32, clock);
+            if keep_clocks {
+                cp_clocks.extend_from_slice(clock);
+            }
             slot += 1;
         }
     }
-    RacePass { races, cp_clocks }
+    RacePass {
+        races: Vec::new(),
+        cp_clocks,
+        cp_pairs: counter.cp,
+        hb_pairs: counter.hb,
+    }
+}
+
+/// Counts ordered pairs `(x, y)` of sync events, `x` before `y` and (under a
+/// window) less than K apart, that CP orders and that HB orders, from the
+/// clock of each `y` as the pass reaches it (no clock is kept).
+struct PairCounter<'a> {
+    input: &'a CpInput,
+    /// Per thread, the (local, event) of its sync points in order.
+    per_thread: Vec<Vec<(u32, u32)>>,
+    cp: u64,
+    hb: u64,
+}
+
+impl<'a> PairCounter<'a> {
+    fn new(input: &'a CpInput) -> PairCounter<'a> {
+        let sync = &input.sync;
+        let mut per_thread: Vec<Vec<(u32, u32)>> = vec![Vec::new(); sync.nthreads];
+        for s in 0..sync.len() {
+            per_thread[sync.thread[s] as usize].push((sync.local[s], sync.events[s]));
+        }
+        PairCounter {
+            input,
+            per_thread,
+            cp: 0,
+            hb: 0,
+        }
+    }
+
+    fn count(&mut self, s: u32, cp_clock: &[u32]) {
+        let sync = &self.input.sync;
+        let window = self.input.window;
+        let y = sync.event(s);
+        let hbc = sync.clock(s);
+        // Points with local <= bound, event < y, and event > y - K.
+        let count = |list: &Vec<(u32, u32)>, bound: u32| -> u64 {
+            let upto = list.partition_point(|&(l, e)| l <= bound && e < y);
+            let from = match window {
+                Some(k) => list[..upto].partition_point(|&(_, e)| (y - e) as u64 >= k),
+                None => 0,
+            };
+            (upto - from) as u64
+        };
+        for (t, list) in self.per_thread.iter().enumerate() {
+            self.hb += count(list, hbc[t]);
+            self.cp += count(list, cp_clock[t]);
+        }
+    }
 }

@@ -451,7 +451,7 @@ impl QueryEngine for CpQuery<'_> {
         }
         // CP clocks at sync points: the engine's final pass.
         let base: Vec<(u32, u32)> = self.base.iter().map(|&(a, r, _)| (a, r)).collect();
-        let pass = crate::cp::races::race_pass(self.trace, &self.input, &base, true);
+        let pass = crate::cp::races::race_pass(self.trace, &self.input, &base, None, true);
         clock_pairs(
             self.trace,
             &self.input.sync,

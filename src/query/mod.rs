@@ -329,7 +329,8 @@ pub fn clock_pairs(
         for list in &per_thread {
             let lo = list.partition_point(|&y| sync.event(y) <= ex);
             let hi = match window {
-                Some(k) => list.partition_point(|&y| (sync.event(y) as u64) < ex as u64 + k),
+                Some(k) => list
+                    .partition_point(|&y| (sync.event(y) as u64) < (ex as u64).saturating_add(k)),
                 None => list.len(),
             };
             if lo >= hi {

@@ -98,13 +98,24 @@ pub fn derive_trace(trace: &Trace, window: Option<u64>) -> CpRelations {
 }
 
 /// `--relation cp --engine reference`: races are accesses with an earlier
-/// conflicting access (within `window`) that is not CP-ordered before them.
+/// conflicting access that is not CP-ordered before them (the window is rule
+/// (w) of the relation; every pair is checked).
 pub fn analyze(trace: &Trace, window: Option<u64>) -> Result<Report, UsageError> {
+    analyze_within(trace, window, None)
+}
+
+/// [`analyze`], reporting only pairs less than `max_distance` events apart.
+pub fn analyze_within(
+    trace: &Trace,
+    window: Option<u64>,
+    max_distance: Option<u64>,
+) -> Result<Report, UsageError> {
     check_size(trace, "cp", "datalog")?;
     let start = Instant::now();
     let r = derive_trace(trace, window);
     let mut report = Report::new("cp", "reference", window, trace.len() as u64);
-    report.races = races(trace, window, |x, y| r.cp.contains(&(x, y)));
+    report.max_distance = max_distance;
+    report.races = races(trace, max_distance, |x, y| r.cp.contains(&(x, y)));
     report.normalize();
     let sync = |e: u32| matches!(trace.events[e as usize].op, Op::Acquire | Op::Release);
     let count_sync = |p: &Pairs| p.iter().filter(|&&(x, y)| sync(x) && sync(y)).count();

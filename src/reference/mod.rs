@@ -71,6 +71,15 @@ pub fn compare(a: &Report, b: &Report) -> Result<(), String> {
             show_window(b.window)
         ));
     }
+    if a.max_distance != b.max_distance {
+        return Err(format!(
+            "{} reports pairs within {} but {} within {}",
+            name(a),
+            show_window(a.max_distance),
+            name(b),
+            show_window(b.max_distance)
+        ));
+    }
     let mut ra: Vec<&Race> = a.races.iter().collect();
     let mut rb: Vec<&Race> = b.races.iter().collect();
     ra.sort_by_key(|r| (r.second.id, r.first.id));

@@ -49,6 +49,7 @@ pub(super) fn json_view<'a>(r: &'a Report, names: &'a Names) -> JsonReport<'a> {
         relation: &r.relation,
         engine: &r.engine,
         window: r.window,
+        max_distance: r.max_distance,
         events: r.events,
         racy_events: r.racy_events(),
         races: JsonRaces {
@@ -74,6 +75,7 @@ pub(super) fn write_json(r: &Report, names: &Names, out: &mut dyn Write) -> io::
             c.races.push(*x);
             Ok(())
         })?;
+        c.max_distance = r.max_distance;
         c.stats = r.stats.clone();
         c.notes = r.notes.clone();
         return write_json(&c, names, out);
@@ -88,6 +90,7 @@ pub(super) fn write_jsonl(r: &Report, names: &Names, out: &mut dyn Write) -> io:
             relation: &r.relation,
             engine: &r.engine,
             window: r.window,
+            max_distance: r.max_distance,
             race: JsonRace::new(race, names),
         };
         serde_json::to_writer(&mut *out, &row)?;
@@ -97,7 +100,7 @@ pub(super) fn write_jsonl(r: &Report, names: &Names, out: &mut dyn Write) -> io:
 
 /// CSV columns: the race, then its provenance, so files of several runs can
 /// be concatenated (the window is a number, empty for none).
-pub const CSV_HEADER: [&str; 13] = [
+pub const CSV_HEADER: [&str; 14] = [
     "first",
     "second",
     "variable",
@@ -111,12 +114,14 @@ pub const CSV_HEADER: [&str; 13] = [
     "relation",
     "engine",
     "window",
+    "max_distance",
 ];
 
 pub(super) fn write_csv(r: &Report, names: &Names, out: &mut dyn Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record(CSV_HEADER)?;
     let window = r.window.map_or(String::new(), |k| k.to_string());
+    let distance = r.max_distance.map_or(String::new(), |d| d.to_string());
     r.each_race(|race| {
         w.write_record([
             race.first.id.to_string().as_str(),
@@ -132,6 +137,7 @@ pub(super) fn write_csv(r: &Report, names: &Names, out: &mut dyn Write) -> io::R
             &r.relation,
             &r.engine,
             &window,
+            &distance,
         ])
         .map_err(io::Error::from)
     })?;
@@ -143,6 +149,7 @@ pub(super) struct JsonReport<'a> {
     relation: &'a str,
     engine: &'a str,
     window: Option<u64>,
+    max_distance: Option<u64>,
     events: u64,
     racy_events: Vec<EventId>,
     races: JsonRaces<'a>,
@@ -169,6 +176,7 @@ struct JsonlRow<'a> {
     relation: &'a str,
     engine: &'a str,
     window: Option<u64>,
+    max_distance: Option<u64>,
     #[serde(flatten)]
     race: JsonRace<'a>,
 }

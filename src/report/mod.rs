@@ -97,8 +97,11 @@ pub struct Report {
     pub relation: String,
     /// Engine name.
     pub engine: String,
-    /// Window K, or None for the whole trace.
+    /// Window K bounding CP's reasoning (rule (w)), or None: exact (and for
+    /// every relation other than CP).
     pub window: Option<u64>,
+    /// Only pairs less than this many events apart are reported (None: all).
+    pub max_distance: Option<u64>,
     /// Events in the trace.
     pub events: u64,
     /// One witness per racy event, ordered by the racy (second) event. Empty
@@ -121,6 +124,7 @@ impl Clone for Report {
             relation: self.relation.clone(),
             engine: self.engine.clone(),
             window: self.window,
+            max_distance: self.max_distance,
             events: self.events,
             races: self.races.clone(),
             stats: self.stats.clone(),

@@ -135,6 +135,7 @@ pub fn to_sarif(report: &Report, names: &Names) -> io::Result<Value> {
                 "relation": report.relation,
                 "engine": report.engine,
                 "window": report.window,
+                "max_distance": report.max_distance,
                 "events": report.events,
                 "notes": report.notes,
             },

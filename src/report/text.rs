@@ -191,7 +191,10 @@ pub fn write_summary(report: &Report, _names: &Names, out: &mut dyn Write) -> io
         racy_variables,
         location_pairs,
     } = report.tally()?;
-    let window = report.window.map_or("none".to_string(), |k| k.to_string());
+    let mut window = report.window.map_or("none".to_string(), |k| k.to_string());
+    if let Some(d) = report.max_distance {
+        window.push_str(&format!(", max distance {d}"));
+    }
     writeln!(
         out,
         "SUMMARY: {}, {}, {} ({} {}, window {window}, {})",

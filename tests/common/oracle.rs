@@ -176,8 +176,12 @@ pub fn cp_matrix_with(t: &Trace, window: Option<u64>, extra: &[(usize, usize)]) 
     }
 }
 
-/// Racy events per the output contract given an "ordered" matrix.
-pub fn racy(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>) -> Vec<u32> {
+/// Racy events per the output contract given an "ordered" matrix, reporting
+/// only pairs less than `max_distance` apart (`--max-distance`; None: all).
+/// A reasoning window belongs in the matrix ([`cp_matrix`]'s rule (w)), not
+/// here.
+pub fn racy(t: &Trace, ordered: &[Vec<bool>], max_distance: Option<u64>) -> Vec<u32> {
+    let window = max_distance;
     let n = t.len();
     (0..n)
         .filter(|&j| {
@@ -189,8 +193,15 @@ pub fn racy(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>) -> Vec<u32> {
         .collect()
 }
 
-/// The witness of racy event `j`: the latest earlier conflicting unordered access.
-pub fn witness(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>, j: usize) -> Option<usize> {
+/// The witness of racy event `j`: the latest earlier conflicting unordered
+/// access less than `max_distance` before it.
+pub fn witness(
+    t: &Trace,
+    ordered: &[Vec<bool>],
+    max_distance: Option<u64>,
+    j: usize,
+) -> Option<usize> {
+    let window = max_distance;
     (0..j).rev().find(|&i| {
         conflict(t, i, j) && window.is_none_or(|k| ((j - i) as u64) < k) && !ordered[i][j]
     })
@@ -209,13 +220,15 @@ pub fn pairs(m: &[Vec<bool>]) -> cprace::reference::Pairs {
     p
 }
 
-/// `(witness, racy event)` for every racy event, per the output contract.
-pub fn witnesses(t: &Trace, ordered: &[Vec<bool>], window: Option<u64>) -> Vec<(u32, u32)> {
-    racy(t, ordered, window)
+/// `(witness, racy event)` for every racy event, per the output contract,
+/// among pairs less than `max_distance` apart.
+pub fn witnesses(t: &Trace, ordered: &[Vec<bool>], max_distance: Option<u64>) -> Vec<(u32, u32)> {
+    racy(t, ordered, max_distance)
         .into_iter()
         .map(|j| {
             (
-                witness(t, ordered, window, j as usize).expect("racy events have a witness") as u32,
+                witness(t, ordered, max_distance, j as usize).expect("racy events have a witness")
+                    as u32,
                 j,
             )
         })
