@@ -156,6 +156,7 @@ pub enum Command {
     ///            fork/join, volatile write -> later read. Engines: vc (DJIT+
     ///            vector clocks, exact), epoch (FastTrack2: same racy variables
     ///            and first race per variable), lockset (Goldilocks: idem),
+    ///            treeclock or tc (vc with tree clocks: same races as vc),
     ///            datalog (closure over synchronization events, windowed),
     ///            reference (rules/hb.dl via crepe).
     ///   wcp      weak-causally-precedes (wcp-2017, Definition 3): weaker than
