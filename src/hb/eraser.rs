@@ -32,8 +32,7 @@
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
-use crate::history::AccessHistory;
-use crate::report::Report;
+use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op};
 
 /// Id of the empty lockset.
@@ -54,6 +53,29 @@ struct VarState {
     owner: u32,
     written: bool,
     cset: u32,
+    /// The two latest writes and the two latest reads by distinct threads:
+    /// the witness (the latest conflicting access of another thread) is the
+    /// later of the first one not by the accessing thread.
+    writes: Latest2,
+    reads: Latest2,
+}
+
+/// The latest access and the latest one by a different thread.
+#[derive(Clone, Copy, Debug, Default)]
+struct Latest2([Option<Access>; 2]);
+
+impl Latest2 {
+    fn push(&mut self, a: Access) {
+        match self.0[0] {
+            Some(x) if x.thread != a.thread => self.0 = [Some(a), Some(x)],
+            _ => self.0[0] = Some(a),
+        }
+    }
+
+    /// The latest access not by thread `t`.
+    fn other_than(&self, t: u32) -> Option<Access> {
+        self.0.iter().flatten().find(|a| a.thread != t).copied()
+    }
 }
 
 /// Interned, sorted locksets with cached operations (Eraser's lockset table).
@@ -147,7 +169,7 @@ pub struct EraserDetector {
     /// Interned lockset held by each thread.
     held: Vec<u32>,
     vars: Vec<VarState>,
-    history: AccessHistory,
+    window: Option<u64>,
     report: Report,
 }
 
@@ -159,7 +181,7 @@ impl EraserDetector {
             sets: LockSets::new(),
             held: Vec::new(),
             vars: Vec::new(),
-            history: AccessHistory::new(window),
+            window,
             report: Report::new("lockset", "eraser", window, 0),
         }
     }
@@ -207,9 +229,25 @@ impl EraserDetector {
         }
         x.written |= write;
         let violating = x.state == State::SharedModified && x.cset == EMPTY;
-        let witness = self.history.access(id, ev, 0, |_, _| false);
-        if violating && let Some(r) = witness {
-            self.report.races.push(r);
+        let me = Access::of(id, ev);
+        let mut witness = x.writes.other_than(ev.thread);
+        if write && let Some(r) = x.reads.other_than(ev.thread) {
+            witness = witness.filter(|w| w.id > r.id).or(Some(r));
+        }
+        if write {
+            x.writes.push(me);
+        } else {
+            x.reads.push(me);
+        }
+        if violating
+            && let Some(w) = witness
+            && super::in_window(self.window, id, w.id)
+        {
+            self.report.races.push(Race {
+                first: w,
+                second: me,
+                variable: ev.target,
+            });
         }
     }
 
