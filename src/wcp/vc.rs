@@ -18,6 +18,8 @@
 //!   release's `H`; we keep that and the latest one by a *different* thread,
 //!   which is what an access of the last releaser's own thread may use.
 
+use std::collections::VecDeque;
+
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
@@ -131,6 +133,9 @@ struct ThreadState {
     held: Vec<OpenCs>,
     /// Absolute record index into each lock's log: the front of this thread's queue.
     cursors: Vec<u64>,
+    /// Per lock, absolute indices of this thread's own records its cursor has
+    /// not passed yet (for the queue statistic).
+    own: Vec<VecDeque<u64>>,
     /// Recycled slot lists of closed critical sections.
     pool: Vec<Vec<u32>>,
 }
@@ -369,25 +374,44 @@ impl WcpVc {
         if ts.cursors.len() <= l as usize {
             ts.cursors.resize(l as usize + 1, 0);
         }
+        if ts.own.len() <= l as usize {
+            ts.own.resize_with(l as usize + 1, VecDeque::new);
+        }
         let mut cur = ts.cursors[l as usize];
         if cur < lk.log.base {
             cur = lk.log.base;
             self.truncated += 1;
         }
-        let mut dequeued_other = 0i64;
         let mut i = (cur - lk.log.base) as usize;
+        // Releases of one lock are HB-ordered and `P` is closed under HB on
+        // the left, so the records whose release `P` already knows form a
+        // prefix of the log; they are dequeued with no join (their acquires
+        // are known too). Binary search it: a thread first seen late would
+        // otherwise walk the whole history of the lock (quadratic with
+        // 100,000 threads passing one lock along).
+        let known = |r: &(u32, u32, VectorClock)| ts.p.get(r.0) >= r.2.get(r.0);
+        if lk.log.records.get(i).is_some_and(known) {
+            i += lk.log.records[i..].partition_point(known);
+        }
         while let Some((u, n_acq, h)) = lk.log.records.get(i) {
             if *n_acq > ts.p.get(*u) {
                 break;
             }
-            // Already known releases need no join (see SlotTable::join_into).
             if ts.p.get(*u) < h.get(*u) {
                 ts.p.join(h);
             }
-            dequeued_other += i64::from(*u != t);
             i += 1;
         }
-        cur = lk.log.base + i as u64;
+        let new_cur = lk.log.base + i as u64;
+        // The queue statistic counts other threads' sections only.
+        let own = &mut ts.own[l as usize];
+        let mut own_passed = 0u64;
+        while own.front().is_some_and(|&j| j < new_cur) {
+            own.pop_front();
+            own_passed += 1;
+        }
+        let dequeued_other = (new_cur - cur).saturating_sub(own_passed) as i64;
+        cur = new_cur;
         ts.cursors[l as usize] = cur;
         // Rule (a) clocks.
         for &s in &cs.reads {
@@ -398,6 +422,7 @@ impl WcpVc {
         }
         lk.h.clone_from(&ts.h);
         lk.p.clone_from(&ts.p);
+        ts.own[l as usize].push_back(lk.log.end());
         lk.log.records.push((t, cs.n_acq, ts.h.clone()));
         ts.tick = true;
         cs.reads.clear();
