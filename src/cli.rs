@@ -228,6 +228,7 @@ pub enum Command {
     ///   long-cs       4 threads, 4 locks, critical sections of ~100 events
     ///                 (the CP paper's quadratic case)
     ///   many-threads  64 threads, 50 locks, 5000 variables
+    ///   threads-256   many-threads with 256 threads (vector vs tree clocks)
     ///   bench         8 threads, 20 locks, 1000 variables (benchmark shape)
     ///
     /// Examples:
@@ -572,7 +573,7 @@ fn parse_profile(s: &str) -> Result<String, String> {
 /// Options of `cprace gen`: a profile, then knobs overriding it.
 #[derive(clap::Args, Debug)]
 pub struct GenArgs {
-    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, bench.
+    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, threads-256, bench.
     #[arg(long, default_value = "bench", value_parser = parse_profile)]
     pub profile: String,
     /// Number of events to write (k, M, G suffixes: 10M is ten million).
