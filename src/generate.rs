@@ -232,8 +232,14 @@ impl Config {
     }
 
     /// Names of the profiles [`Config::profile`] knows.
-    pub const PROFILES: &'static [&'static str] =
-        &["small", "ftpserver", "long-cs", "many-threads", "threads-256", "bench"];
+    pub const PROFILES: &'static [&'static str] = &[
+        "small",
+        "ftpserver",
+        "long-cs",
+        "many-threads",
+        "threads-256",
+        "bench",
+    ];
 }
 
 #[derive(Clone, Debug, Default)]

@@ -30,7 +30,10 @@ fn allocation_failure_exits_2_with_a_sentence() {
     let _ = std::fs::remove_dir_all(&dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    assert!(err.starts_with("cprace: error: out of memory"), "stderr: {err}");
+    assert!(
+        err.starts_with("cprace: error: out of memory"),
+        "stderr: {err}"
+    );
     assert_eq!(err.lines().count(), 1, "one sentence: {err}");
     assert!(out.stdout.is_empty(), "no partial result");
 }

@@ -249,39 +249,18 @@ impl FromIterator<(u32, u32)> for VectorClock {
     }
 }
 
-/// `o <= s` pointwise, for two nodes at the same level.
-fn leq_node(o: &Arc<Node>, s: &Arc<Node>) -> bool {
-    if Arc::ptr_eq(o, s) {
-        return true;
-    }
-    match (&**o, &**s) {
-        (Node::Leaf(b), Node::Leaf(a)) => b.iter().zip(a).all(|(b, a)| b <= a),
-        (Node::Inner(b), Node::Inner(a)) => b.iter().zip(a).all(|(b, a)| match (b, a) {
-            (None, _) => true,
-            (Some(b), None) => is_zero(b),
-            (Some(b), Some(a)) => leq_node(b, a),
-        }),
-        _ => unreachable!("nodes of one level have one kind"),
-    }
-}
-
-fn is_zero(n: &Node) -> bool {
-    match n {
-        Node::Leaf(a) => a.iter().all(|&x| x == 0),
-        Node::Inner(c) => c.iter().flatten().all(|x| is_zero(x)),
-    }
-}
-
 /// Join node `o` into `s` (same level), copying `s` only where it changes.
 fn join_node(s: &mut Arc<Node>, o: &Arc<Node>) {
     if Arc::ptr_eq(s, o) {
         return;
     }
-    // A shared node is copied only if the join changes it.
-    if Arc::get_mut(s).is_none() && leq_node(o, s) {
+    let Some(n) = Arc::get_mut(s) else {
+        if let Some(n) = joined(s, o) {
+            *s = n;
+        }
         return;
-    }
-    match (Arc::make_mut(s), &**o) {
+    };
+    match (n, &**o) {
         (Node::Leaf(a), Node::Leaf(b)) => {
             for (a, &b) in a.iter_mut().zip(b) {
                 *a = (*a).max(b);
@@ -295,6 +274,42 @@ fn join_node(s: &mut Arc<Node>, o: &Arc<Node>) {
                     (Some(a), Some(b)) => join_node(a, b),
                 }
             }
+        }
+        _ => unreachable!("nodes of one level have one kind"),
+    }
+}
+
+/// The join of a shared node `s` with `o`, as a new node sharing every
+/// unchanged child, or None when `o` adds nothing (one visit per node, so the
+/// cost follows the part of `o` that `s` does not share).
+fn joined(s: &Arc<Node>, o: &Arc<Node>) -> Option<Arc<Node>> {
+    if Arc::ptr_eq(s, o) {
+        return None;
+    }
+    match (&**s, &**o) {
+        (Node::Leaf(a), Node::Leaf(b)) => {
+            if b.iter().zip(a).all(|(b, a)| b <= a) {
+                return None;
+            }
+            let mut c = *a;
+            for (c, &b) in c.iter_mut().zip(b) {
+                *c = (*c).max(b);
+            }
+            Some(Arc::new(Node::Leaf(c)))
+        }
+        (Node::Inner(a), Node::Inner(b)) => {
+            let mut out: Option<[Option<Arc<Node>>; FAN]> = None;
+            for i in 0..FAN {
+                let new = match (&a[i], &b[i]) {
+                    (_, None) => None,
+                    (None, Some(y)) => Some(y.clone()),
+                    (Some(x), Some(y)) => joined(x, y),
+                };
+                if let Some(n) = new {
+                    out.get_or_insert_with(|| a.clone())[i] = Some(n);
+                }
+            }
+            out.map(|c| Arc::new(Node::Inner(c)))
         }
         _ => unreachable!("nodes of one level have one kind"),
     }
