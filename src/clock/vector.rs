@@ -291,6 +291,10 @@ fn joined(s: &Arc<Node>, o: &Arc<Node>) -> Option<Arc<Node>> {
             if b.iter().zip(a).all(|(b, a)| b <= a) {
                 return None;
             }
+            if a.iter().zip(b).all(|(a, b)| a <= b) {
+                // The join is `o`'s block: share it rather than copy it.
+                return Some(o.clone());
+            }
             let mut c = *a;
             for (c, &b) in c.iter_mut().zip(b) {
                 *c = (*c).max(b);
@@ -309,7 +313,18 @@ fn joined(s: &Arc<Node>, o: &Arc<Node>) -> Option<Arc<Node>> {
                     out.get_or_insert_with(|| a.clone())[i] = Some(n);
                 }
             }
-            out.map(|c| Arc::new(Node::Inner(c)))
+            let c = out?;
+            let same = c.iter().zip(b).all(|(x, y)| match (x, y) {
+                (None, None) => true,
+                (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                _ => false,
+            });
+            // When every child became `o`'s, the join is `o`'s node: share it.
+            Some(if same {
+                o.clone()
+            } else {
+                Arc::new(Node::Inner(c))
+            })
         }
         _ => unreachable!("nodes of one level have one kind"),
     }
