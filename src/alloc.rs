@@ -42,10 +42,10 @@ fn out_of_memory(size: usize) -> ! {
     use std::io::Write;
     let mut buf = [0u8; 200];
     let mut w = &mut buf[..];
-    let _ = write!(
+    let _ = writeln!(
         w,
         "cprace: error: out of memory: an allocation of {size} bytes failed \
-         ({} bytes in use); the trace needs more memory than this process may use\n",
+         ({} bytes in use); the trace needs more memory than this process may use",
         CURRENT.load(Relaxed)
     );
     let n = 200 - w.len();

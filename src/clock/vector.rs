@@ -366,8 +366,9 @@ mod tests {
                     2 => {
                         let o = clocks[j].clone();
                         clocks[i].join(&o);
-                        for x in 0..n {
-                            model[i][x] = model[i][x].max(model[j][x]);
+                        let src = model[j].clone();
+                        for (a, b) in model[i].iter_mut().zip(src) {
+                            *a = (*a).max(b);
                         }
                     }
                     _ => {
