@@ -1,7 +1,12 @@
-//! A counting global allocator, so `cprace sweep` can report each run's peak heap.
+//! A counting global allocator, so `cprace sweep` can report each run's peak
+//! heap, and so running out of memory is exit 2 with a sentence, not an abort.
 //!
 //! The binary installs [`Counting`] with `#[global_allocator]` (src/main.rs);
-//! the library only reads the counters. Without it (e.g. in tests linking the
+//! the library only reads the counters. When the system allocator returns
+//! null, [`Counting`] writes one sentence to stderr (without allocating) and
+//! exits with status 2, instead of returning null and letting the standard
+//! library abort the process (SIGABRT, exit 134): stable Rust has no
+//! allocation-error hook, so the wrapper is where that decision can be made. Without it (e.g. in tests linking the
 //! library), [`reset_peak`] and [`peak`] return None rather than a wrong zero.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -30,23 +35,44 @@ fn shrank(bytes: usize) {
     CURRENT.fetch_sub(bytes, Relaxed);
 }
 
-// SAFETY: every call is forwarded unchanged to `System`; the counters only observe.
+/// Report a failed allocation of `size` bytes and exit with status 2. Writes
+/// with a stack buffer and raw stderr (unbuffered), so it never allocates.
+#[cold]
+fn out_of_memory(size: usize) -> ! {
+    use std::io::Write;
+    let mut buf = [0u8; 200];
+    let mut w = &mut buf[..];
+    let _ = writeln!(
+        w,
+        "cprace: error: out of memory: an allocation of {size} bytes failed \
+         ({} bytes in use); the trace needs more memory than this process may use",
+        CURRENT.load(Relaxed)
+    );
+    let n = 200 - w.len();
+    let _ = std::io::stderr().write_all(&buf[..n]);
+    std::process::exit(2)
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; the counters only
+// observe, and a null result ends the process instead of being returned.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            grew(layout.size());
+        if p.is_null() {
+            out_of_memory(layout.size());
         }
+        grew(layout.size());
         p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            grew(layout.size());
+        if p.is_null() {
+            out_of_memory(layout.size());
         }
+        grew(layout.size());
         p
     }
 
@@ -59,13 +85,13 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            // On failure the old block stays allocated and nothing changes.
-            if new_size >= layout.size() {
-                grew(new_size - layout.size());
-            } else {
-                shrank(layout.size() - new_size);
-            }
+        if p.is_null() {
+            out_of_memory(new_size);
+        }
+        if new_size >= layout.size() {
+            grew(new_size - layout.size());
+        } else {
+            shrank(layout.size() - new_size);
         }
         p
     }

@@ -89,7 +89,14 @@ impl Options {
 pub fn engines(relation: Relation) -> &'static [&'static str] {
     match relation {
         Relation::Po => &["stream"],
-        Relation::Hb => &["vc", "epoch", "lockset", "datalog", "reference"],
+        Relation::Hb => &[
+            "vc",
+            "epoch",
+            "lockset",
+            "treeclock",
+            "datalog",
+            "reference",
+        ],
         Relation::Lockset => &["eraser"],
         Relation::Cp => &["datalog", "reference", "compare"],
         Relation::Wcp => &["vc", "reference"],
@@ -99,7 +106,11 @@ pub fn engines(relation: Relation) -> &'static [&'static str] {
 /// The engine `opts` selects, checked against the relation's list.
 fn engine(opts: &Options) -> Result<&str> {
     let available = engines(opts.relation);
-    let engine = opts.engine.as_deref().unwrap_or(available[0]);
+    let engine = match opts.engine.as_deref() {
+        // `tc` is the short name of `treeclock`.
+        Some("tc") if opts.relation == Relation::Hb => "treeclock",
+        e => e.unwrap_or(available[0]),
+    };
     if !available.contains(&engine) {
         bail!(crate::UsageError(format!(
             "relation `{}` has no engine `{engine}`; expected one of: {}",
@@ -172,7 +183,7 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
             let (names, _, _) = trace::stream(path, format, |id, ev| po.event(id, ev))?;
             return Ok((po.finish(), names));
         }
-        (Relation::Hb, "vc" | "epoch" | "lockset") => {
+        (Relation::Hb, "vc" | "epoch" | "lockset" | "treeclock") => {
             return crate::hb::analyze_hb(path, engine, window, format, opts.spill);
         }
         (Relation::Lockset, _) => {

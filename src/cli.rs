@@ -209,6 +209,7 @@ pub enum Command {
     ///            fork/join, volatile write -> later read. Engines: vc (DJIT+
     ///            vector clocks, exact), epoch (FastTrack2: same racy variables
     ///            and first race per variable), lockset (Goldilocks: idem),
+    ///            treeclock or tc (vc with tree clocks: same races as vc),
     ///            datalog (closure over synchronization events, windowed),
     ///            reference (rules/hb.dl via crepe).
     ///   wcp      weak-causally-precedes (Kini, Mathur, Viswanathan, PLDI 2017,
@@ -308,6 +309,7 @@ pub enum Command {
     ///   long-cs       4 threads, 4 locks, critical sections of ~100 events
     ///                 (the CP paper's quadratic case)
     ///   many-threads  64 threads, 50 locks, 5000 variables
+    ///   threads-256   many-threads with 256 threads (vector vs tree clocks)
     ///   bench         8 threads, 20 locks, 1000 variables (benchmark shape)
     ///
     /// Examples:
@@ -750,7 +752,7 @@ fn parse_profile(s: &str) -> Result<String, String> {
 /// Options of `cprace gen`: a profile, then knobs overriding it.
 #[derive(clap::Args, Debug)]
 pub struct GenArgs {
-    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, bench.
+    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, threads-256, bench.
     #[arg(long, default_value = "bench", value_parser = parse_profile)]
     pub profile: String,
     /// Number of events to write (k, M, G suffixes: 10M is ten million).

@@ -112,6 +112,7 @@ impl Config {
     /// - `long-cs`: few threads, long critical sections (the CP paper's quadratic case).
     /// - `many-threads`: 64 threads, moderate locking.
     /// - `bench`: 8 threads, 20 locks (the issues' benchmark shape).
+    /// - `threads-256`: `many-threads` with 256 threads (vector vs tree clocks).
     pub fn profile(name: &str) -> Option<Config> {
         let base = Config::default();
         Some(match name {
@@ -166,6 +167,10 @@ impl Config {
                 locs_per_thread: 100,
                 p_hot: 0.1,
                 ..base
+            },
+            "threads-256" => Config {
+                threads: 256,
+                ..Config::profile("many-threads")?
             },
             "bench" => Config {
                 threads: 8,
@@ -227,8 +232,14 @@ impl Config {
     }
 
     /// Names of the profiles [`Config::profile`] knows.
-    pub const PROFILES: &'static [&'static str] =
-        &["small", "ftpserver", "long-cs", "many-threads", "bench"];
+    pub const PROFILES: &'static [&'static str] = &[
+        "small",
+        "ftpserver",
+        "long-cs",
+        "many-threads",
+        "threads-256",
+        "bench",
+    ];
 }
 
 #[derive(Clone, Debug, Default)]

@@ -28,7 +28,8 @@ struct Entry {
     read: Option<Stamp>,
 }
 
-/// Latest read and write of every thread, per variable.
+/// Latest read and write of every thread, per variable (only those that can
+/// still be a witness: see [`AccessHistory::access`]).
 #[derive(Clone, Debug, Default)]
 pub struct AccessHistory {
     vars: Vec<Vec<Entry>>,
@@ -76,25 +77,45 @@ impl AccessHistory {
         let entries = &mut self.vars[v];
         let is_write = ev.op == Op::Write;
         let mut best: Option<(Stamp, ThreadId, Op)> = None;
-        for e in entries.iter() {
+        let mut pruned = false;
+        for e in entries.iter_mut() {
             if e.thread == ev.thread {
                 continue;
             }
-            let mut consider = |s: Option<Stamp>, op: Op| {
-                if let Some(s) = s {
-                    let near = self.window.is_none_or(|k| ((id - s.id) as u64) < k);
-                    if near
-                        && best.is_none_or(|(b, _, _)| s.id > b.id)
-                        && !ordered(e.thread, s.clock, s.id)
-                    {
-                        best = Some((s, e.thread, op));
+            let thread = e.thread;
+            let window = self.window;
+            // Whether stamp `s` stays: an access ordered before this one is
+            // dropped when this access conflicts with everything it conflicts
+            // with (a write; or a read and `s` a read): every later access
+            // unordered with it is unordered with this later, conflicting
+            // access too (or is of this thread, hence ordered), so it would
+            // never be the witness again. That keeps a variable's history to
+            // its mutually unordered accesses (100,000 threads passing a lock
+            // leave one entry, not 100,000).
+            let mut check = |slot: &mut Option<Stamp>, op: Op, conflicts: bool, prunable: bool| {
+                let Some(s) = *slot else { return };
+                if !conflicts && !prunable {
+                    return;
+                }
+                let near = window.is_none_or(|k| ((id - s.id) as u64) < k);
+                let candidate = conflicts && near && best.is_none_or(|(b, _, _)| s.id > b.id);
+                if !candidate && !prunable {
+                    return;
+                }
+                if ordered(thread, s.clock, s.id) {
+                    if prunable {
+                        *slot = None;
+                        pruned = true;
                     }
+                } else if candidate {
+                    best = Some((s, thread, op));
                 }
             };
-            consider(e.write, Op::Write);
-            if is_write {
-                consider(e.read, Op::Read);
-            }
+            check(&mut e.write, Op::Write, true, is_write);
+            check(&mut e.read, Op::Read, is_write, true);
+        }
+        if pruned {
+            entries.retain(|e| e.write.is_some() || e.read.is_some());
         }
         let stamp = Stamp {
             id,

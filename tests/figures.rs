@@ -77,6 +77,8 @@ fn hb_engines_match_figures() {
     for (p, t, want) in figures() {
         let vc = cprace::hb::hb_trace("vc", None, &t).unwrap();
         assert_eq!(vc.racy_events(), want["hb"], "hb vc {}", p.display());
+        let tc = cprace::hb::hb_trace("treeclock", None, &t).unwrap();
+        assert_eq!(tc.races, vc.races, "hb treeclock {}", p.display());
         for engine in ["epoch", "lockset"] {
             let r = cprace::hb::hb_trace(engine, None, &t).unwrap();
             assert_eq!(

@@ -4,7 +4,7 @@ mod hb_common;
 
 use hb_common::{oracle, pairs, run, tr};
 
-const EXACT: [&str; 3] = ["vc", "epoch", "lockset"];
+const EXACT: [&str; 4] = ["vc", "epoch", "lockset", "treeclock"];
 
 /// Every exact engine reports exactly `want` ((racy event, witness) pairs),
 /// which also matches the brute-force oracle; Eraser reports at least those.

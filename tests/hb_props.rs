@@ -36,6 +36,41 @@ fn vc_matches_brute_force_oracle() {
     }
 }
 
+/// treeclock reports exactly vc's races (racy events and witnesses), on the
+/// small generated traces and on traces with up to 40 threads, with and
+/// without fork/join, where the tree clocks grow deep and get re-rooted.
+#[test]
+fn treeclock_equals_vc() {
+    for seed in 0..1500u64 {
+        let n = 30 + seed % 300;
+        let t = generated(seed, n);
+        for w in [None, Some(10)] {
+            let vc = run("vc", w, &t);
+            let tc = run("treeclock", w, &t);
+            assert_eq!(
+                vc.races,
+                tc.races,
+                "seed {seed}, window {w:?}\n{}",
+                dump(&t)
+            );
+        }
+    }
+    for seed in 0..300u64 {
+        let mut cfg = cprace::generate::Config::profile("many-threads").unwrap();
+        cfg.seed = seed;
+        cfg.events = 200 + seed * 7;
+        cfg.threads = 2 + (seed % 40) as u32;
+        cfg.locks = 1 + (seed % 5) as u32;
+        cfg.vars = 3 + (seed % 20) as u32;
+        cfg.fork_join = seed % 2 == 0;
+        cfg.p_volatile = 0.05;
+        let t = cprace::generate::trace(&cfg);
+        let vc = run("vc", None, &t);
+        let tc = run("tc", None, &t);
+        assert_eq!(vc.races, tc.races, "seed {seed}\n{}", dump(&t));
+    }
+}
+
 /// epoch (FastTrack2) and lockset (Goldilocks) agree with vc on the racy
 /// variables and on the first race per variable (racy event and witness), and
 /// only ever report events vc reports.

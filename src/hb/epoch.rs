@@ -45,6 +45,7 @@ use serde_json::json;
 
 use super::in_window;
 use super::vc::HbClocks;
+use crate::clock::VectorClock;
 use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op};
 
@@ -69,10 +70,10 @@ pub fn clock(e: u64) -> u32 {
     e as u32
 }
 
-/// `e ⪯ V`: the access of epoch `e` is HB-before the owner of clock row `v`.
+/// `e ⪯ V`: the access of epoch `e` is HB-before the owner of clock `v`.
 #[inline]
-fn leq(e: u64, v: &[u32]) -> bool {
-    clock(e) == 0 || v.get(tid(e) as usize).is_some_and(|&x| x >= clock(e))
+fn leq(e: u64, v: &VectorClock) -> bool {
+    clock(e) == 0 || v.get(tid(e)) >= clock(e)
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -170,7 +171,7 @@ impl EpochDetector {
     fn read(&mut self, id: EventId, ev: &Event) -> Option<Access> {
         let t = ev.thread;
         let row = self.clocks.row(t);
-        let c = row[t as usize];
+        let c = row.get(t);
         let e = pack(t, c);
         let x = &mut self.vars[ev.target as usize];
         // [READ SAME EPOCH]
@@ -244,7 +245,7 @@ impl EpochDetector {
     fn write(&mut self, id: EventId, ev: &Event) -> Option<Access> {
         let t = ev.thread;
         let row = self.clocks.row(t);
-        let c = row[t as usize];
+        let c = row.get(t);
         let e = pack(t, c);
         let x = &mut self.vars[ev.target as usize];
         // [WRITE SAME EPOCH]
@@ -284,7 +285,7 @@ impl EpochDetector {
         } else {
             // [SHARED-WRITE RACE] / [WRITE SHARED]: the full VC comparison.
             for (u, s) in self.shared[x.sh as usize].iter().enumerate() {
-                if s.clock > row.get(u).copied().unwrap_or(0) && in_window(self.window, id, s.id) {
+                if s.clock > row.get(u as u32) && in_window(self.window, id, s.id) {
                     better(
                         &mut best,
                         Access {

@@ -32,8 +32,7 @@
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
-use crate::history::AccessHistory;
-use crate::report::Report;
+use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op};
 
 /// Id of the empty lockset.
@@ -54,6 +53,29 @@ struct VarState {
     owner: u32,
     written: bool,
     cset: u32,
+    /// The two latest writes and the two latest reads by distinct threads:
+    /// the witness (the latest conflicting access of another thread) is the
+    /// later of the first one not by the accessing thread.
+    writes: Latest2,
+    reads: Latest2,
+}
+
+/// The latest access and the latest one by a different thread.
+#[derive(Clone, Copy, Debug, Default)]
+struct Latest2([Option<Access>; 2]);
+
+impl Latest2 {
+    fn push(&mut self, a: Access) {
+        match self.0[0] {
+            Some(x) if x.thread != a.thread => self.0 = [Some(a), Some(x)],
+            _ => self.0[0] = Some(a),
+        }
+    }
+
+    /// The latest access not by thread `t`.
+    fn other_than(&self, t: u32) -> Option<Access> {
+        self.0.iter().flatten().find(|a| a.thread != t).copied()
+    }
 }
 
 /// Interned, sorted locksets with cached operations (Eraser's lockset table).
@@ -62,8 +84,6 @@ struct LockSets {
     sets: Vec<Box<[u32]>>,
     index: FxHashMap<Box<[u32]>, u32>,
     inter: FxHashMap<(u32, u32), u32>,
-    with: FxHashMap<(u32, u32), u32>,
-    without: FxHashMap<(u32, u32), u32>,
     scratch: Vec<u32>,
 }
 
@@ -76,8 +96,6 @@ impl LockSets {
             sets: vec![empty],
             index,
             inter: FxHashMap::default(),
-            with: FxHashMap::default(),
-            without: FxHashMap::default(),
             scratch: Vec::new(),
         }
     }
@@ -93,30 +111,13 @@ impl LockSets {
         i
     }
 
-    fn add(&mut self, s: u32, l: u32) -> u32 {
-        if let Some(&r) = self.with.get(&(s, l)) {
-            return r;
+    fn intern(&mut self, set: &[u32]) -> u32 {
+        if let Some(&i) = self.index.get(set) {
+            return i;
         }
         self.scratch.clear();
-        self.scratch.extend_from_slice(&self.sets[s as usize]);
-        if let Err(p) = self.scratch.binary_search(&l) {
-            self.scratch.insert(p, l);
-        }
-        let r = self.intern_scratch();
-        self.with.insert((s, l), r);
-        r
-    }
-
-    fn remove(&mut self, s: u32, l: u32) -> u32 {
-        if let Some(&r) = self.without.get(&(s, l)) {
-            return r;
-        }
-        self.scratch.clear();
-        self.scratch
-            .extend(self.sets[s as usize].iter().copied().filter(|&x| x != l));
-        let r = self.intern_scratch();
-        self.without.insert((s, l), r);
-        r
+        self.scratch.extend_from_slice(set);
+        self.intern_scratch()
     }
 
     #[inline]
@@ -141,13 +142,21 @@ impl LockSets {
     }
 }
 
+#[derive(Clone, Debug, Default)]
+struct Held {
+    locks: Vec<u32>,
+    /// Interned id of `locks`, or None after a change.
+    id: Option<u32>,
+}
+
 /// Streaming Eraser detector.
 pub struct EraserDetector {
     sets: LockSets,
-    /// Interned lockset held by each thread.
-    held: Vec<u32>,
+    /// Locks held by each thread (sorted), interned only when an access needs
+    /// them: nesting 40,000 locks interns one set, not 40,000 growing ones.
+    held: Vec<Held>,
     vars: Vec<VarState>,
-    history: AccessHistory,
+    window: Option<u64>,
     pub(crate) report: Report,
 }
 
@@ -159,7 +168,7 @@ impl EraserDetector {
             sets: LockSets::new(),
             held: Vec::new(),
             vars: Vec::new(),
-            history: AccessHistory::new(window),
+            window,
             report: Report::new("lockset", "eraser", window, 0),
         }
     }
@@ -170,11 +179,22 @@ impl EraserDetector {
         self.report.events += 1;
         let t = ev.thread as usize;
         if t >= self.held.len() {
-            self.held.resize(t + 1, EMPTY);
+            self.held.resize_with(t + 1, Held::default);
         }
+        let h = &mut self.held[t];
         match ev.op {
-            Op::Acquire => self.held[t] = self.sets.add(self.held[t], ev.target),
-            Op::Release => self.held[t] = self.sets.remove(self.held[t], ev.target),
+            Op::Acquire => {
+                if let Err(p) = h.locks.binary_search(&ev.target) {
+                    h.locks.insert(p, ev.target);
+                }
+                h.id = None;
+            }
+            Op::Release => {
+                if let Ok(p) = h.locks.binary_search(&ev.target) {
+                    h.locks.remove(p);
+                }
+                h.id = None;
+            }
             Op::Read | Op::Write => self.access(id, ev),
             _ => {}
         }
@@ -185,7 +205,15 @@ impl EraserDetector {
         if v >= self.vars.len() {
             self.vars.resize(v + 1, VarState::default());
         }
-        let held = self.held[ev.thread as usize];
+        let h = &mut self.held[ev.thread as usize];
+        let held = match h.id {
+            Some(i) => i,
+            None => {
+                let i = self.sets.intern(&h.locks);
+                h.id = Some(i);
+                i
+            }
+        };
         let x = &mut self.vars[v];
         let write = ev.op == Op::Write;
         match x.state {
@@ -207,9 +235,25 @@ impl EraserDetector {
         }
         x.written |= write;
         let violating = x.state == State::SharedModified && x.cset == EMPTY;
-        let witness = self.history.access(id, ev, 0, |_, _| false);
-        if violating && let Some(r) = witness {
-            self.report.push(r);
+        let me = Access::of(id, ev);
+        let mut witness = x.writes.other_than(ev.thread);
+        if write && let Some(r) = x.reads.other_than(ev.thread) {
+            witness = witness.filter(|w| w.id > r.id).or(Some(r));
+        }
+        if write {
+            x.writes.push(me);
+        } else {
+            x.reads.push(me);
+        }
+        if violating
+            && let Some(w) = witness
+            && super::in_window(self.window, id, w.id)
+        {
+            self.report.push(Race {
+                first: w,
+                second: me,
+                variable: ev.target,
+            });
         }
     }
 

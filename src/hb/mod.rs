@@ -10,6 +10,9 @@
 //!
 //! - [`vc::VcDetector`] (`vc`, default): DJIT+-style vector clocks and the
 //!   shared [`crate::history::AccessHistory`]; the exact racy-event set.
+//! - [`vc::TcDetector`] (`treeclock`, alias `tc`): the same algorithm with
+//!   the tree clocks of Mathur et al. (ASPLOS 2022) for threads and locks;
+//!   same racy events and witnesses as `vc`.
 //! - [`epoch::EpochDetector`] (`epoch`): FastTrack2 (Flanagan & Freund 2017,
 //!   Figure 1) with epochs packed in a `u64`. Exact up to and including the
 //!   first race on each variable; see its docs for where later reports differ.
@@ -39,10 +42,10 @@ use crate::trace::{EventId, Format, Names, Trace};
 pub use epoch::EpochDetector;
 pub use eraser::EraserDetector;
 pub use goldilocks::GoldilocksDetector;
-pub use vc::VcDetector;
+pub use vc::{TcDetector, VcDetector};
 
 /// Engines of `--relation hb`, the default first.
-pub const HB_ENGINES: &[&str] = &["vc", "epoch", "lockset"];
+pub const HB_ENGINES: &[&str] = &["vc", "epoch", "lockset", "treeclock"];
 /// Engines of `--relation lockset`.
 pub const LOCKSET_ENGINES: &[&str] = &["eraser"];
 
@@ -50,6 +53,7 @@ pub use crate::detector::{Detector, run_trace};
 
 crate::impl_detector!(
     VcDetector,
+    TcDetector,
     EpochDetector,
     GoldilocksDetector,
     EraserDetector
@@ -76,6 +80,7 @@ pub fn analyze_hb(
 ) -> Result<(Report, Names)> {
     match engine {
         "vc" => stream_path(VcDetector::new(window), path, format, spill),
+        "treeclock" | "tc" => stream_path(TcDetector::new(window), path, format, spill),
         "epoch" => stream_path(EpochDetector::new(window), path, format, spill),
         "lockset" => stream_path(GoldilocksDetector::new(window), path, format, spill),
         other => bail!(crate::UsageError(format!(
@@ -107,11 +112,12 @@ pub fn analyze_lockset(
 pub fn hb_trace(engine: &str, window: Option<u64>, trace: &Trace) -> Result<Report> {
     Ok(match engine {
         "vc" => run_trace(VcDetector::new(window), trace),
+        "treeclock" | "tc" => run_trace(TcDetector::new(window), trace),
         "epoch" => run_trace(EpochDetector::new(window), trace),
         "lockset" => run_trace(GoldilocksDetector::new(window), trace),
         "eraser" => run_trace(EraserDetector::new(window), trace),
         other => bail!(crate::UsageError(format!(
-            "unknown HB/lockset engine `{other}`; expected one of: vc, epoch, lockset, eraser"
+            "unknown HB/lockset engine `{other}`; expected one of: vc, epoch, lockset, treeclock, eraser"
         ))),
     })
 }

@@ -1,7 +1,9 @@
-//! DJIT+-style vector clocks: the exact HB racy-event set.
+//! DJIT+-style clocks: the exact HB racy-event set (`vc` and `treeclock`).
 //!
-//! Every thread, lock and volatile variable has a vector clock, stored as rows
-//! of flat matrices indexed by dense ids (no allocation per event). A thread's
+//! Every thread, lock and volatile variable has a clock from
+//! [`crate::clock`]: a [`VectorClock`] (persistent, shared between clocks,
+//! so a release is O(1) and 100,000 threads cost one path of blocks each), or
+//! for threads and locks of the `treeclock` engine a [`TreeClock`]. A thread's
 //! own entry starts at 1 and is incremented after every event that starts an HB
 //! edge out of the thread (release, fork, volatile write), so an access of
 //! thread `u` performed at local clock `c` is HB-before the current event of
@@ -19,116 +21,158 @@
 
 use serde_json::json;
 
+use crate::clock::{TreeClock, VectorClock};
 use crate::history::AccessHistory;
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op, ThreadId};
 
 const NONE: u32 = u32::MAX;
 
-/// Vector clocks of threads, locks and volatile variables, with the HB edge
-/// rules. Shared by the `vc` and `epoch` engines.
+/// A clock the HB edge rules can run on: [`VectorClock`] (`vc`) or
+/// [`TreeClock`] (`treeclock`). Volatile variables always keep a
+/// [`VectorClock`] (the join of their writers' clocks, not one thread's).
+pub trait HbClock: Default + Send {
+    /// The clock of a thread `t` that has learned nothing yet (own entry 1).
+    fn thread(t: ThreadId) -> Self;
+    /// Entry of thread `t`.
+    fn get(&self, t: ThreadId) -> u32;
+    /// Increment the owner `t`'s entry.
+    fn tick(&mut self, t: ThreadId);
+    /// `self ⊔= other` (thread clock `self`).
+    fn join(&mut self, other: &Self);
+    /// `self := other` where `self ⊑ other` (a release into the lock's clock).
+    fn copy(&mut self, other: &Self);
+    /// `v ⊔= self` (a volatile write).
+    fn publish(&self, v: &mut VectorClock);
+    /// `self ⊔= v` (a volatile read).
+    fn receive(&mut self, v: &VectorClock);
+}
+
+impl HbClock for VectorClock {
+    fn thread(t: ThreadId) -> Self {
+        [(t, 1)].into_iter().collect()
+    }
+    #[inline]
+    fn get(&self, t: ThreadId) -> u32 {
+        VectorClock::get(self, t)
+    }
+    #[inline]
+    fn tick(&mut self, t: ThreadId) {
+        VectorClock::tick(self, t)
+    }
+    #[inline]
+    fn join(&mut self, other: &Self) {
+        VectorClock::join(self, other)
+    }
+    #[inline]
+    fn copy(&mut self, other: &Self) {
+        self.clone_from(other)
+    }
+    fn publish(&self, v: &mut VectorClock) {
+        v.join(self)
+    }
+    fn receive(&mut self, v: &VectorClock) {
+        VectorClock::join(self, v)
+    }
+}
+
+impl HbClock for TreeClock {
+    fn thread(t: ThreadId) -> Self {
+        TreeClock::new(t, 1)
+    }
+    #[inline]
+    fn get(&self, t: ThreadId) -> u32 {
+        TreeClock::get(self, t)
+    }
+    #[inline]
+    fn tick(&mut self, _t: ThreadId) {
+        self.tick_root()
+    }
+    #[inline]
+    fn join(&mut self, other: &Self) {
+        TreeClock::join(self, other)
+    }
+    #[inline]
+    fn copy(&mut self, other: &Self) {
+        self.monotone_copy(other)
+    }
+    fn publish(&self, v: &mut VectorClock) {
+        // Only entries `v` lacks are written.
+        let raise: Vec<(u32, u32)> = self.entries().filter(|&(u, c)| v.get(u) < c).collect();
+        for (u, c) in raise {
+            v.set(u, c);
+        }
+    }
+    fn receive(&mut self, v: &VectorClock) {
+        self.join_entries(v.entries())
+    }
+}
+
+/// Clocks of threads, locks and volatile variables, with the HB edge rules.
+/// Shared by the `vc`, `epoch` (with [`VectorClock`]) and `treeclock` (with
+/// [`TreeClock`]) engines.
 #[derive(Clone, Debug)]
-pub struct HbClocks {
-    /// Entries per row; always greater than every thread id seen.
-    stride: usize,
-    /// One row per thread seen (`nthreads` rows).
-    threads: Vec<u32>,
-    nthreads: usize,
+pub struct HbClocks<C = VectorClock> {
+    /// One clock per thread id seen (every id below the largest).
+    threads: Vec<C>,
     /// Whether the thread has performed any event (join edges need one).
     has_events: Vec<bool>,
-    /// One row per lock id below `nlocks`.
-    locks: Vec<u32>,
-    nlocks: usize,
-    /// Variable id -> row in `vols` (NONE for non-volatile variables).
+    locks: Vec<C>,
+    /// Variable id -> index in `vols` (NONE for non-volatile variables).
     vol_row: Vec<u32>,
-    vols: Vec<u32>,
-    nvols: usize,
+    vols: Vec<VectorClock>,
     /// Joins performed (acquire, join, volatile read, fork).
     pub joins: u64,
 }
 
-impl Default for HbClocks {
+impl<C: HbClock> Default for HbClocks<C> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-#[inline]
-fn join_into(dst: &mut [u32], src: &[u32]) {
-    for (a, &b) in dst.iter_mut().zip(src) {
-        *a = (*a).max(b);
-    }
-}
-
-impl HbClocks {
+impl<C: HbClock> HbClocks<C> {
     /// Empty state.
     pub fn new() -> Self {
         HbClocks {
-            stride: 8,
             threads: Vec::new(),
-            nthreads: 0,
             has_events: Vec::new(),
             locks: Vec::new(),
-            nlocks: 0,
             vol_row: Vec::new(),
             vols: Vec::new(),
-            nvols: 0,
             joins: 0,
         }
     }
 
     /// Number of threads seen.
     pub fn num_threads(&self) -> usize {
-        self.nthreads
+        self.threads.len()
     }
 
     /// Number of locks seen.
     pub fn num_locks(&self) -> usize {
-        self.nlocks
+        self.locks.len()
     }
 
     /// Number of volatile variables seen.
     pub fn num_volatiles(&self) -> usize {
-        self.nvols
+        self.vols.len()
     }
 
-    fn relayout(m: &mut Vec<u32>, rows: usize, old: usize, new: usize) {
-        let mut n = vec![0u32; rows * new];
-        for r in 0..rows {
-            n[r * new..r * new + old].copy_from_slice(&m[r * old..r * old + old]);
-        }
-        *m = n;
-    }
-
-    /// Make sure thread `t` has a clock row (own entry 1).
+    /// Make sure thread `t` has a clock (own entry 1).
     #[inline]
     pub fn ensure_thread(&mut self, t: ThreadId) {
-        let t = t as usize;
-        if t < self.nthreads {
-            return;
+        while self.threads.len() <= t as usize {
+            let u = self.threads.len() as ThreadId;
+            self.threads.push(C::thread(u));
+            self.has_events.push(false);
         }
-        if t >= self.stride {
-            let new = (t + 1).next_power_of_two().max(self.stride * 2);
-            let old = self.stride;
-            Self::relayout(&mut self.threads, self.nthreads, old, new);
-            Self::relayout(&mut self.locks, self.nlocks, old, new);
-            Self::relayout(&mut self.vols, self.nvols, old, new);
-            self.stride = new;
-        }
-        for u in self.nthreads..=t {
-            self.threads.resize((u + 1) * self.stride, 0);
-            self.threads[u * self.stride + u] = 1;
-        }
-        self.has_events.resize(t + 1, false);
-        self.nthreads = t + 1;
     }
 
     #[inline]
     fn ensure_lock(&mut self, l: u32) {
-        let l = l as usize;
-        if l >= self.nlocks {
-            self.locks.resize((l + 1) * self.stride, 0);
-            self.nlocks = l + 1;
+        if l as usize >= self.locks.len() {
+            self.locks.resize_with(l as usize + 1, C::default);
         }
     }
 
@@ -139,33 +183,25 @@ impl HbClocks {
             self.vol_row.resize(v + 1, NONE);
         }
         if self.vol_row[v] == NONE {
-            self.vol_row[v] = self.nvols as u32;
-            self.nvols += 1;
-            self.vols.resize(self.nvols * self.stride, 0);
+            self.vol_row[v] = self.vols.len() as u32;
+            self.vols.push(VectorClock::default());
         }
         self.vol_row[v] as usize
     }
 
-    /// The clock row of thread `t` (must have been ensured). Entries past the
-    /// threads seen are 0.
+    /// The clock of thread `t` (must have been ensured).
     #[inline]
-    pub fn row(&self, t: ThreadId) -> &[u32] {
-        let s = self.stride;
-        &self.threads[t as usize * s..t as usize * s + s]
+    pub fn row(&self, t: ThreadId) -> &C {
+        &self.threads[t as usize]
     }
 
     /// The own clock of thread `t`.
     #[inline]
     pub fn own(&self, t: ThreadId) -> u32 {
-        self.threads[t as usize * self.stride + t as usize]
+        self.threads[t as usize].get(t)
     }
 
-    #[inline]
-    fn tick(&mut self, t: usize) {
-        self.threads[t * self.stride + t] += 1;
-    }
-
-    /// Account for event `ev` of its thread: ensures the thread's row and
+    /// Account for event `ev` of its thread: ensures the thread's clock and
     /// applies the HB edge rules for synchronization events. Returns whether
     /// `ev` is a data access (the caller's business).
     #[inline]
@@ -173,57 +209,44 @@ impl HbClocks {
         let t = ev.thread as usize;
         self.ensure_thread(ev.thread);
         self.has_events[t] = true;
-        let s = self.stride;
         match ev.op {
             Op::Read | Op::Write => return true,
             Op::Acquire => {
                 self.ensure_lock(ev.target);
-                let l = ev.target as usize;
-                join_into(
-                    &mut self.threads[t * s..t * s + s],
-                    &self.locks[l * s..l * s + s],
-                );
+                self.threads[t].join(&self.locks[ev.target as usize]);
                 self.joins += 1;
             }
             Op::Release => {
                 self.ensure_lock(ev.target);
-                let l = ev.target as usize;
-                self.locks[l * s..l * s + s].copy_from_slice(&self.threads[t * s..t * s + s]);
-                self.tick(t);
+                self.locks[ev.target as usize].copy(&self.threads[t]);
+                self.threads[t].tick(ev.thread);
             }
             Op::Fork => {
                 self.ensure_thread(ev.target);
-                let s = self.stride;
                 let u = ev.target as usize;
                 if u != t {
-                    let (src, dst) = two_rows(&mut self.threads, s, t, u);
-                    join_into(dst, src);
+                    let (src, dst) = two(&mut self.threads, t, u);
+                    dst.join(src);
                     self.joins += 1;
                 }
-                self.tick(t);
+                self.threads[t].tick(ev.thread);
             }
             Op::Join => {
                 let u = ev.target as usize;
                 if u != t && self.has_events.get(u).copied().unwrap_or(false) {
-                    let (src, dst) = two_rows(&mut self.threads, s, u, t);
-                    join_into(dst, src);
+                    let (src, dst) = two(&mut self.threads, u, t);
+                    dst.join(src);
                     self.joins += 1;
                 }
             }
             Op::VolatileWrite => {
                 let r = self.vol(ev.target);
-                join_into(
-                    &mut self.vols[r * s..r * s + s],
-                    &self.threads[t * s..t * s + s],
-                );
-                self.tick(t);
+                self.threads[t].publish(&mut self.vols[r]);
+                self.threads[t].tick(ev.thread);
             }
             Op::VolatileRead => {
                 let r = self.vol(ev.target);
-                join_into(
-                    &mut self.threads[t * s..t * s + s],
-                    &self.vols[r * s..r * s + s],
-                );
+                self.threads[t].receive(&self.vols[r]);
                 self.joins += 1;
             }
             Op::ReentrantAcquire | Op::ReentrantRelease => {}
@@ -232,32 +255,52 @@ impl HbClocks {
     }
 }
 
-/// Rows `a` (shared) and `b` (mutable) of a matrix with `stride`; `a != b`.
+/// Elements `a` (shared) and `b` (mutable) of a slice; `a != b`.
 #[inline]
-fn two_rows(m: &mut [u32], stride: usize, a: usize, b: usize) -> (&[u32], &mut [u32]) {
+fn two<T>(m: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
     if a < b {
-        let (lo, hi) = m.split_at_mut(b * stride);
-        (&lo[a * stride..a * stride + stride], &mut hi[..stride])
+        let (lo, hi) = m.split_at_mut(b);
+        (&lo[a], &mut hi[0])
     } else {
-        let (lo, hi) = m.split_at_mut(a * stride);
-        (&hi[..stride], &mut lo[b * stride..b * stride + stride])
+        let (lo, hi) = m.split_at_mut(a);
+        (&hi[0], &mut lo[b])
     }
 }
 
-/// Streaming vector-clock HB detector (`--relation hb --engine vc`).
-pub struct VcDetector {
-    clocks: HbClocks,
+/// Streaming clock-based HB detector: `--relation hb --engine vc` with
+/// [`VectorClock`]s ([`VcDetector`]), `--engine treeclock` with
+/// [`TreeClock`]s ([`TcDetector`]). Same racy events and witnesses.
+pub struct ClockDetector<C> {
+    clocks: HbClocks<C>,
     history: AccessHistory,
     pub(crate) report: Report,
 }
 
+/// The `vc` engine: DJIT+ with vector clocks.
+pub type VcDetector = ClockDetector<VectorClock>;
+/// The `treeclock` engine: DJIT+ with tree clocks.
+pub type TcDetector = ClockDetector<TreeClock>;
+
 impl VcDetector {
     /// A detector pairing accesses less than `window` events apart.
     pub fn new(window: Option<u64>) -> Self {
-        VcDetector {
+        ClockDetector::with_engine("vc", window)
+    }
+}
+
+impl TcDetector {
+    /// A detector pairing accesses less than `window` events apart.
+    pub fn new(window: Option<u64>) -> Self {
+        ClockDetector::with_engine("treeclock", window)
+    }
+}
+
+impl<C: HbClock> ClockDetector<C> {
+    fn with_engine(engine: &str, window: Option<u64>) -> Self {
+        ClockDetector {
             clocks: HbClocks::new(),
             history: AccessHistory::new(window),
-            report: Report::new("hb", "vc", window, 0),
+            report: Report::new("hb", engine, window, 0),
         }
     }
 
@@ -267,10 +310,8 @@ impl VcDetector {
         self.report.events += 1;
         if self.clocks.event(ev) {
             let row = self.clocks.row(ev.thread);
-            let clock = row[ev.thread as usize];
-            let race = self.history.access(id, ev, clock, |u, c| {
-                row.get(u as usize).is_some_and(|&x| x >= c)
-            });
+            let clock = row.get(ev.thread);
+            let race = self.history.access(id, ev, clock, |u, c| row.get(u) >= c);
             if let Some(r) = race {
                 self.report.push(r);
             }

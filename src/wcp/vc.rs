@@ -18,6 +18,8 @@
 //!   release's `H`; we keep that and the latest one by a *different* thread,
 //!   which is what an access of the last releaser's own thread may use.
 
+use std::collections::VecDeque;
+
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
@@ -27,14 +29,11 @@ use crate::report::Report;
 use crate::trace::{Event, EventId, Op, ThreadId};
 
 const NONE: u32 = u32::MAX;
-/// By default a lock's log is only trimmed once it holds this many words.
-const TRIM_MIN_WORDS: usize = 1 << 16;
-/// Words before the clock in a log record: thread, N of the acquire, clock length.
-const HEADER: usize = 3;
+/// By default a lock's log is only trimmed once it holds this many records.
+const TRIM_MIN_RECORDS: usize = 1 << 12;
 
-/// Rule-(a) state of every (lock, variable) pair, in one fixed-stride table so
-/// an access touches one contiguous record. Record layout (`u32` words):
-/// a header, then four clocks of `width` entries each:
+/// Rule-(a) state of one (lock, variable) pair: four clocks, each shared with
+/// the `H` of the release it stands for (an O(1) copy):
 ///
 /// - `R_LAST`/`W_LAST`: `H` of the latest release of the lock whose critical
 ///   section read / wrote the variable (with its thread and local time), and
@@ -43,59 +42,34 @@ const HEADER: usize = 3;
 ///
 /// Releases of one lock are HB-ordered, so these latest times equal the joins
 /// `L^r`, `L^w` of the paper.
-#[derive(Clone, Debug, Default)]
-struct SlotTable {
-    width: usize,
-    stride: usize,
-    data: Vec<u32>,
+#[derive(Clone, Debug)]
+struct Slot {
+    /// (thread, local time) of each clock's release; thread NONE when unset.
+    who: [(u32, u32); 4],
+    clocks: [VectorClock; 4],
+    /// Ids of the last critical sections that recorded a read / write here.
+    marks: [u32; 2],
 }
 
-/// Header words: four (thread, local time) pairs, one per clock (`R_LAST`,
-/// R_OTHER = `R_LAST + 1`, `W_LAST`, W_OTHER = `W_LAST + 1`), then the two
-/// marks (id of the last critical section that recorded a read / write here).
 const R_LAST: usize = 0;
 const W_LAST: usize = 2;
-const READ_MARK: usize = 8;
-const WRITE_MARK: usize = 9;
-const SLOT_HEADER: usize = 10;
+const READ_MARK: usize = 0;
+const WRITE_MARK: usize = 1;
+
+/// All (lock, variable) slots.
+#[derive(Clone, Debug, Default)]
+struct SlotTable {
+    slots: Vec<Slot>,
+}
 
 impl SlotTable {
-    fn with_width(width: usize) -> SlotTable {
-        SlotTable {
-            width,
-            stride: SLOT_HEADER + 4 * width,
-            data: Vec::new(),
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.data.len() / self.stride
-    }
-
     fn push(&mut self) -> u32 {
-        let i = self.len();
-        self.data.resize(self.data.len() + self.stride, 0);
-        let rec = &mut self.data[i * self.stride..];
-        for c in 0..4 {
-            rec[2 * c] = NONE;
-        }
-        i as u32
-    }
-
-    /// Re-layout for clocks of `width` entries (thread ids below `width`).
-    fn widen(&mut self, width: usize) {
-        let mut wider = SlotTable::with_width(width);
-        wider.data = vec![0; self.len() * wider.stride];
-        for i in 0..self.len() {
-            let old = &self.data[i * self.stride..(i + 1) * self.stride];
-            let new = &mut wider.data[i * wider.stride..(i + 1) * wider.stride];
-            new[..SLOT_HEADER].copy_from_slice(&old[..SLOT_HEADER]);
-            for c in 0..4 {
-                let (o, n) = (SLOT_HEADER + c * self.width, SLOT_HEADER + c * width);
-                new[n..n + self.width].copy_from_slice(&old[o..o + self.width]);
-            }
-        }
-        *self = wider;
+        self.slots.push(Slot {
+            who: [(NONE, 0); 4],
+            clocks: Default::default(),
+            marks: [0; 2],
+        });
+        self.slots.len() as u32 - 1
     }
 
     /// Join into `p` the clock of kind `last` (R_LAST or W_LAST) that an access
@@ -104,39 +78,30 @@ impl SlotTable {
     /// C.8 and C.9 of the paper).
     #[inline]
     fn join_into(&self, slot: u32, last: usize, t: u32, p: &mut VectorClock) {
-        let rec = &self.data[slot as usize * self.stride..(slot as usize + 1) * self.stride];
-        let c = if rec[2 * last] == t { last + 1 } else { last };
-        let (u, n) = (rec[2 * c], rec[2 * c + 1]);
+        let rec = &self.slots[slot as usize];
+        let c = if rec.who[last].0 == t { last + 1 } else { last };
+        let (u, n) = rec.who[c];
         if u != NONE && p.get(u) < n {
-            let at = SLOT_HEADER + c * self.width;
-            p.join_slice(&rec[at..at + self.width]);
+            p.join(&rec.clocks[c]);
         }
     }
 
     /// A release by `t` (clock `h`, local time `n`) of a section that accessed
     /// the slot's variable: it becomes the latest of kind `last`.
-    fn update(&mut self, slot: u32, last: usize, t: u32, n: u32, h: &[u32]) {
-        let w = self.width;
-        let rec = &mut self.data[slot as usize * self.stride..(slot as usize + 1) * self.stride];
-        let at = SLOT_HEADER + last * w;
-        if rec[2 * last] != t {
-            if rec[2 * last] != NONE {
-                rec.copy_within(at..at + w, at + w);
-                rec[2 * last + 2] = rec[2 * last];
-                rec[2 * last + 3] = rec[2 * last + 1];
-            }
-            rec[2 * last] = t;
+    fn update(&mut self, slot: u32, last: usize, t: u32, n: u32, h: &VectorClock) {
+        let rec = &mut self.slots[slot as usize];
+        if rec.who[last].0 != t && rec.who[last].0 != NONE {
+            rec.who[last + 1] = rec.who[last];
+            rec.clocks[last + 1] = rec.clocks[last].clone();
         }
-        rec[2 * last + 1] = n;
-        let k = h.len().min(w);
-        rec[at..at + k].copy_from_slice(&h[..k]);
-        rec[at + k..at + w].fill(0);
+        rec.who[last] = (t, n);
+        rec.clocks[last] = h.clone();
     }
 
     /// Record that critical section `cs` accessed the slot; true the first time.
     #[inline]
     fn mark(&mut self, slot: u32, which: usize, cs: u32) -> bool {
-        let m = &mut self.data[slot as usize * self.stride + which];
+        let m = &mut self.slots[slot as usize].marks[which];
         let first = *m != cs;
         *m = cs;
         first
@@ -166,38 +131,28 @@ struct ThreadState {
     h: VectorClock,
     p: VectorClock,
     held: Vec<OpenCs>,
-    /// Absolute word offset into each lock's log: the front of this thread's queue.
+    /// Absolute record index into each lock's log: the front of this thread's queue.
     cursors: Vec<u64>,
+    /// Per lock, absolute indices of this thread's own records its cursor has
+    /// not passed yet (for the queue statistic).
+    own: Vec<VecDeque<u64>>,
     /// Recycled slot lists of closed critical sections.
     pool: Vec<Vec<u32>>,
 }
 
-/// Release log of one lock: records `[thread, n_acq, len, h[0..len]]`.
+/// Release log of one lock: one record `(thread, N of the acquire, H of the
+/// release)` per critical section, `H` shared with the releaser's clock.
 #[derive(Clone, Debug, Default)]
 struct Log {
-    words: Vec<u32>,
-    /// Absolute offset of `words[0]`.
+    records: Vec<(u32, u32, VectorClock)>,
+    /// Absolute index of `records[0]`.
     base: u64,
     next_trim: usize,
 }
 
 impl Log {
     fn end(&self) -> u64 {
-        self.base + self.words.len() as u64
-    }
-    /// Records from absolute offset `from` to the end: (thread, n_acq, clock).
-    fn records(&self, from: u64) -> impl Iterator<Item = (u32, u32, &[u32])> {
-        let mut off = from.saturating_sub(self.base) as usize;
-        std::iter::from_fn(move || {
-            let w = &self.words;
-            if off + HEADER > w.len() {
-                return None;
-            }
-            let len = w[off + 2] as usize;
-            let rec = (w[off], w[off + 1], &w[off + HEADER..off + HEADER + len]);
-            off += HEADER + len;
-            Some(rec)
-        })
+        self.base + self.records.len() as u64
     }
 }
 
@@ -268,26 +223,26 @@ impl WcpVc {
     /// A detector pairing accesses less than `window` events apart (the
     /// relation itself is always computed over the whole trace).
     pub fn new(window: Option<u64>) -> Self {
-        Self::with_trim_threshold(window, TRIM_MIN_WORDS)
+        Self::with_trim_threshold(window, TRIM_MIN_RECORDS)
     }
 
     /// Like [`WcpVc::new`], but a lock's release log is trimmed once it holds
-    /// `words` words (tests use tiny values so trimming happens all the time).
-    pub fn with_trim_threshold(window: Option<u64>, words: usize) -> Self {
+    /// `records` records (tests use tiny values so trimming happens all the time).
+    pub fn with_trim_threshold(window: Option<u64>, records: usize) -> Self {
         WcpVc {
             history: AccessHistory::new(window),
             report: Report::new("wcp", "vc", window, 0),
             threads: Vec::new(),
             locks: Vec::new(),
             slot_of: FxHashMap::default(),
-            slots: SlotTable::with_width(8),
+            slots: SlotTable::default(),
             volatiles: Vec::new(),
             cs_count: 0,
             known_threads: 0,
             queue_len: 0,
             queue_max: 0,
             truncated: 0,
-            trim_min: words,
+            trim_min: records,
         }
     }
 
@@ -301,9 +256,6 @@ impl WcpVc {
         if self.threads[t].known {
             return;
         }
-        if t >= self.slots.width {
-            self.slots.widen((2 * self.slots.width).max(t + 1));
-        }
         let cursors = parent
             .map(|p| self.threads[p].cursors.clone())
             .unwrap_or_default();
@@ -316,9 +268,10 @@ impl WcpVc {
         // The paper's queues of a new thread hold every other thread's critical
         // sections it has not dequeued (including open ones: their Acq entries).
         let mut backlog = 0i64;
+        // A thread becoming known has no critical section of its own yet.
         for (l, lk) in self.locks.iter().enumerate() {
-            let from = ts.cursors.get(l).copied().unwrap_or(0);
-            backlog += 2 * lk.log.records(from).filter(|r| r.0 != t as u32).count() as i64;
+            let from = ts.cursors.get(l).copied().unwrap_or(0).max(lk.log.base);
+            backlog += 2 * (lk.log.end() - from) as i64;
             backlog += i64::from(lk.holder.is_some_and(|h| h != t as u32));
         }
         self.known_threads += 1;
@@ -444,51 +397,62 @@ impl WcpVc {
         if ts.cursors.len() <= l as usize {
             ts.cursors.resize(l as usize + 1, 0);
         }
+        if ts.own.len() <= l as usize {
+            ts.own.resize_with(l as usize + 1, VecDeque::new);
+        }
         let mut cur = ts.cursors[l as usize];
         if cur < lk.log.base {
             cur = lk.log.base;
             self.truncated += 1;
         }
-        let mut dequeued_other = 0i64;
-        {
-            let words = &lk.log.words;
-            let mut off = (cur - lk.log.base) as usize;
-            while off + HEADER <= words.len() {
-                let (u, n_acq, len) = (words[off], words[off + 1], words[off + 2] as usize);
-                if n_acq > ts.p.get(u) {
-                    break;
-                }
-                let h = &words[off + HEADER..off + HEADER + len];
-                // Already known releases need no join (see SlotTable::join_into).
-                if h.get(u as usize).is_some_and(|&n_rel| ts.p.get(u) < n_rel) {
-                    ts.p.join_slice(h);
-                }
-                dequeued_other += i64::from(u != t);
-                off += HEADER + len;
-            }
-            cur = lk.log.base + off as u64;
+        let mut i = (cur - lk.log.base) as usize;
+        // Releases of one lock are HB-ordered and `P` is closed under HB on
+        // the left, so the records whose release `P` already knows form a
+        // prefix of the log; they are dequeued with no join (their acquires
+        // are known too). Binary search it: a thread first seen late would
+        // otherwise walk the whole history of the lock (quadratic with
+        // 100,000 threads passing one lock along).
+        let known = |r: &(u32, u32, VectorClock)| ts.p.get(r.0) >= r.2.get(r.0);
+        if lk.log.records.get(i).is_some_and(known) {
+            i += lk.log.records[i..].partition_point(known);
         }
+        while let Some((u, n_acq, h)) = lk.log.records.get(i) {
+            if *n_acq > ts.p.get(*u) {
+                break;
+            }
+            if ts.p.get(*u) < h.get(*u) {
+                ts.p.join(h);
+            }
+            i += 1;
+        }
+        let new_cur = lk.log.base + i as u64;
+        // The queue statistic counts other threads' sections only.
+        let own = &mut ts.own[l as usize];
+        let mut own_passed = 0u64;
+        while own.front().is_some_and(|&j| j < new_cur) {
+            own.pop_front();
+            own_passed += 1;
+        }
+        let dequeued_other = (new_cur - cur).saturating_sub(own_passed) as i64;
+        cur = new_cur;
         ts.cursors[l as usize] = cur;
         // Rule (a) clocks.
         for &s in &cs.reads {
-            slots.update(s, R_LAST, t, ts.n, &ts.h.0);
+            slots.update(s, R_LAST, t, ts.n, &ts.h);
         }
         for &s in &cs.writes {
-            slots.update(s, W_LAST, t, ts.n, &ts.h.0);
+            slots.update(s, W_LAST, t, ts.n, &ts.h);
         }
-        lk.h.0.clone_from(&ts.h.0);
-        lk.p.0.clone_from(&ts.p.0);
-        let w = &mut lk.log.words;
-        w.push(t);
-        w.push(cs.n_acq);
-        w.push(ts.h.0.len() as u32);
-        w.extend_from_slice(&ts.h.0);
+        lk.h.clone_from(&ts.h);
+        lk.p.clone_from(&ts.p);
+        ts.own[l as usize].push_back(lk.log.end());
+        lk.log.records.push((t, cs.n_acq, ts.h.clone()));
         ts.tick = true;
         cs.reads.clear();
         cs.writes.clear();
         ts.pool.push(std::mem::take(&mut cs.reads));
         ts.pool.push(std::mem::take(&mut cs.writes));
-        if lk.log.words.len() >= lk.log.next_trim.max(*trim_min) {
+        if lk.log.records.len() >= lk.log.next_trim.max(*trim_min) {
             Self::trim(threads, l as usize, &mut lk.log);
         }
         self.queue_len -= 2 * dequeued_other;
@@ -505,9 +469,9 @@ impl WcpVc {
             .unwrap_or(log.end())
             .max(log.base);
         let dead = (min - log.base) as usize;
-        log.words.drain(..dead);
+        log.records.drain(..dead);
         log.base = min;
-        log.next_trim = 2 * log.words.len();
+        log.next_trim = 2 * log.records.len();
     }
 
     /// Fork: a hard edge into the child's first event, in both H and P.
@@ -519,9 +483,9 @@ impl WcpVc {
         self.register(c, Some(t));
         let (parent, child) = two_mut(&mut self.threads, t, c);
         if fresh {
-            child.h.0.clone_from(&parent.h.0);
+            child.h.clone_from(&parent.h);
             child.h.set(c as u32, child.n);
-            child.p.0.clone_from(&parent.h.0);
+            child.p.clone_from(&parent.h);
         } else if !child.started {
             child.h.join(&parent.h);
             child.p.join(&parent.h);
@@ -574,12 +538,12 @@ impl WcpVc {
             }
             st.reads.clear();
             match &mut st.last_write {
-                Some((u, h)) if *u == t => h.0.clone_from(&ts.h.0),
+                Some((u, h)) if *u == t => h.clone_from(&ts.h),
                 last => st.other_write = last.replace((t, ts.h.clone())),
             }
         } else {
             match st.reads.iter_mut().find(|(u, _)| *u == t) {
-                Some((_, h)) => h.0.clone_from(&ts.h.0),
+                Some((_, h)) => h.clone_from(&ts.h),
                 None => st.reads.push((t, ts.h.clone())),
             }
         }

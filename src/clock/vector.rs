@@ -1,0 +1,421 @@
+//! Vector clocks as persistent radix trees of 16-entry blocks.
+//!
+//! Thread id `t` lives in block `t >> 4`, entry `t & 15`; a tree of height `h`
+//! covers ids below `16^(h+1)`. Nodes are reference counted ([`Arc`], so
+//! detectors stay `Send`) and copied on write: cloning a clock is O(1), and a
+//! write copies only the path to the written entry when that path is shared.
+//! A join adopts every subtree the target lacks by reference and skips
+//! subtrees both clocks share, so clocks that are passed along (release ->
+//! acquire, fork, join) share everything but the paths where they differ.
+
+use std::sync::Arc;
+
+const BITS: u32 = 4;
+const FAN: usize = 1 << BITS;
+const MASK: u32 = FAN as u32 - 1;
+
+#[derive(Clone, Debug)]
+enum Node {
+    Leaf([u32; FAN]),
+    Inner([Option<Arc<Node>>; FAN]),
+}
+
+impl Node {
+    fn empty(level: u32) -> Node {
+        if level == 0 {
+            Node::Leaf([0; FAN])
+        } else {
+            Node::Inner(Default::default())
+        }
+    }
+}
+
+/// A vector clock indexed by thread id; missing entries are 0. See the
+/// [module conventions](super).
+#[derive(Clone, Debug, Default)]
+pub struct VectorClock {
+    root: Option<Arc<Node>>,
+    /// Level of the root (0: the root is a block of ids 0..16).
+    height: u32,
+}
+
+/// Index of `t`'s child at `level`.
+#[inline]
+fn slot(t: u32, level: u32) -> usize {
+    ((u64::from(t) >> (BITS * level)) as u32 & MASK) as usize
+}
+
+/// Whether ids up to `t` fit under a root at `height`.
+#[inline]
+fn fits(t: u32, height: u32) -> bool {
+    u64::from(t) >> (BITS * (height + 1)) == 0
+}
+
+impl VectorClock {
+    /// The zero clock (`n` is a capacity hint only; kept for callers that
+    /// size clocks up front).
+    pub fn new(_n: usize) -> Self {
+        VectorClock::default()
+    }
+
+    /// Entry of thread `t`.
+    #[inline]
+    pub fn get(&self, t: u32) -> u32 {
+        let Some(mut n) = self.root.as_deref() else {
+            return 0;
+        };
+        if !fits(t, self.height) {
+            return 0;
+        }
+        let mut level = self.height;
+        loop {
+            match n {
+                Node::Leaf(a) => return a[(t & MASK) as usize],
+                Node::Inner(c) => match c[slot(t, level)].as_deref() {
+                    Some(x) => {
+                        n = x;
+                        level -= 1;
+                    }
+                    None => return 0,
+                },
+            }
+        }
+    }
+
+    /// Raise the root to `height`, the old tree becoming child 0.
+    fn grow(&mut self, height: u32) {
+        while self.height < height {
+            if let Some(r) = self.root.take() {
+                let mut c: [Option<Arc<Node>>; FAN] = Default::default();
+                c[0] = Some(r);
+                self.root = Some(Arc::new(Node::Inner(c)));
+            }
+            self.height += 1;
+        }
+    }
+
+    /// Set the entry of thread `t` (copying the shared part of its path).
+    #[inline]
+    pub fn set(&mut self, t: u32, v: u32) {
+        if !fits(t, self.height) {
+            let mut h = self.height;
+            while !fits(t, h) {
+                h += 1;
+            }
+            self.grow(h);
+        }
+        let mut level = self.height;
+        let mut n = self
+            .root
+            .get_or_insert_with(|| Arc::new(Node::empty(level)));
+        loop {
+            match Arc::make_mut(n) {
+                Node::Leaf(a) => {
+                    a[(t & MASK) as usize] = v;
+                    return;
+                }
+                Node::Inner(c) => {
+                    level -= 1;
+                    n = c[slot(t, level + 1)].get_or_insert_with(|| Arc::new(Node::empty(level)));
+                }
+            }
+        }
+    }
+
+    /// Increment the entry of thread `t`.
+    #[inline]
+    pub fn tick(&mut self, t: u32) {
+        let v = self.get(t) + 1;
+        self.set(t, v);
+    }
+
+    /// Pointwise maximum with `other`. Blocks only `other` has are shared,
+    /// blocks both share are skipped, and a shared block is copied only when
+    /// `other` raises one of its entries.
+    pub fn join(&mut self, other: &VectorClock) {
+        let Some(o) = &other.root else {
+            return;
+        };
+        self.grow(other.height);
+        // The slot of `self` covering the ids `other` covers.
+        let mut level = self.height;
+        let mut s = &mut self.root;
+        while level > other.height {
+            let n = s.get_or_insert_with(|| Arc::new(Node::empty(level)));
+            if let Node::Inner(c) = &**n
+                && c[0].as_ref().is_some_and(|x| Arc::ptr_eq(x, o))
+            {
+                return;
+            }
+            let Node::Inner(c) = Arc::make_mut(n) else {
+                unreachable!("inner levels hold inner nodes")
+            };
+            s = &mut c[0];
+            level -= 1;
+        }
+        match s {
+            None => *s = Some(o.clone()),
+            Some(n) => join_node(n, o),
+        }
+    }
+
+    /// Pointwise `self <= other`.
+    pub fn leq(&self, other: &VectorClock) -> bool {
+        self.entries().all(|(t, v)| v <= other.get(t))
+    }
+
+    /// The non-zero entries `(thread, time)`, by thread id.
+    pub fn entries(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let mut stack: Vec<(&Node, u32, u32)> = Vec::new();
+        if let Some(r) = self.root.as_deref() {
+            stack.push((r, self.height, 0));
+        }
+        let mut leaf: Option<(&[u32; FAN], u32, usize)> = None;
+        std::iter::from_fn(move || {
+            loop {
+                if let Some((a, base, i)) = &mut leaf {
+                    while *i < FAN {
+                        let k = *i;
+                        *i += 1;
+                        if a[k] != 0 {
+                            return Some((*base + k as u32, a[k]));
+                        }
+                    }
+                    leaf = None;
+                }
+                let (n, level, base) = stack.pop()?;
+                match n {
+                    Node::Leaf(a) => leaf = Some((a, base, 0)),
+                    Node::Inner(c) => {
+                        for (i, ch) in c.iter().enumerate().rev() {
+                            if let Some(ch) = ch.as_deref() {
+                                let b = base + ((i as u64) << (BITS * level)) as u32;
+                                stack.push((ch, level - 1, b));
+                            }
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// The entries of threads `0..n` as a dense slice (for flat matrices).
+    pub fn to_dense(&self, n: usize) -> Vec<u32> {
+        let mut v = vec![0; n];
+        for (t, c) in self.entries() {
+            if let Some(x) = v.get_mut(t as usize) {
+                *x = c;
+            }
+        }
+        v
+    }
+
+    /// Whether `self` and `other` are the same shared clock (O(1); equal
+    /// clocks built separately are not).
+    pub fn ptr_eq(&self, other: &VectorClock) -> bool {
+        match (&self.root, &other.root) {
+            (Some(a), Some(b)) => self.height == other.height && Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+impl PartialEq for VectorClock {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other) || self.entries().eq(other.entries())
+    }
+}
+
+impl Eq for VectorClock {}
+
+impl std::hash::Hash for VectorClock {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for e in self.entries() {
+            e.hash(state);
+        }
+    }
+}
+
+impl FromIterator<(u32, u32)> for VectorClock {
+    fn from_iter<I: IntoIterator<Item = (u32, u32)>>(iter: I) -> Self {
+        let mut c = VectorClock::default();
+        for (t, v) in iter {
+            if v != 0 {
+                c.set(t, v);
+            }
+        }
+        c
+    }
+}
+
+/// Join node `o` into `s` (same level), copying `s` only where it changes.
+fn join_node(s: &mut Arc<Node>, o: &Arc<Node>) {
+    if Arc::ptr_eq(s, o) {
+        return;
+    }
+    let Some(n) = Arc::get_mut(s) else {
+        if let Some(n) = joined(s, o) {
+            *s = n;
+        }
+        return;
+    };
+    match (n, &**o) {
+        (Node::Leaf(a), Node::Leaf(b)) => {
+            for (a, &b) in a.iter_mut().zip(b) {
+                *a = (*a).max(b);
+            }
+        }
+        (Node::Inner(a), Node::Inner(b)) => {
+            for (a, b) in a.iter_mut().zip(b) {
+                match (a, b) {
+                    (_, None) => {}
+                    (a @ None, Some(b)) => *a = Some(b.clone()),
+                    (Some(a), Some(b)) => join_node(a, b),
+                }
+            }
+        }
+        _ => unreachable!("nodes of one level have one kind"),
+    }
+}
+
+/// The join of a shared node `s` with `o`, as a new node sharing every
+/// unchanged child, or None when `o` adds nothing (one visit per node, so the
+/// cost follows the part of `o` that `s` does not share).
+fn joined(s: &Arc<Node>, o: &Arc<Node>) -> Option<Arc<Node>> {
+    if Arc::ptr_eq(s, o) {
+        return None;
+    }
+    match (&**s, &**o) {
+        (Node::Leaf(a), Node::Leaf(b)) => {
+            if b.iter().zip(a).all(|(b, a)| b <= a) {
+                return None;
+            }
+            if a.iter().zip(b).all(|(a, b)| a <= b) {
+                // The join is `o`'s block: share it rather than copy it.
+                return Some(o.clone());
+            }
+            let mut c = *a;
+            for (c, &b) in c.iter_mut().zip(b) {
+                *c = (*c).max(b);
+            }
+            Some(Arc::new(Node::Leaf(c)))
+        }
+        (Node::Inner(a), Node::Inner(b)) => {
+            let mut out: Option<[Option<Arc<Node>>; FAN]> = None;
+            for i in 0..FAN {
+                let new = match (&a[i], &b[i]) {
+                    (_, None) => None,
+                    (None, Some(y)) => Some(y.clone()),
+                    (Some(x), Some(y)) => joined(x, y),
+                };
+                if let Some(n) = new {
+                    out.get_or_insert_with(|| a.clone())[i] = Some(n);
+                }
+            }
+            let c = out?;
+            let same = c.iter().zip(b).all(|(x, y)| match (x, y) {
+                (None, None) => true,
+                (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                _ => false,
+            });
+            // When every child became `o`'s, the join is `o`'s node: share it.
+            Some(if same {
+                o.clone()
+            } else {
+                Arc::new(Node::Inner(c))
+            })
+        }
+        _ => unreachable!("nodes of one level have one kind"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::Rng;
+
+    fn dense(c: &VectorClock, n: usize) -> Vec<u32> {
+        (0..n as u32).map(|t| c.get(t)).collect()
+    }
+
+    /// Random sets, joins, copies and ticks agree with plain dense vectors,
+    /// including ids that force the tree to grow and clocks that share blocks.
+    #[test]
+    fn matches_dense_vectors() {
+        let mut rng = Rng::new(7);
+        for round in 0..300 {
+            let n = [3usize, 17, 40, 300, 5000][round % 5];
+            let k = 6;
+            let mut clocks = vec![VectorClock::default(); k];
+            let mut model = vec![vec![0u32; n]; k];
+            for _ in 0..200 {
+                let i = rng.below(k as u64) as usize;
+                let j = rng.below(k as u64) as usize;
+                let t = rng.below(n as u64) as u32;
+                match rng.below(4) {
+                    0 => {
+                        let v = rng.below(50) as u32;
+                        clocks[i].set(t, v);
+                        model[i][t as usize] = v;
+                    }
+                    1 => {
+                        clocks[i].tick(t);
+                        model[i][t as usize] += 1;
+                    }
+                    2 => {
+                        let o = clocks[j].clone();
+                        clocks[i].join(&o);
+                        let src = model[j].clone();
+                        for (a, b) in model[i].iter_mut().zip(src) {
+                            *a = (*a).max(b);
+                        }
+                    }
+                    _ => {
+                        clocks[i] = clocks[j].clone();
+                        model[i] = model[j].clone();
+                    }
+                }
+                assert_eq!(dense(&clocks[i], n), model[i]);
+                assert_eq!(
+                    clocks[i].leq(&clocks[j]),
+                    (0..n).all(|x| model[i][x] <= model[j][x])
+                );
+                let nz: Vec<_> = (0..n as u32)
+                    .filter(|&x| model[i][x as usize] != 0)
+                    .map(|x| (x, model[i][x as usize]))
+                    .collect();
+                assert_eq!(clocks[i].entries().collect::<Vec<_>>(), nz);
+            }
+            for (c, m) in clocks.iter().zip(&model) {
+                assert_eq!(&dense(c, n), m);
+            }
+        }
+    }
+
+    /// A lock passed along a chain of threads shares all but one path per
+    /// thread, so a join of a clock into a fresh one adopts it by reference.
+    #[test]
+    fn joins_share_blocks() {
+        let mut lock = VectorClock::default();
+        let mut threads = Vec::new();
+        for t in 0..1000u32 {
+            let mut c = VectorClock::default();
+            c.set(t, 1);
+            c.join(&lock);
+            lock = c.clone();
+            assert!(lock.ptr_eq(&c));
+            threads.push(c);
+        }
+        assert_eq!(lock.entries().count(), 1000);
+        assert_eq!(threads[10].entries().count(), 11);
+        let Some(Node::Inner(a)) = threads[999].root.as_deref() else {
+            panic!("three levels")
+        };
+        let Some(Node::Inner(b)) = threads[998].root.as_deref() else {
+            panic!("three levels")
+        };
+        // The first block-of-256 subtree is shared between the two threads.
+        assert!(Arc::ptr_eq(a[0].as_ref().unwrap(), b[0].as_ref().unwrap()));
+    }
+}

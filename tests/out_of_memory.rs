@@ -1,0 +1,39 @@
+//! Running out of memory is exit 2 with a sentence, never an abort (issue 11).
+//! Linux only: the limit is set with `ulimit -v` in a shell.
+
+#![cfg(target_os = "linux")]
+
+use std::process::Command;
+
+/// A trace that needs far more than the limit: the tree clock engine keeps
+/// one node per known thread per clock, and 30,000 threads passing one lock
+/// along give each thread a clock of all earlier threads (about 10 GB).
+#[test]
+fn allocation_failure_exits_2_with_a_sentence() {
+    let dir = std::env::temp_dir().join(format!("cprace-oom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("chain.std");
+    let mut text = String::new();
+    for i in 0..30_000 {
+        text.push_str(&format!("T{i}|acq(L)|1\nT{i}|w(x)|2\nT{i}|rel(L)|3\n"));
+    }
+    std::fs::write(&trace, text).unwrap();
+    let bin = env!("CARGO_BIN_EXE_cprace");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 400000 && exec '{bin}' analyze '{}' --relation hb --engine treeclock",
+            trace.display()
+        ))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(
+        err.starts_with("cprace: error: out of memory"),
+        "stderr: {err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+    assert!(out.stdout.is_empty(), "no partial result");
+}
