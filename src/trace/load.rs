@@ -74,9 +74,10 @@ pub fn detect(prefix: &[u8]) -> Option<Format> {
     None
 }
 
-fn open(path: &Path, name: &str) -> Result<Box<dyn Read>, LoadError> {
+fn open(path: &Path, name: &str) -> Result<Box<dyn Read + Send>, LoadError> {
     if path.as_os_str() == "-" {
-        return Ok(Box::new(std::io::stdin().lock()));
+        // Not locked: a decoder thread may read it.
+        return Ok(Box::new(std::io::stdin()));
     }
     let f =
         File::open(path).map_err(|e| LoadError::new(name, 0, b"", format!("cannot open: {e}")))?;
@@ -93,7 +94,9 @@ fn open(path: &Path, name: &str) -> Result<Box<dyn Read>, LoadError> {
 
 /// Stream the events of `path` (`-` is standard input) to `sink`, validating as it
 /// goes. Returns the name tables, counters and the format read. Holds no raw text
-/// in memory beyond a small read buffer.
+/// in memory beyond a small read buffer. gzip, zstd and xz input (recognised by
+/// its magic bytes, whatever the file is called) is decompressed on a thread of
+/// its own; the format is then detected on the decompressed text.
 pub fn stream(
     path: &Path,
     format: Option<Format>,
@@ -105,6 +108,8 @@ pub fn stream(
         path.to_string_lossy().into_owned()
     };
     let input = open(path, &name)?;
+    let (input, _) = super::decompress::open(input)
+        .map_err(|e| LoadError::new(&name, 0, b"", format!("read error: {e}")))?;
     stream_reader(&name, input, format, sink)
 }
 

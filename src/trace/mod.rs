@@ -1,6 +1,7 @@
 //! Traces: the event model, the three input formats, validation and interning.
 
 pub mod csv_format;
+pub mod decompress;
 pub mod error;
 pub(crate) mod intern;
 pub mod lines;
