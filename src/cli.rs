@@ -1,7 +1,7 @@
 //! The command line: subcommands, their options and their manuals.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -62,6 +62,18 @@ pub enum ConvertFormat {
     Std,
 }
 
+/// Output format of `convert`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ConvertTo {
+    /// cprace CSV (`thread,op,target,loc`).
+    Csv,
+    /// RAPID STD (`thread|op(target)|loc`).
+    Std,
+    /// RAPID's binary format, plus the name tables in `OUTPUT.names.json`
+    /// (needs `-o`).
+    Rapidbin,
+}
+
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -105,7 +117,7 @@ pub enum Command {
         #[arg(long, value_enum)]
         input_format: Option<Format>,
     },
-    /// Convert a trace to cprace CSV or RAPID STD, losslessly
+    /// Convert a trace to cprace CSV, RAPID STD or RapidBin, losslessly
     ///
     /// Reads any input format (detected, or --input-format), validates the whole
     /// trace first (bad input writes nothing and exits 2), then writes every
@@ -117,11 +129,18 @@ pub enum Command {
     /// output's are empty. CSV -> STD -> CSV gives back the same bytes for
     /// traces cprace wrote.
     ///
+    /// RapidBin (RAPID's binary format, 8 bytes per event) numbers names; the
+    /// names go to a side file, OUTPUT.names.json, which loading OUTPUT picks
+    /// up, so nothing is lost. Its limits (1024 threads, 2^15 - 1 locations,
+    /// no volatile accesses) are errors naming the first line past them.
+    /// Needs -o. An existing output is replaced only on success.
+    ///
     /// Holds the loaded trace (16 bytes per event plus the name tables).
     ///
     /// Examples:
     ///   cprace convert trace.std --to csv -o trace.csv
     ///   cprace convert trace.csv --to std > trace.std
+    ///   cprace convert trace.std.gz --to rapidbin -o trace.bin
     ///   cprace convert rapid.csv --input-format rapid-csv --to csv
     #[command(verbatim_doc_comment)]
     Convert {
@@ -129,7 +148,7 @@ pub enum Command {
         trace: PathBuf,
         /// Output format.
         #[arg(long, value_enum)]
-        to: ConvertFormat,
+        to: ConvertTo,
         /// Output file (standard output when omitted).
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -419,12 +438,24 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             output,
             input_format,
         } => {
+            let csv = match to {
+                ConvertTo::Csv => true,
+                ConvertTo::Std => false,
+                ConvertTo::Rapidbin => {
+                    let Some(output) = output else {
+                        return Err(anyhow::Error::new(crate::UsageError(
+                            "--to rapidbin needs -o FILE (the names go to FILE.names.json)".into(),
+                        )));
+                    };
+                    return convert_to_rapidbin(&trace, input_format, &output);
+                }
+            };
             // Load (and so validate) everything before writing anything, so bad
             // input never leaves a partial output behind.
             let t = trace::load(&trace, input_format)?;
-            let write = |w: &mut dyn Write| match to {
-                ConvertFormat::Csv => trace::csv_format::write(&t, &mut &mut *w),
-                ConvertFormat::Std => trace::std_format::write(&t, &mut &mut *w),
+            let write = |w: &mut dyn Write| match csv {
+                true => trace::csv_format::write(&t, &mut &mut *w),
+                false => trace::std_format::write(&t, &mut &mut *w),
             };
             match output {
                 Some(p) => {
@@ -710,6 +741,41 @@ impl GenArgs {
         }
         Ok(c)
     }
+}
+
+/// `cprace convert --to rapidbin`: the trace and its side file of names, each
+/// written to a temporary file first, so existing outputs are replaced only
+/// when both are complete.
+fn convert_to_rapidbin(input: &Path, format: Option<Format>, output: &Path) -> Result<i32> {
+    use trace::rapid_bin;
+    let t = trace::load::load_checked(input, format, Some(&rapid_bin::check))?;
+    let side = rapid_bin::side_path(output);
+    let tmp = |p: &Path| {
+        let mut s = p.as_os_str().to_owned();
+        s.push(".cprace-tmp");
+        PathBuf::from(s)
+    };
+    let (tmp_out, tmp_side) = (tmp(output), tmp(&side));
+    let written = (|| -> Result<()> {
+        let f = std::fs::File::create(&tmp_out)
+            .with_context(|| format!("cannot create {}", tmp_out.display()))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+        rapid_bin::write(&t, &mut w)
+            .and_then(|()| w.flush())
+            .with_context(|| format!("cannot write {}", tmp_out.display()))?;
+        std::fs::write(&tmp_side, rapid_bin::side_json(&t))
+            .with_context(|| format!("cannot write {}", tmp_side.display()))?;
+        std::fs::rename(&tmp_side, &side)
+            .with_context(|| format!("cannot replace {}", side.display()))?;
+        std::fs::rename(&tmp_out, output)
+            .with_context(|| format!("cannot replace {}", output.display()))?;
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp_out);
+        let _ = std::fs::remove_file(&tmp_side);
+    }
+    written.map(|()| 0)
 }
 
 /// `cprace gen`: stream a generated trace to a file or standard output.

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use super::error::LoadError;
 use super::model::{Event, EventId, LoadStats, Names, Trace};
-use super::validate::Builder;
-use super::{csv_format, rapid_csv, std_format};
+use super::validate::{Builder, Check};
+use super::{csv_format, rapid_bin, rapid_csv, std_format};
 
 /// Input trace formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -18,6 +18,10 @@ pub enum Format {
     Std,
     /// RAPID's CSV format (one column per thread).
     RapidCsv,
+    /// RAPID's binary format (RapidBin), with cprace's side file of names
+    /// (`TRACE.names.json`) when present.
+    #[value(name = "rapidbin")]
+    RapidBin,
 }
 
 /// How much of the input detection may look at.
@@ -102,6 +106,17 @@ pub fn stream(
     format: Option<Format>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
+    stream_checked(path, format, None, sink)
+}
+
+/// [`stream`], failing on the first event `check` refuses (with the file and
+/// line, like a malformed line).
+pub fn stream_checked(
+    path: &Path,
+    format: Option<Format>,
+    check: Option<Check<'_>>,
+    sink: impl FnMut(EventId, &Event),
+) -> Result<(Names, LoadStats, Format), LoadError> {
     let name = if path.as_os_str() == "-" {
         "<stdin>".to_string()
     } else {
@@ -110,14 +125,28 @@ pub fn stream(
     let input = open(path, &name)?;
     let (input, _) = super::decompress::open(input)
         .map_err(|e| LoadError::new(&name, 0, b"", format!("read error: {e}")))?;
-    stream_reader(&name, input, format, sink)
+    let side = (path.as_os_str() != "-").then(|| rapid_bin::side_path(path));
+    read(&name, input, format, side.as_deref(), check, sink)
 }
 
 /// Like [`stream`], reading from any reader; `name` is used in errors.
 pub fn stream_reader(
     name: &str,
+    input: impl Read,
+    format: Option<Format>,
+    sink: impl FnMut(EventId, &Event),
+) -> Result<(Names, LoadStats, Format), LoadError> {
+    read(name, input, format, None, None, sink)
+}
+
+/// Detect the format of `input` and parse it; a RapidBin input takes its
+/// names from the side file `side` when that exists.
+fn read(
+    name: &str,
     mut input: impl Read,
     format: Option<Format>,
+    side: Option<&Path>,
+    check: Option<Check<'_>>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
     // Read enough to see the first significant line whole (detection decides
@@ -131,6 +160,20 @@ pub fn stream_reader(
             .read_to_end(&mut prefix)
             .map_err(|e| LoadError::new(name, 0, b"", format!("read error: {e}")))?;
         eof = prefix.len() - before < PEEK;
+        // Binary: no lines to look for.
+        if format.map_or(rapid_bin::looks_like(&prefix), |f| f == Format::RapidBin) {
+            break;
+        }
+    }
+    if format.map_or(rapid_bin::looks_like(&prefix), |f| f == Format::RapidBin) {
+        let side = match side.filter(|p| p.is_file()) {
+            Some(p) => Some(rapid_bin::SideNames::read(p)?),
+            None => None,
+        };
+        let mut b = Builder::new(name, sink).with_check(check);
+        rapid_bin::parse(Cursor::new(prefix).chain(input), side.as_ref(), &mut b)?;
+        let (names, stats) = b.finish();
+        return Ok((names, stats, Format::RapidBin));
     }
     if eof && prefix.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(LoadError::new(
@@ -181,11 +224,11 @@ pub fn stream_reader(
         })?,
     };
     let reader = Cursor::new(prefix).chain(input);
-    let mut b = Builder::new(name, sink);
+    let mut b = Builder::new(name, sink).with_check(check);
     match format {
         Format::Std => std_format::parse(reader, &mut b)?,
         Format::Csv => csv_format::parse(reader, &mut b)?,
-        Format::RapidCsv => rapid_csv::parse(reader, &mut b)?,
+        Format::RapidCsv | Format::RapidBin => rapid_csv::parse(reader, &mut b)?,
     }
     let (names, stats) = b.finish();
     Ok((names, stats, format))
@@ -193,8 +236,17 @@ pub fn stream_reader(
 
 /// Load a whole trace into memory (16 bytes per event plus name tables).
 pub fn load(path: &Path, format: Option<Format>) -> Result<Trace, LoadError> {
+    load_checked(path, format, None)
+}
+
+/// [`load`], failing on the first event `check` refuses.
+pub fn load_checked(
+    path: &Path,
+    format: Option<Format>,
+    check: Option<Check<'_>>,
+) -> Result<Trace, LoadError> {
     let mut events = Vec::new();
-    let (names, stats, _) = stream(path, format, |_, ev| events.push(*ev))?;
+    let (names, stats, _) = stream_checked(path, format, check, |_, ev| events.push(*ev))?;
     events.shrink_to_fit();
     Ok(Trace {
         events,
