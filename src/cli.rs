@@ -602,7 +602,7 @@ fn parse_profile(s: &str) -> Result<String, String> {
 /// Options of `cprace gen`: a profile, then knobs overriding it.
 #[derive(clap::Args, Debug)]
 pub struct GenArgs {
-    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, bench.
+    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, bench, arrays.
     #[arg(long, default_value = "bench", value_parser = parse_profile)]
     pub profile: String,
     /// Number of events to write (k, M, G suffixes: 10M is ten million).
