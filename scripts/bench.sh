@@ -34,7 +34,7 @@ row() { # trace label command...
   local trace=$1 label=$2; shift 2
   local events size t0
   events=$("$bin" stats "$dir/$trace" --format json | sed -n 's/.*"events": \([0-9]*\).*/\1/p')
-  size=$(stat -c %s "$dir/$trace")
+  size=$(stat -L -c %s "$dir/$trace")
   set +e
   /usr/bin/time -f "%e %U %M" -o "$dir/time.txt" "$@" > "$dir/out.txt" 2> "$dir/err.txt"
   local code=$?
