@@ -139,6 +139,16 @@ pub fn stream_reader(
     read(name, input, format, None, None, sink)
 }
 
+/// `sink` with the progress hook, called once per block of 65,536 events.
+fn counted(mut sink: impl FnMut(EventId, &Event)) -> impl FnMut(EventId, &Event) {
+    move |id: EventId, ev: &Event| {
+        if id & 0xFFFF == 0 {
+            crate::progress::events_read(u64::from(id));
+        }
+        sink(id, ev)
+    }
+}
+
 /// Detect the format of `input` and parse it; a RapidBin input takes its
 /// names from the side file `side` when that exists.
 fn read(
@@ -170,8 +180,10 @@ fn read(
             Some(p) => Some(rapid_bin::SideNames::read(p)?),
             None => None,
         };
-        let mut b = Builder::new(name, sink).with_check(check);
+        crate::progress::start_reading();
+        let mut b = Builder::new(name, counted(sink)).with_check(check);
         rapid_bin::parse(Cursor::new(prefix).chain(input), side.as_ref(), &mut b)?;
+        crate::progress::done_reading(b.count());
         let (names, stats) = b.finish();
         return Ok((names, stats, Format::RapidBin));
     }
@@ -224,12 +236,14 @@ fn read(
         })?,
     };
     let reader = Cursor::new(prefix).chain(input);
-    let mut b = Builder::new(name, sink).with_check(check);
+    crate::progress::start_reading();
+    let mut b = Builder::new(name, counted(sink)).with_check(check);
     match format {
         Format::Std => std_format::parse(reader, &mut b)?,
         Format::Csv => csv_format::parse(reader, &mut b)?,
         Format::RapidCsv | Format::RapidBin => rapid_csv::parse(reader, &mut b)?,
     }
+    crate::progress::done_reading(b.count());
     let (names, stats) = b.finish();
     Ok((names, stats, format))
 }
@@ -245,6 +259,7 @@ pub fn load_checked(
     format: Option<Format>,
     check: Option<Check<'_>>,
 ) -> Result<Trace, LoadError> {
+    crate::progress::phase("loading");
     let mut events = Vec::new();
     let (names, stats, _) = stream_checked(path, format, check, |_, ev| events.push(*ev))?;
     events.shrink_to_fit();
