@@ -93,6 +93,18 @@ pub enum ConvertFormat {
     Std,
 }
 
+/// Output format of `convert`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ConvertTo {
+    /// cprace CSV (`thread,op,target,loc`).
+    Csv,
+    /// RAPID STD (`thread|op(target)|loc`).
+    Std,
+    /// RAPID's binary format, plus the name tables in `OUTPUT.names.json`
+    /// (needs `-o`).
+    Rapidbin,
+}
+
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -136,7 +148,7 @@ pub enum Command {
         #[arg(long, value_enum)]
         input_format: Option<Format>,
     },
-    /// Convert a trace to cprace CSV or RAPID STD, losslessly
+    /// Convert a trace to cprace CSV, RAPID STD or RapidBin, losslessly
     ///
     /// Reads any input format (detected, or --input-format), validates the whole
     /// trace first (bad input writes nothing and exits 2), then writes every
@@ -155,12 +167,19 @@ pub enum Command {
     /// none) and a side table OUTPUT.locations.csv (`id,location`) names them,
     /// so nothing is lost. Needs -o (the table is written next to it).
     ///
+    /// RapidBin (RAPID's binary format, 8 bytes per event) numbers names; the
+    /// names go to a side file, OUTPUT.names.json, which loading OUTPUT picks
+    /// up, so nothing is lost. Its limits (1024 threads, 2^15 - 1 locations,
+    /// no volatile accesses) are errors naming the first line past them.
+    /// Needs -o. An existing output is replaced only on success.
+    ///
     /// Holds the loaded trace (16 bytes per event plus the name tables).
     ///
     /// Examples:
     ///   cprace convert trace.std --to csv -o trace.csv
     ///   cprace convert trace.csv --to std > trace.std
     ///   cprace convert trace.csv --to std --rapid -o for-rapid.std
+    ///   cprace convert trace.std.gz --to rapidbin -o trace.bin
     ///   cprace convert rapid.csv --input-format rapid-csv --to csv
     #[command(verbatim_doc_comment)]
     Convert {
@@ -168,7 +187,7 @@ pub enum Command {
         trace: PathBuf,
         /// Output format.
         #[arg(long, value_enum)]
-        to: ConvertFormat,
+        to: ConvertTo,
         /// Output file (standard output when omitted).
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -752,7 +771,7 @@ fn parse_profile(s: &str) -> Result<String, String> {
 /// Options of `cprace gen`: a profile, then knobs overriding it.
 #[derive(clap::Args, Debug)]
 pub struct GenArgs {
-    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, threads-256, bench.
+    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, threads-256, bench, arrays.
     #[arg(long, default_value = "bench", value_parser = parse_profile)]
     pub profile: String,
     /// Number of events to write (k, M, G suffixes: 10M is ten million).

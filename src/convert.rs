@@ -6,9 +6,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
-use crate::cli::ConvertFormat;
+use crate::cli::ConvertTo as ConvertFormat;
 use crate::trace::{self, Event, EventId, Format, LoadError, Trace};
 
 /// What `convert` was asked to do.
@@ -17,7 +17,7 @@ pub struct Args {
     /// Input trace (`-`: standard input).
     pub trace: PathBuf,
     /// Output format.
-    pub to: ConvertFormat,
+    pub to: crate::cli::ConvertTo,
     /// Output file (standard output when None).
     pub output: Option<PathBuf>,
     /// Input format (detected when None).
@@ -44,6 +44,14 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
     if let Some(p) = &args.output {
         crate::output::check_output_path(p)?;
     }
+    if args.to == ConvertFormat::Rapidbin {
+        let Some(output) = &args.output else {
+            bail!(crate::UsageError(
+                "--to rapidbin needs -o FILE (the names go to FILE.names.json)".into()
+            ));
+        };
+        return convert_to_rapidbin(&args.trace, args.input_format, output);
+    }
     let mut events = Vec::new();
     let (names, stats, format) =
         trace::stream(&args.trace, args.input_format, |_, ev| events.push(*ev))?;
@@ -60,6 +68,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
             (ConvertFormat::Csv, _) => trace::csv_format::write(&t, &mut &mut *w),
             (ConvertFormat::Std, false) => trace::std_format::write(&t, &mut &mut *w),
             (ConvertFormat::Std, true) => Ok(write_rapid_std(&t, &mut &mut *w)?),
+            (ConvertFormat::Rapidbin, _) => unreachable!("handled before loading"),
         }
     };
     match &args.output {
@@ -203,3 +212,39 @@ fn write_location_table(t: &Trace, out: &mut impl Write) -> std::io::Result<()> 
     w.flush()?;
     Ok(())
 }
+
+/// `cprace convert --to rapidbin`: the trace and its side file of names, each
+/// written to a temporary file first, so existing outputs are replaced only
+/// when both are complete.
+fn convert_to_rapidbin(input: &Path, format: Option<Format>, output: &Path) -> Result<i32> {
+    use trace::rapid_bin;
+    let t = trace::load::load_checked(input, format, Some(&rapid_bin::check))?;
+    let side = rapid_bin::side_path(output);
+    let tmp = |p: &Path| {
+        let mut s = p.as_os_str().to_owned();
+        s.push(".cprace-tmp");
+        PathBuf::from(s)
+    };
+    let (tmp_out, tmp_side) = (tmp(output), tmp(&side));
+    let written = (|| -> Result<()> {
+        let f = std::fs::File::create(&tmp_out)
+            .with_context(|| format!("cannot create {}", tmp_out.display()))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+        rapid_bin::write(&t, &mut w)
+            .and_then(|()| w.flush())
+            .with_context(|| format!("cannot write {}", tmp_out.display()))?;
+        std::fs::write(&tmp_side, rapid_bin::side_json(&t))
+            .with_context(|| format!("cannot write {}", tmp_side.display()))?;
+        std::fs::rename(&tmp_side, &side)
+            .with_context(|| format!("cannot replace {}", side.display()))?;
+        std::fs::rename(&tmp_out, output)
+            .with_context(|| format!("cannot replace {}", output.display()))?;
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp_out);
+        let _ = std::fs::remove_file(&tmp_side);
+    }
+    written.map(|()| 0)
+}
+

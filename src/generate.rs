@@ -75,6 +75,11 @@ pub struct Config {
     /// outside critical sections are held back while the share is below it
     /// (see [`Config::set_locked_share`]).
     pub locked_share: Option<f64>,
+    /// Share of data accesses that touch a variable never accessed before (a
+    /// new array element, named like `a3[141]`), as in traces of array code;
+    /// 0 disables. Of the other accesses, as many again go to recently new
+    /// elements (neighbours are read again soon, as in a stencil).
+    pub p_fresh: f64,
     /// Seed.
     pub seed: u64,
 }
@@ -99,6 +104,7 @@ impl Default for Config {
             locs_per_thread: 16,
             p_hot: 0.3,
             locked_share: None,
+            p_fresh: 0.0,
             seed: 0,
         }
     }
@@ -113,6 +119,9 @@ impl Config {
     /// - `many-threads`: 64 threads, moderate locking.
     /// - `bench`: 8 threads, 20 locks (the issues' benchmark shape).
     /// - `threads-256`: `many-threads` with 256 threads (vector vs tree clocks).
+    /// - `arrays`: Java array code (Java Grande `sor`): about a third of the
+    ///   events touch a new array element, so the trace names variables by the
+    ///   hundreds of thousands per million events.
     pub fn profile(name: &str) -> Option<Config> {
         let base = Config::default();
         Some(match name {
@@ -189,6 +198,24 @@ impl Config {
                 p_hot: 0.2,
                 ..base
             },
+            "arrays" => Config {
+                threads: 8,
+                locks: 8,
+                vars: 1000,
+                volatiles: 4,
+                max_nesting: 1,
+                p_acquire: 0.02,
+                p_release: 0.3,
+                p_unlocked_access: 0.95,
+                p_write: 0.3,
+                p_volatile: 0.005,
+                p_reentrant: 0.0,
+                p_out_of_order_release: 0.0,
+                locs_per_thread: 100,
+                p_hot: 0.1,
+                p_fresh: 0.36,
+                ..base
+            },
             _ => return None,
         })
     }
@@ -239,6 +266,7 @@ impl Config {
         "many-threads",
         "threads-256",
         "bench",
+        "arrays",
     ];
 }
 
@@ -275,6 +303,8 @@ pub struct Generator {
     /// Data accesses emitted inside and outside critical sections.
     locked_accesses: u64,
     unlocked_accesses: u64,
+    /// Array elements created so far (see [`Config::p_fresh`]).
+    fresh: u32,
 }
 
 impl Generator {
@@ -302,6 +332,7 @@ impl Generator {
             done_unjoined: Vec::new(),
             locked_accesses: 0,
             unlocked_accesses: 0,
+            fresh: 0,
             cfg,
         }
     }
@@ -444,12 +475,25 @@ impl Generator {
         } else {
             self.unlocked_accesses += 1;
         }
+        let p_fresh = self.cfg.p_fresh;
+        let first_element = vars.saturating_add(volatiles);
         let hot = (vars / 16).max(1);
-        let x = if self.rng.chance(p_hot) {
-            self.rng.below(hot as u64)
-        } else {
-            self.rng.below(vars as u64)
-        } as u32;
+        let x =
+            if p_fresh > 0.0 && self.rng.chance(p_fresh) && first_element < u32::MAX - self.fresh {
+                self.fresh += 1;
+                first_element + self.fresh - 1
+            } else if p_fresh > 0.0
+                && self.fresh > 0
+                && self.rng.chance(p_fresh / (1.0 - p_fresh).max(1e-9))
+            {
+                // A recent element (among the last 1024 created).
+                let back = self.rng.below(self.fresh.min(1024) as u64) as u32;
+                first_element + self.fresh - 1 - back
+            } else if self.rng.chance(p_hot) {
+                self.rng.below(hot as u64) as u32
+            } else {
+                self.rng.below(vars as u64) as u32
+            };
         let op = if self.rng.chance(p_write) {
             Op::Write
         } else {
@@ -567,6 +611,35 @@ fn push_u32(out: &mut Vec<u8>, mut n: u32) {
     out.extend_from_slice(&digits[i..]);
 }
 
+/// Array elements per array in element names (`a{k / ELEMENTS}[{k % ELEMENTS}]`).
+const ELEMENTS: u32 = 1000;
+
+/// The generator's name for variable `v`.
+fn var_name(cfg: &Config, v: u32) -> String {
+    let mut out = Vec::new();
+    push_var(&mut out, cfg, v);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Append the generator's name for variable `v`.
+fn push_var(out: &mut Vec<u8>, cfg: &Config, v: u32) {
+    let first_element = cfg.vars.saturating_add(cfg.volatiles);
+    if v >= first_element {
+        let k = v - first_element;
+        out.push(b'a');
+        push_u32(out, k / ELEMENTS);
+        out.push(b'[');
+        push_u32(out, k % ELEMENTS);
+        out.push(b']');
+    } else if v >= cfg.vars {
+        out.push(b'v');
+        push_u32(out, v - cfg.vars);
+    } else {
+        out.push(b'x');
+        push_u32(out, v);
+    }
+}
+
 /// Append the generator's name for `ev`'s target.
 fn push_target(out: &mut Vec<u8>, cfg: &Config, ev: &Event) {
     use crate::trace::model::TargetKind;
@@ -579,14 +652,7 @@ fn push_target(out: &mut Vec<u8>, cfg: &Config, ev: &Event) {
             out.push(b'l');
             push_u32(out, ev.target);
         }
-        TargetKind::Variable if ev.target >= cfg.vars => {
-            out.push(b'v');
-            push_u32(out, ev.target - cfg.vars);
-        }
-        TargetKind::Variable => {
-            out.push(b'x');
-            push_u32(out, ev.target);
-        }
+        TargetKind::Variable => push_var(out, cfg, ev.target),
     }
 }
 
@@ -647,7 +713,12 @@ pub fn trace(cfg: &Config) -> Trace {
     // Validate through the same builder as every loader: generated traces obey
     // exactly the rules real ones do, and re-entrant acquires get marked.
     for ev in Generator::new(cfg.clone()) {
+        let element;
         let target = match ev.op.target_kind() {
+            crate::trace::model::TargetKind::Variable if ev.target >= names.vars.len() as u32 => {
+                element = var_name(cfg, ev.target);
+                &element
+            }
             crate::trace::model::TargetKind::Variable => names.var(ev.target),
             crate::trace::model::TargetKind::Lock => names.lock(ev.target),
             crate::trace::model::TargetKind::Thread => names.thread(ev.target),

@@ -53,3 +53,24 @@ fn generation_is_reproducible() {
         assert!(t.len() >= 5000, "profile {p}");
     }
 }
+
+#[test]
+fn arrays_profile_names_a_new_element_in_about_a_third_of_the_events() {
+    use cprace::generate::{TextFormat, write};
+    let cfg = Config {
+        events: 30_000,
+        seed: 3,
+        ..Config::profile("arrays").unwrap()
+    };
+    let t = trace(&cfg);
+    let share = t.num_vars() as f64 / t.len() as f64;
+    assert!((0.25..0.45).contains(&share), "{share}");
+    let elements = t.names.vars.iter().filter(|n| n.contains('[')).count();
+    assert!(elements as f64 > 0.9 * t.num_vars() as f64 - 1004.0);
+    // The streamed text names the same elements as the in-memory trace.
+    let mut text = Vec::new();
+    write(&cfg, TextFormat::Std, &mut text).unwrap();
+    let loaded = cprace::trace::load_str(&String::from_utf8(text).unwrap(), None).unwrap();
+    assert_eq!(loaded.events, t.events);
+    assert!(loaded.names.vars.iter().eq(t.names.vars.iter()));
+}

@@ -64,6 +64,8 @@ impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line == 0 {
             write!(f, "{}: {}", self.file, self.problem)
+        } else if self.text.is_empty() {
+            write!(f, "{}:{}: {}", self.file, self.line, self.problem)
         } else {
             write!(
                 f,

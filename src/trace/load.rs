@@ -6,8 +6,8 @@ use std::path::Path;
 
 use super::error::LoadError;
 use super::model::{Event, EventId, LoadStats, Names, Trace};
-use super::validate::Builder;
-use super::{csv_format, rapid_csv, std_format};
+use super::validate::{Builder, Check};
+use super::{csv_format, rapid_bin, rapid_csv, std_format};
 
 /// Input trace formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -18,6 +18,10 @@ pub enum Format {
     Std,
     /// RAPID's CSV format (one column per thread).
     RapidCsv,
+    /// RAPID's binary format (RapidBin), with cprace's side file of names
+    /// (`TRACE.names.json`) when present.
+    #[value(name = "rapidbin")]
+    RapidBin,
 }
 
 /// How much of the input detection may look at.
@@ -74,9 +78,10 @@ pub fn detect(prefix: &[u8]) -> Option<Format> {
     None
 }
 
-fn open(path: &Path, name: &str) -> Result<Box<dyn Read>, LoadError> {
+fn open(path: &Path, name: &str) -> Result<Box<dyn Read + Send>, LoadError> {
     if path.as_os_str() == "-" {
-        return Ok(Box::new(std::io::stdin().lock()));
+        // Not locked: a decoder thread may read it.
+        return Ok(Box::new(std::io::stdin()));
     }
     let f =
         File::open(path).map_err(|e| LoadError::new(name, 0, b"", format!("cannot open: {e}")))?;
@@ -93,10 +98,23 @@ fn open(path: &Path, name: &str) -> Result<Box<dyn Read>, LoadError> {
 
 /// Stream the events of `path` (`-` is standard input) to `sink`, validating as it
 /// goes. Returns the name tables, counters and the format read. Holds no raw text
-/// in memory beyond a small read buffer.
+/// in memory beyond a small read buffer. gzip, zstd and xz input (recognised by
+/// its magic bytes, whatever the file is called) is decompressed on a thread of
+/// its own; the format is then detected on the decompressed text.
 pub fn stream(
     path: &Path,
     format: Option<Format>,
+    sink: impl FnMut(EventId, &Event),
+) -> Result<(Names, LoadStats, Format), LoadError> {
+    stream_checked(path, format, None, sink)
+}
+
+/// [`stream`], failing on the first event `check` refuses (with the file and
+/// line, like a malformed line).
+pub fn stream_checked(
+    path: &Path,
+    format: Option<Format>,
+    check: Option<Check<'_>>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
     let name = if path.as_os_str() == "-" {
@@ -105,14 +123,40 @@ pub fn stream(
         path.to_string_lossy().into_owned()
     };
     let input = open(path, &name)?;
-    stream_reader(&name, input, format, sink)
+    let (input, _) = super::decompress::open(input)
+        .map_err(|e| LoadError::new(&name, 0, b"", format!("read error: {e}")))?;
+    let side = (path.as_os_str() != "-").then(|| rapid_bin::side_path(path));
+    read(&name, input, format, side.as_deref(), check, sink)
 }
 
 /// Like [`stream`], reading from any reader; `name` is used in errors.
 pub fn stream_reader(
     name: &str,
+    input: impl Read,
+    format: Option<Format>,
+    sink: impl FnMut(EventId, &Event),
+) -> Result<(Names, LoadStats, Format), LoadError> {
+    read(name, input, format, None, None, sink)
+}
+
+/// `sink` with the progress hook, called once per block of 65,536 events.
+fn counted(mut sink: impl FnMut(EventId, &Event)) -> impl FnMut(EventId, &Event) {
+    move |id: EventId, ev: &Event| {
+        if id & 0xFFFF == 0 {
+            crate::progress::events_read(u64::from(id));
+        }
+        sink(id, ev)
+    }
+}
+
+/// Detect the format of `input` and parse it; a RapidBin input takes its
+/// names from the side file `side` when that exists.
+fn read(
+    name: &str,
     mut input: impl Read,
     format: Option<Format>,
+    side: Option<&Path>,
+    check: Option<Check<'_>>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
     // Read enough to see the first significant line whole (detection decides
@@ -126,6 +170,22 @@ pub fn stream_reader(
             .read_to_end(&mut prefix)
             .map_err(|e| LoadError::new(name, 0, b"", format!("read error: {e}")))?;
         eof = prefix.len() - before < PEEK;
+        // Binary: no lines to look for.
+        if format.map_or(rapid_bin::looks_like(&prefix), |f| f == Format::RapidBin) {
+            break;
+        }
+    }
+    if format.map_or(rapid_bin::looks_like(&prefix), |f| f == Format::RapidBin) {
+        let side = match side.filter(|p| p.is_file()) {
+            Some(p) => Some(rapid_bin::SideNames::read(p)?),
+            None => None,
+        };
+        crate::progress::start_reading();
+        let mut b = Builder::new(name, counted(sink)).with_check(check);
+        rapid_bin::parse(Cursor::new(prefix).chain(input), side.as_ref(), &mut b)?;
+        crate::progress::done_reading(b.count());
+        let (names, stats) = b.finish();
+        return Ok((names, stats, Format::RapidBin));
     }
     if eof && prefix.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(LoadError::new(
@@ -177,19 +237,11 @@ pub fn stream_reader(
     };
     let reader = Cursor::new(prefix).chain(input);
     crate::progress::start_reading();
-    let mut sink = sink;
-    // The progress hook, once per block of 65,536 events.
-    let counted = move |id: EventId, ev: &Event| {
-        if id & 0xFFFF == 0 {
-            crate::progress::events_read(u64::from(id));
-        }
-        sink(id, ev)
-    };
-    let mut b = Builder::new(name, counted);
+    let mut b = Builder::new(name, counted(sink)).with_check(check);
     match format {
         Format::Std => std_format::parse(reader, &mut b)?,
         Format::Csv => csv_format::parse(reader, &mut b)?,
-        Format::RapidCsv => rapid_csv::parse(reader, &mut b)?,
+        Format::RapidCsv | Format::RapidBin => rapid_csv::parse(reader, &mut b)?,
     }
     crate::progress::done_reading(b.count());
     let (names, stats) = b.finish();
@@ -198,9 +250,18 @@ pub fn stream_reader(
 
 /// Load a whole trace into memory (16 bytes per event plus name tables).
 pub fn load(path: &Path, format: Option<Format>) -> Result<Trace, LoadError> {
+    load_checked(path, format, None)
+}
+
+/// [`load`], failing on the first event `check` refuses.
+pub fn load_checked(
+    path: &Path,
+    format: Option<Format>,
+    check: Option<Check<'_>>,
+) -> Result<Trace, LoadError> {
     crate::progress::phase("loading");
     let mut events = Vec::new();
-    let (names, stats, _) = stream(path, format, |_, ev| events.push(*ev))?;
+    let (names, stats, _) = stream_checked(path, format, check, |_, ev| events.push(*ev))?;
     events.shrink_to_fit();
     Ok(Trace {
         events,

@@ -1,11 +1,13 @@
 //! Traces: the event model, the three input formats, validation and interning.
 
 pub mod csv_format;
+pub mod decompress;
 pub mod error;
 pub(crate) mod intern;
 pub mod lines;
 pub mod load;
 pub mod model;
+pub mod rapid_bin;
 pub mod rapid_csv;
 pub(crate) mod scan;
 pub mod std_format;

@@ -8,6 +8,10 @@ use super::error::LoadError;
 use super::intern::{FastTable, Key};
 use super::model::{Event, EventId, LoadStats, Names, Op, TargetKind};
 
+/// A check every event must pass besides well-formedness (e.g. an output
+/// format's limits); its error is reported like a malformed line.
+pub type Check<'a> = &'a dyn Fn(&Event, &Names) -> Result<(), String>;
+
 #[derive(Clone, Default)]
 struct ThreadState {
     started: bool,
@@ -37,6 +41,7 @@ pub struct Builder<'a, S: FnMut(EventId, &Event)> {
     last_thread: Option<(u32, Key)>,
     /// Lookup caches in front of `names` (threads, locks, variables, locations).
     fast: [FastTable; 4],
+    check: Option<Check<'a>>,
     sink: S,
 }
 
@@ -77,15 +82,6 @@ pub struct PlainLine {
     pub next: usize,
 }
 
-/// Displays UTF-8 bytes as text (converted only when displayed).
-struct Lossy<'s>(&'s [u8]);
-
-impl std::fmt::Display for Lossy<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&String::from_utf8_lossy(self.0))
-    }
-}
-
 fn is_name_ok(s: &str) -> bool {
     !s.is_empty()
 }
@@ -110,8 +106,15 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             next_id: 0,
             last_thread: None,
             fast: Default::default(),
+            check: None,
             sink,
         }
+    }
+
+    /// Run `check` on every event before it is accepted.
+    pub fn with_check(mut self, check: Option<Check<'a>>) -> Self {
+        self.check = check;
+        self
     }
 
     /// The error for `line` of this file.
@@ -210,8 +213,25 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             TargetKind::Lock => fl.intern(&mut n.locks, target.key, target.name),
             TargetKind::Thread => ft.intern(&mut n.threads, target.key, target.name),
         };
-        // Only error messages use the text.
-        let thread = Lossy(thread.name);
+        self.accept(t, op, target, loc)
+    }
+
+    /// Add an event whose thread, target and location are already interned
+    /// in [`Builder::names`] (loaders of formats that number their names).
+    #[inline]
+    pub fn push_ids(&mut self, t: u32, op: Op, target: u32, loc: u32) -> Result<(), String> {
+        if self.next_id >= u32::MAX as u64 {
+            return Err(format!(
+                "trace has more than {} events; expected fewer",
+                u32::MAX
+            ));
+        }
+        self.accept(t, op, target, loc)
+    }
+
+    /// Validate an interned event and hand it to the sink.
+    #[inline(always)]
+    fn accept(&mut self, t: u32, op: Op, target: u32, loc: u32) -> Result<(), String> {
         let nthreads = self.names.threads.len();
         if self.threads.len() < nthreads {
             self.threads.resize(nthreads, ThreadState::default());
@@ -219,7 +239,8 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
         let ts = &mut self.threads[t as usize];
         if ts.joined {
             return Err(format!(
-                "event of thread `{thread}` after it was joined; expected no events of a joined thread"
+                "event of thread `{}` after it was joined; expected no events of a joined thread",
+                self.names.thread(t)
             ));
         }
         ts.started = true;
@@ -259,8 +280,9 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                     .filter(|ls| ls.holder == Some(t))
                 else {
                     return Err(format!(
-                        "release of lock `{}` that thread `{thread}` does not hold; expected a matching acquire first",
-                        self.names.lock(target)
+                        "release of lock `{}` that thread `{}` does not hold; expected a matching acquire first",
+                        self.names.lock(target),
+                        self.names.thread(t)
                     ));
                 };
                 if ls.depth > 1 {
@@ -282,7 +304,8 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                 let u = target as usize;
                 if u == t as usize {
                     return Err(format!(
-                        "thread `{thread}` forks itself; expected a new thread"
+                        "thread `{}` forks itself; expected a new thread",
+                        self.names.thread(t)
                     ));
                 }
                 let us = &self.threads[u];
@@ -307,7 +330,8 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                 let u = target as usize;
                 if u == t as usize {
                     return Err(format!(
-                        "thread `{thread}` joins itself; expected another thread"
+                        "thread `{}` joins itself; expected another thread",
+                        self.names.thread(t)
                     ));
                 }
                 if self.threads[u].joined {
@@ -326,6 +350,9 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             loc,
             op,
         };
+        if let Some(check) = self.check {
+            check(&ev, &self.names)?;
+        }
         let id = self.next_id as EventId;
         self.next_id += 1;
         (self.sink)(id, &ev);

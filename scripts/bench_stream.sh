@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Stream N generated events (default 1G) from `cprace gen` straight into
+# `cprace analyze -` (never stored) for HB epoch and WCP, one run at a time;
+# print wall seconds, events/s and the analyzer's peak RSS.
+#
+#   scripts/bench_stream.sh            # 1 billion events (minutes per run)
+#   scripts/bench_stream.sh 100M       # a shorter check
+#   BIN=/path/to/cprace scripts/bench_stream.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-1G}
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet
+  BIN=target/release/cprace
+fi
+events=$(awk -v n="$n" 'BEGIN { m = 1; if (n ~ /k$/) m = 1e3; if (n ~ /M$/) m = 1e6; if (n ~ /G$/) m = 1e9; sub(/[kMG]$/, "", n); printf "%d", n * m }')
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+echo "| relation | engine | events | wall s | events/s | analyzer peak RSS MB | racy events |"
+echo "|---|---|---|---|---|---|---|"
+for run in "hb epoch" "wcp vc"; do
+  set -- $run
+  start=$(date +%s.%N)
+  racy=$("$BIN" gen --profile bench -n "$n" --seed 1 --format std \
+    | /usr/bin/time -f "%M" -o "$tmp" "$BIN" analyze - --relation "$1" --engine "$2" --format summary \
+    | sed -n 's/^SUMMARY: \([0-9]*\) racy events.*/\1/p') || true
+  end=$(date +%s.%N)
+  wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+  eps=$(awk -v e="$events" -v w="$wall" 'BEGIN { printf "%.2fM", e / w / 1e6 }')
+  rss=$(($(tail -n 1 "$tmp") / 1024))
+  echo "| $1 | $2 | $events | $wall | $eps | $rss | ${racy:--} |"
+done
