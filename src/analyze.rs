@@ -24,6 +24,12 @@ pub enum Relation {
     /// Weak-causally-precedes (wcp-2017): weaker than CP, so every CP race is a
     /// WCP race; linear-time vector clocks.
     Wcp,
+    /// Schedulable happens-before (OOPSLA 2018): HB plus reads-from edges;
+    /// every race it reports is a predictable race.
+    Shb,
+    /// Sync-preserving races (POPL 2021): exactly the races some reordering
+    /// keeping every lock's critical sections in order exhibits.
+    Syncp,
 }
 
 impl Relation {
@@ -35,6 +41,8 @@ impl Relation {
             Relation::Lockset => "lockset",
             Relation::Cp => "cp",
             Relation::Wcp => "wcp",
+            Relation::Shb => "shb",
+            Relation::Syncp => "syncp",
         }
     }
 }
@@ -83,6 +91,8 @@ pub fn engines(relation: Relation) -> &'static [&'static str] {
         Relation::Lockset => &["eraser"],
         Relation::Cp => &["datalog", "reference", "compare"],
         Relation::Wcp => &["vc", "reference"],
+        Relation::Shb => &["vc"],
+        Relation::Syncp => &["closure"],
     }
 }
 
@@ -121,6 +131,13 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
         }
         (Relation::Lockset, _) => return crate::hb::analyze_lockset(path, engine, window, format),
         (Relation::Wcp, "vc") => return Ok(crate::wcp::analyze_path(path, format, window)?),
+        (Relation::Shb, _) => {
+            return Ok(crate::detector::run_path(
+                crate::shb::ShbDetector::new(window),
+                path,
+                format,
+            )?);
+        }
         _ => {}
     }
     let t = trace::load(path, opts.input_format)?;
@@ -157,6 +174,10 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
             crate::wcp::reference::analyze(t, opts.window)
         }
         (Relation::Wcp, _) => crate::wcp::vc::analyze(t, opts.window),
+        (Relation::Shb, _) => {
+            crate::detector::run_trace(crate::shb::ShbDetector::new(opts.window), t)
+        }
+        (Relation::Syncp, _) => crate::syncp::analyze(t, opts.window),
     })
 }
 

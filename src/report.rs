@@ -84,6 +84,10 @@ pub struct Report {
     pub stats: Map<String, Value>,
     /// Remarks for the reader (e.g. soundness caveats).
     pub notes: Vec<String>,
+    /// With `--witness`: per race (same order as `races`), a correct
+    /// reordering prefix after which both events are enabled, or None when
+    /// none was found (see [`crate::witness`]).
+    pub witnesses: Option<Vec<Option<Vec<EventId>>>>,
 }
 
 impl Report {
@@ -169,6 +173,7 @@ impl Report {
             racy_events: self.racy_events(),
             races: JsonRaces {
                 races: &self.races,
+                witnesses: self.witnesses.as_deref(),
                 names,
             },
             racy_variables: self
@@ -232,7 +237,7 @@ impl Report {
     }
 
     fn write_text(&self, names: &Names, out: &mut impl Write, races: bool) -> std::io::Result<()> {
-        for r in self.races.iter().filter(|_| races) {
+        for (i, r) in self.races.iter().enumerate().filter(|_| races) {
             writeln!(
                 out,
                 "WARNING: data race on `{}` ({})",
@@ -241,6 +246,13 @@ impl Report {
             )?;
             writeln!(out, "  {}", describe(&r.second, names, ""))?;
             writeln!(out, "  {}", describe(&r.first, names, "previous "))?;
+            if let Some(w) = &self.witnesses {
+                writeln!(
+                    out,
+                    "  witness: {}",
+                    crate::witness::compact(w[i].as_deref())
+                )?;
+            }
             writeln!(out)?;
         }
         for n in &self.notes {
@@ -295,12 +307,17 @@ struct JsonReport<'a> {
 
 struct JsonRaces<'a> {
     races: &'a [Race],
+    witnesses: Option<&'a [Option<Vec<EventId>>]>,
     names: &'a Names,
 }
 
 impl serde::Serialize for JsonRaces<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.races.iter().map(|r| JsonRace::new(r, self.names)))
+        s.collect_seq(self.races.iter().enumerate().map(|(i, r)| {
+            let mut j = JsonRace::new(r, self.names);
+            j.witness = self.witnesses.map(|w| w[i].as_deref());
+            j
+        }))
     }
 }
 
@@ -315,6 +332,9 @@ struct JsonRace<'a> {
     kind: &'static str,
     first_thread: &'a str,
     second_thread: &'a str,
+    /// Only with `--witness`: the witness array, or null when none was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    witness: Option<Option<&'a [EventId]>>,
 }
 
 impl<'a> JsonRace<'a> {
@@ -328,6 +348,7 @@ impl<'a> JsonRace<'a> {
             kind: r.kind(),
             first_thread: names.thread(r.first.thread),
             second_thread: names.thread(r.second.thread),
+            witness: None,
         }
     }
 }

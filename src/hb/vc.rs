@@ -160,6 +160,23 @@ impl HbClocks {
         self.threads[t as usize * self.stride + t as usize]
     }
 
+    /// Join `src` (a clock row saved earlier) into thread `t`'s clock; used by
+    /// relations that add edges to HB (SHB's reads-from edges).
+    #[inline]
+    pub fn join_thread(&mut self, t: ThreadId, src: &[u32]) {
+        let s = self.stride;
+        let t = t as usize;
+        join_into(&mut self.threads[t * s..t * s + s], src);
+        self.joins += 1;
+    }
+
+    /// Advance thread `t`'s own entry: the event just handled starts an edge
+    /// out of the thread (e.g. a write another thread may read from).
+    #[inline]
+    pub fn tick_thread(&mut self, t: ThreadId) {
+        self.tick(t as usize);
+    }
+
     #[inline]
     fn tick(&mut self, t: usize) {
         self.threads[t * self.stride + t] += 1;
