@@ -61,7 +61,7 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
         let p2 = idx.pos[i];
         let write = ev.op == Op::Write;
         let c = &mut own[t2 as usize];
-        if c.extend(&idx, t2, p2).is_err() {
+        if c.extend_pred(&idx, e2).is_err() {
             // Cannot happen on a validated trace (every section acquired before
             // a later acquire of its lock is released before it); stay silent
             // rather than report without a witness.
@@ -81,7 +81,7 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
                         continue;
                     }
                     checked += 1;
-                    if c.extend(&idx, *t1, a.pos).is_err() {
+                    if c.extend_pred(&idx, a.id).is_err() {
                         break;
                     }
                     extended += 1;

@@ -250,6 +250,20 @@ impl Closure {
         Ok(())
     }
 
+    /// Add the events that must precede `e` for it to be enabled (its thread
+    /// predecessors, and its thread's fork when `e` is the thread's first
+    /// event) and close the set.
+    pub fn extend_pred(&mut self, idx: &TraceIndex, e: EventId) -> Result<(), Unclosable> {
+        let (t, p) = (idx.thread[e as usize], idx.pos[e as usize]);
+        if p == 0 {
+            let f = idx.fork_of[t as usize];
+            if f != NONE {
+                self.extend(idx, idx.thread[f as usize], idx.pos[f as usize] + 1)?;
+            }
+        }
+        self.extend(idx, t, p)
+    }
+
     /// The events of the set in trace order.
     pub fn events(&self, idx: &TraceIndex) -> Vec<EventId> {
         let mut v: Vec<EventId> = self
@@ -268,9 +282,7 @@ impl Closure {
 /// after which both are enabled. None otherwise.
 pub fn witness(idx: &TraceIndex, locks: usize, e1: EventId, e2: EventId) -> Option<Vec<EventId>> {
     let mut c = Closure::new(idx.num_threads(), locks);
-    let (t1, t2) = (idx.thread[e1 as usize], idx.thread[e2 as usize]);
-    let (p1, p2) = (idx.pos[e1 as usize], idx.pos[e2 as usize]);
-    c.extend(idx, t1, p1).ok()?;
-    c.extend(idx, t2, p2).ok()?;
+    c.extend_pred(idx, e1).ok()?;
+    c.extend_pred(idx, e2).ok()?;
     (!c.contains(idx, e1) && !c.contains(idx, e2)).then(|| c.events(idx))
 }
