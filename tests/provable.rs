@@ -305,3 +305,60 @@ fn verify_rejects_incorrect_witnesses() {
     // A valid one.
     assert!(verify::check(&t, 6, 7, &[0, 1, 2, 3, 4, 5]).is_ok());
 }
+
+/// The command line: `--witness` JSON, `verify` on it (valid, tampered, bad
+/// input), `--witness-out` files that load as traces.
+#[test]
+fn witness_and_verify_on_the_command_line() {
+    use common::cli::cprace;
+    let fig = common::traces::figure("wcp-fig3.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("w");
+    let (code, json, err) = cprace(&[
+        "analyze",
+        &fig,
+        "--relation",
+        "wcp",
+        "--witness",
+        "--format",
+        "json",
+        "--witness-out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["races"][0]["witness"],
+        serde_json::json!([0, 1, 2, 3, 4, 15, 16])
+    );
+    let file = dir.path().join("r.json");
+    std::fs::write(&file, &json).unwrap();
+    let (code, text, _) = cprace(&["verify", &fig, "--witness", file.to_str().unwrap()]);
+    assert_eq!(
+        (code, text.as_str()),
+        (
+            0,
+            "(5, 17): valid (7 events, sync-preserving)\nSUMMARY: 1 valid, 0 invalid, 0 without a witness\n"
+        )
+    );
+    // Drop event 0: T1's acquire is missing, so its event 1 is not next.
+    std::fs::write(
+        &file,
+        r#"{"first": 5, "second": 17, "witness": [1, 2, 3, 4, 15, 16]}"#,
+    )
+    .unwrap();
+    let (code, text, _) = cprace(&["verify", &fig, "--witness", file.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(text.contains("INVALID"), "{text}");
+    std::fs::write(&file, "not json").unwrap();
+    let (code, _, err) = cprace(&["verify", &fig, "--witness", file.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not JSON"), "{err}");
+    // The reordered trace: witness, then the two racy events.
+    let std = out.join("race-5-17.std");
+    let t = cprace::trace::load(&std, None).unwrap();
+    assert_eq!(t.len(), 9);
+    // Without --witness the JSON has no witness field.
+    let (_, json, _) = cprace(&["analyze", &fig, "--relation", "wcp", "--format", "json"]);
+    assert!(!json.contains("witness"));
+}

@@ -111,7 +111,12 @@ pub fn compact(w: Option<&[EventId]>) -> String {
         });
         i = j + 1;
     }
-    format!("[{}] ({} events)", parts.join(" "), w.len())
+    let n = w.len();
+    format!(
+        "[{}] ({n} event{})",
+        parts.join(" "),
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 /// `--witness-out DIR`: one STD file per race with a witness,
