@@ -120,6 +120,10 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
     // Check the engine before reading a possibly huge file.
     let engine = engine(opts)?;
     let (window, format) = (opts.window, opts.input_format);
+    crate::progress::phase(format!(
+        "{} {engine}: loading and analysing in one pass",
+        opts.relation.name()
+    ));
     match (opts.relation, engine) {
         (Relation::Po, _) => {
             let mut po = ProgramOrder::new(window);
@@ -148,6 +152,7 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
 /// Analyse a loaded trace.
 pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
     let engine = engine(opts)?;
+    crate::progress::phase(format!("{} {engine}: analysing", opts.relation.name()));
     Ok(match (opts.relation, engine) {
         (Relation::Po, _) => {
             let mut po = ProgramOrder::new(opts.window);

@@ -23,6 +23,10 @@ use crate::trace::{self, Format};
 #[derive(Parser, Debug)]
 #[command(name = "cprace", version, propagate_version = true)]
 pub struct Cli {
+    /// No progress display on standard error (it shows only on a terminal,
+    /// once a command has run for a second).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -313,16 +317,21 @@ pub enum Command {
     /// row per line after a header (window `none` for none, empty peak_bytes
     /// when not measured).
     ///
-    /// --plot FILE.svg or FILE.png draws CP racy events and time against K
-    /// (log scale, `none` at the right end) with the bounds as dashed lines.
+    /// --plot FILE.svg or FILE.png draws two panels against K (log scale,
+    /// `none` at the right end): CP racy events with the exact HB and WCP
+    /// bounds (log scale when the counts span two decades) and the recommended
+    /// K marked; below, CP time (the median of --repeat N runs, bars from min
+    /// to max). --plot-size WxH (default 960x720) and --plot-dpi (PNG only;
+    /// 192 doubles the pixels) size the figure.
     ///
-    /// While stderr is a terminal, progress (current run, events analysed) is
-    /// shown there; otherwise the command is quiet. Exit codes: 0 when no CP
+    /// While stderr is a terminal, progress (current run, phase, events read)
+    /// is shown there after a second, unless --quiet. Exit codes: 0 when no CP
     /// row has a race, 1 when some does, 2 on bad input or usage.
     ///
     /// Examples:
     ///   cprace sweep trace.std --windows 100,500,1000,5000,none
     ///   cprace sweep trace.std --windows auto --plot sweep.svg
+    ///   cprace sweep trace.std --repeat 5 --plot sweep.png --plot-dpi 192
     ///   cprace sweep trace.csv --windows 1k,10k,100k --format json > sweep.json
     ///   cprace gen --profile small -n 3000 --seed 1 | cprace sweep - --plot k.png
     #[command(verbatim_doc_comment)]
@@ -434,12 +443,15 @@ pub struct QueryArgs {
 
 /// Run a parsed command line; returns the process exit code.
 pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
+    // Cleared when this returns, before main prints an error or the output.
+    let _progress = crate::progress::start(cli.quiet);
     match cli.command {
         Command::Stats {
             trace,
             format,
             input_format,
         } => {
+            crate::progress::phase("counting");
             let mut counts = crate::stats::Counts::default();
             let (names, load, _) =
                 trace::stream(&trace, input_format, |id, ev| counts.add(id, ev))?;
@@ -459,6 +471,7 @@ pub fn run(cli: Cli, out: &mut impl Write) -> Result<i32> {
             // Load (and so validate) everything before writing anything, so bad
             // input never leaves a partial output behind.
             let t = trace::load(&trace, input_format)?;
+            crate::progress::phase("writing");
             let write = |w: &mut dyn Write| match to {
                 ConvertFormat::Csv => trace::csv_format::write(&t, &mut &mut *w),
                 ConvertFormat::Std => trace::std_format::write(&t, &mut &mut *w),
@@ -550,6 +563,7 @@ fn run_query(args: &QueryArgs, out: &mut impl Write) -> Result<i32> {
         return Err(usage("--pair needs --relation hb or cp"));
     }
     let t = trace::load(&args.trace, args.input_format)?;
+    crate::progress::phase("query: computing");
     let Some(relation) = args.relation else {
         if let Some(dir) = &args.facts_dir {
             crate::query::facts::write_facts_dir(&t, dir)?;

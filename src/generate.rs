@@ -589,6 +589,8 @@ pub fn write(
     out: &mut impl std::io::Write,
 ) -> std::io::Result<u64> {
     let per = cfg.locs_per_thread.max(1);
+    crate::progress::phase("generating");
+    crate::progress::start_writing();
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
     if format == TextFormat::Csv {
         buf.extend_from_slice(b"thread,op,target,loc\n");
@@ -617,10 +619,12 @@ pub fn write(
         if buf.len() >= (1 << 16) - 256 {
             out.write_all(&buf)?;
             buf.clear();
+            crate::progress::events_read(n);
         }
     }
     out.write_all(&buf)?;
     out.flush()?;
+    crate::progress::done_reading(n);
     Ok(n)
 }
 

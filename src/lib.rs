@@ -16,6 +16,7 @@ pub mod hb;
 pub mod history;
 pub mod plot;
 pub mod po;
+pub mod progress;
 pub mod query;
 pub mod reference;
 pub mod report;

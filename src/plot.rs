@@ -1,126 +1,65 @@
-//! `cprace sweep --plot`: racy events and time against the window K.
+//! `cprace sweep --plot`: the sweep as a figure, drawn with plotters (its SVG
+//! and bitmap backends; PNG encoded with the `png` crate).
 //!
-//! The chart is built once as a list of shapes ([`Scene`]) and then written
-//! either as hand-written SVG or rasterised here and encoded as PNG (our own
-//! minimal writer: fixed-Huffman deflate with run-length matches, CRC-32,
-//! Adler-32), so there is no dependency and both files show the same drawing.
+//! Two panels share the x axis, the window K on a log scale with `none` one
+//! gap to the right of the largest K behind an axis break. The upper panel
+//! counts racy events: CP per K (solid, circles), the exact HB and WCP rows as
+//! horizontal lines with their own dash pattern and markers placed between
+//! the windows, so two bounds that coincide both stay visible (the legend also
+//! gives their values). Its y axis is logarithmic when the counts span two
+//! decades or more; zeros then sit on a broken bottom labelled 0. The lower
+//! panel is CP's time per K, the median of `--repeat` runs with min-max bars.
+//! The recommended K is a dashed vertical line through both panels and a ring
+//! around its point.
 //!
-//! Layout: x is log10(K), with `none` one gap to the right of the largest K
-//! behind an axis break; the left axis counts racy events (CP per K as a line
-//! with markers, the exact HB and WCP rows as dashed horizontal lines), the
-//! right axis is CP's time per K.
+//! Text is set in DejaVu Sans, compiled into the binary
+//! (`assets/fonts/DejaVuSans.ttf`, Bitstream Vera licence), so a machine
+//! without fonts renders the PNG the same; SVG viewers use their sans-serif.
 
 use std::path::Path;
+use std::sync::Once;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::sweep::Sweep;
+use crate::sweep::{Row, Sweep};
 
 /// An RGB colour.
-pub type Color = [u8; 3];
+pub type Rgb = (u8, u8, u8);
 
 /// CP racy events.
-pub const CP_COLOR: Color = [0x1f, 0x77, 0xb4];
+pub const CP_COLOR: Rgb = (0x1f, 0x77, 0xb4);
 /// CP time.
-pub const TIME_COLOR: Color = [0xff, 0x7f, 0x0e];
+pub const TIME_COLOR: Rgb = (0xff, 0x7f, 0x0e);
 /// The HB bound.
-pub const HB_COLOR: Color = [0x2c, 0xa0, 0x2c];
+pub const HB_COLOR: Rgb = (0x2c, 0xa0, 0x2c);
 /// The WCP bound.
-pub const WCP_COLOR: Color = [0xd6, 0x27, 0x28];
+pub const WCP_COLOR: Rgb = (0xd6, 0x27, 0x28);
 /// Any other bound row.
-pub const OTHER_COLOR: Color = [0x94, 0x67, 0xbd];
-const INK: Color = [0x22, 0x22, 0x22];
-const GRID: Color = [0xdd, 0xdd, 0xdd];
-const WHITE: Color = [0xff, 0xff, 0xff];
+pub const OTHER_COLOR: Rgb = (0x94, 0x67, 0xbd);
+/// The recommended-K marks.
+pub const RECOMMENDED_COLOR: Rgb = (0x44, 0x44, 0x44);
+const INK: Rgb = (0x22, 0x22, 0x22);
+const GRID: Rgb = (0xdd, 0xdd, 0xdd);
 
-/// Canvas size in pixels.
-pub const WIDTH: u32 = 960;
-/// Canvas height in pixels.
-pub const HEIGHT: u32 = 600;
+/// Series names as the legend starts them.
+pub const CP_SERIES: &str = "CP racy events";
+/// The time series.
+pub const TIME_SERIES: &str = "CP time";
+/// The recommended window's legend entry starts so.
+pub const RECOMMENDED_LABEL: &str = "recommended K";
 
-/// Where a text's x coordinate sits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Anchor {
-    /// Text starts at x.
-    Start,
-    /// Text is centred on x.
-    Middle,
-    /// Text ends at x.
-    End,
-}
+/// The font every text is set in, registered with plotters as `sans-serif`.
+pub const FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 
-/// One drawing primitive. Coordinates in pixels, y downwards; text y is the
-/// baseline.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Shape {
-    /// A filled and/or outlined rectangle.
-    Rect {
-        /// Left.
-        x: f64,
-        /// Top.
-        y: f64,
-        /// Width.
-        w: f64,
-        /// Height.
-        h: f64,
-        /// Fill colour.
-        fill: Option<Color>,
-        /// Outline colour (1 px).
-        stroke: Option<Color>,
-    },
-    /// A polyline; `series` names a data series (None for axes and ticks).
-    Line {
-        /// Points.
-        points: Vec<(f64, f64)>,
-        /// Colour.
-        color: Color,
-        /// Stroke width.
-        width: f64,
-        /// Dashed (6 on, 4 off).
-        dashed: bool,
-        /// Series name, when this line is data.
-        series: Option<String>,
-    },
-    /// A filled marker disc.
-    Dot {
-        /// Centre x.
-        x: f64,
-        /// Centre y.
-        y: f64,
-        /// Radius.
-        r: f64,
-        /// Colour.
-        color: Color,
-    },
-    /// Text, optionally rotated 90° counter-clockwise (reads upwards).
-    Text {
-        /// Anchor x.
-        x: f64,
-        /// Baseline y.
-        y: f64,
-        /// The text.
-        text: String,
-        /// Font size in pixels (raster text scales the 5x7 font to it).
-        size: f64,
-        /// Anchor.
-        anchor: Anchor,
-        /// Rotated upwards.
-        vertical: bool,
-        /// Colour.
-        color: Color,
-    },
-}
-
-/// A drawing: shapes in painting order.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Scene {
-    /// Width in pixels.
-    pub width: u32,
-    /// Height in pixels.
-    pub height: u32,
-    /// Shapes, painted in order.
-    pub shapes: Vec<Shape>,
-}
+/// Default width and height in CSS pixels (1/96 inch).
+pub const DEFAULT_SIZE: (u32, u32) = (960, 720);
+/// Default PNG resolution: one image pixel per CSS pixel.
+pub const DEFAULT_DPI: u32 = 96;
 
 /// The image formats `--plot` writes, chosen by the file's extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,55 +71,318 @@ pub enum PlotFormat {
 }
 
 impl PlotFormat {
-    /// The format for `path`, or a usage error naming the accepted extensions.
+    /// The format for `path`, or a usage error naming the accepted extensions
+    /// (also when the directory it would go in does not exist, so a sweep
+    /// never runs to have its figure refused at the end).
     pub fn from_path(path: &Path) -> Result<PlotFormat> {
         let ext = path
             .extension()
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase);
-        match ext.as_deref() {
-            Some("svg") => Ok(PlotFormat::Svg),
-            Some("png") => Ok(PlotFormat::Png),
+        let format = match ext.as_deref() {
+            Some("svg") => PlotFormat::Svg,
+            Some("png") => PlotFormat::Png,
             _ => bail!(crate::UsageError(format!(
                 "--plot {}: unknown image type; expected a file name ending in .svg or .png",
                 path.display()
             ))),
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            bail!(crate::UsageError(format!(
+                "--plot {}: directory {} does not exist",
+                path.display(),
+                dir.display()
+            )));
+        }
+        Ok(format)
+    }
+}
+
+/// Size and resolution of the figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlotOptions {
+    /// Width in CSS pixels (the SVG's width; the PNG's at 96 dpi).
+    pub width: u32,
+    /// Height in CSS pixels.
+    pub height: u32,
+    /// PNG resolution: the PNG has width·dpi/96 × height·dpi/96 pixels and
+    /// records the dpi in its pHYs chunk. The SVG ignores it.
+    pub dpi: u32,
+}
+
+impl Default for PlotOptions {
+    fn default() -> Self {
+        PlotOptions {
+            width: DEFAULT_SIZE.0,
+            height: DEFAULT_SIZE.1,
+            dpi: DEFAULT_DPI,
         }
     }
 }
 
-/// Draw `sweep` and write it to `path` in `format`.
-pub fn write(sweep: &Sweep, title: &str, path: &Path, format: PlotFormat) -> Result<()> {
-    let scene = chart(sweep, title);
+impl PlotOptions {
+    /// Parse `--plot-size WIDTHxHEIGHT` (CSS pixels, 320..=8000 each).
+    pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
+        let bad = || {
+            format!(
+                "`{s}` is not a figure size; expected WIDTHxHEIGHT in pixels, each 320 to 8000, e.g. 960x720"
+            )
+        };
+        let (w, h) = s.trim().split_once(['x', 'X']).ok_or_else(bad)?;
+        let w: u32 = w.trim().parse().map_err(|_| bad())?;
+        let h: u32 = h.trim().parse().map_err(|_| bad())?;
+        if !(320..=8000).contains(&w) || !(320..=8000).contains(&h) {
+            return Err(bad());
+        }
+        Ok((w, h))
+    }
+
+    /// Parse `--plot-dpi` (48..=600).
+    pub fn parse_dpi(s: &str) -> Result<u32, String> {
+        match s.trim().parse::<u32>() {
+            Ok(d) if (48..=600).contains(&d) => Ok(d),
+            _ => Err(format!(
+                "`{s}` is not a resolution; expected dots per inch from 48 to 600 (96: one pixel per CSS pixel)"
+            )),
+        }
+    }
+
+    /// Pixel size of the PNG.
+    pub fn png_pixels(&self) -> (u32, u32) {
+        let scale = |v: u32| ((u64::from(v) * u64::from(self.dpi) + 48) / 96).max(1) as u32;
+        (scale(self.width), scale(self.height))
+    }
+
+    /// A usage error when the PNG would need more than 64 million pixels.
+    pub fn check(&self, format: PlotFormat) -> Result<()> {
+        let (w, h) = self.png_pixels();
+        if format == PlotFormat::Png && u64::from(w) * u64::from(h) > 64_000_000 {
+            bail!(crate::UsageError(format!(
+                "--plot-size {}x{} at --plot-dpi {} makes a {w}x{h} PNG; at most 64 million pixels",
+                self.width, self.height, self.dpi
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Draw `sweep` and write it to `path` in `format`. The file is replaced
+/// only once the whole image is rendered and written.
+pub fn write(
+    sweep: &Sweep,
+    title: &str,
+    path: &Path,
+    format: PlotFormat,
+    opts: &PlotOptions,
+) -> Result<()> {
+    opts.check(format)?;
     let bytes = match format {
-        PlotFormat::Svg => scene.to_svg().into_bytes(),
-        PlotFormat::Png => scene.to_png(),
+        PlotFormat::Svg => render_svg(sweep, title, opts)?.into_bytes(),
+        PlotFormat::Png => render_png(sweep, title, opts)?,
     };
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".cprace-tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Series names as they appear in the legend (and in SVG `data-series`).
-pub const CP_SERIES: &str = "CP racy events";
-/// The time series.
-pub const TIME_SERIES: &str = "CP time";
-
-/// The legend name of a bound row.
-pub fn bound_series(label: &str) -> String {
-    format!("{} (exact)", label.to_ascii_uppercase())
+/// The figure as an SVG document of `opts.width` × `opts.height` pixels.
+pub fn render_svg(sweep: &Sweep, title: &str, opts: &PlotOptions) -> Result<String> {
+    let fig = Figure::new(sweep, title);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (opts.width, opts.height)).into_drawing_area();
+        fig.draw(&root, 1.0)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
 }
 
-/// The colour of a bound row's line.
-pub fn bound_color(label: &str) -> Color {
-    match label {
-        "hb" => HB_COLOR,
-        "wcp" => WCP_COLOR,
-        _ => OTHER_COLOR,
+/// The figure as a PNG of [`PlotOptions::png_pixels`], its dpi recorded.
+pub fn render_png(sweep: &Sweep, title: &str, opts: &PlotOptions) -> Result<Vec<u8>> {
+    let fig = Figure::new(sweep, title);
+    let (w, h) = opts.png_pixels();
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        fig.draw(&root, f64::from(w) / f64::from(opts.width))?;
+        root.present().map_err(err)?;
+    }
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let ppm = (f64::from(opts.dpi) / 0.0254).round() as u32;
+    enc.set_pixel_dims(Some(png::PixelDimensions {
+        xppu: ppm,
+        yppu: ppm,
+        unit: png::Unit::Meter,
+    }));
+    let mut writer = enc.write_header().context("PNG encoder")?;
+    writer.write_image_data(&rgb).context("PNG encoder")?;
+    writer.finish().context("PNG encoder")?;
+    Ok(out)
+}
+
+fn err(e: impl std::fmt::Debug) -> anyhow::Error {
+    anyhow!("cannot draw the figure: {e:?}")
+}
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The bytes are a valid TrueType font compiled in; failure is a build bug.
+        if plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
+            panic!("the built-in font does not parse");
+        }
+    });
+}
+
+/// `10`, `300`, `1k`, `30k`, `1M`, `12.5k`.
+pub fn count_label(v: f64) -> String {
+    for (div, suffix) in [(1e9, "G"), (1e6, "M"), (1e3, "k")] {
+        if v.abs() >= div {
+            return format!("{}{suffix}", trim_number(v / div, 2));
+        }
+    }
+    trim_number(v, 2)
+}
+
+/// `v` with at most `decimals` decimals, trailing zeros removed.
+fn trim_number(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A number with thousands separators: `23,765`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// One axis: its range and labelled ticks in plot coordinates (log10 of the
+/// value on a log axis).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    /// Lowest coordinate shown.
+    pub lo: f64,
+    /// Highest coordinate shown.
+    pub hi: f64,
+    /// Ticks: coordinate and label.
+    pub ticks: Vec<(f64, String)>,
+    /// Logarithmic.
+    pub log: bool,
+    /// On a log axis with zeros: the coordinate zeros are drawn at.
+    pub zero_at: Option<f64>,
+}
+
+impl Axis {
+    /// A y axis for non-negative `values`: logarithmic when the positive ones
+    /// span two decades or more, else linear from 0 with 1-2-5 steps.
+    pub fn for_values(values: &[f64], label: fn(f64) -> String) -> Axis {
+        Axis::build(values, label, false)
+    }
+
+    /// [`Axis::for_values`] for counts: linear steps are whole numbers.
+    pub fn for_counts(values: &[f64]) -> Axis {
+        Axis::build(values, count_label, true)
+    }
+
+    fn build(values: &[f64], label: fn(f64) -> String, integer: bool) -> Axis {
+        let max = values.iter().copied().fold(0.0, f64::max);
+        let min_pos = values
+            .iter()
+            .copied()
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        if max > 0.0 && max / min_pos >= 100.0 {
+            let lo_dec = min_pos.log10().floor();
+            let top = max.log10();
+            let hi = top + 0.12 * (top - lo_dec).max(1.0);
+            let decades = (hi.floor() - lo_dec) as i32;
+            let mut ticks = Vec::new();
+            for d in 0..=decades {
+                let c = lo_dec + f64::from(d);
+                ticks.push((c, label(10f64.powf(c))));
+                if decades <= 2 {
+                    for m in [2.0f64, 5.0] {
+                        let cm = c + m.log10();
+                        if cm <= hi {
+                            ticks.push((cm, label(m * 10f64.powf(c))));
+                        }
+                    }
+                }
+            }
+            let zero_at = values.iter().any(|v| *v <= 0.0).then_some(lo_dec - 0.5);
+            if let Some(z) = zero_at {
+                ticks.insert(0, (z, "0".into()));
+            }
+            let lo = zero_at.unwrap_or(lo_dec) - 0.04 * (hi - lo_dec);
+            Axis {
+                lo,
+                hi,
+                ticks,
+                log: true,
+                zero_at,
+            }
+        } else {
+            let (mut step, mut top) = nice_axis(max, 5.0);
+            if integer && step < 1.0 {
+                step = 1.0;
+                top = max.ceil().max(1.0);
+            }
+            let n = (top / step).round() as i64;
+            let ticks = (0..=n)
+                .map(|i| {
+                    let v = i as f64 * step;
+                    (v, label(v))
+                })
+                .collect();
+            Axis {
+                lo: 0.0,
+                hi: top * 1.04,
+                ticks,
+                log: false,
+                zero_at: None,
+            }
+        }
+    }
+
+    /// The coordinate of `v`.
+    pub fn map(&self, v: f64) -> f64 {
+        if !self.log {
+            v
+        } else if v > 0.0 {
+            v.log10()
+        } else {
+            self.zero_at.unwrap_or(self.lo)
+        }
     }
 }
 
 /// A "nice" step (1, 2 or 5 times a power of ten) for about `n` intervals up
 /// to `max`, and the axis top (a multiple of it).
-fn nice_axis(max: f64, n: f64, integer: bool) -> (f64, f64) {
+fn nice_axis(max: f64, n: f64) -> (f64, f64) {
     let max = if max > 0.0 && max.is_finite() {
         max
     } else {
@@ -188,1326 +390,718 @@ fn nice_axis(max: f64, n: f64, integer: bool) -> (f64, f64) {
     };
     let raw = max / n;
     let mag = 10f64.powf(raw.log10().floor());
-    let mut step = [1.0, 2.0, 5.0, 10.0]
+    let step = [1.0, 2.0, 5.0, 10.0]
         .iter()
         .map(|m| m * mag)
-        .find(|s| *s >= raw)
+        .find(|s| *s >= raw * 0.999)
         .unwrap_or(10.0 * mag);
-    if integer {
-        step = step.max(1.0).round();
-    }
     let top = (max / step).ceil() * step;
     (step, top.max(step))
 }
 
-/// `10`, `300`, `1k`, `30k`, `1M`.
-pub fn k_label(k: u64) -> String {
-    for (div, suffix) in [(1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")] {
-        if k >= div && (k / div) * div == k {
-            return format!("{}{suffix}", k / div);
-        }
-    }
-    k.to_string()
-}
-
-fn tick_number(v: f64, step: f64) -> String {
-    // Enough decimals to tell ticks apart.
-    let decimals = if step >= 1.0 {
-        0
+fn seconds_label(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v >= 1.0 {
+        trim_number(v, 2)
     } else {
-        (-step.log10().floor()) as usize
-    };
-    format!("{v:.decimals$}")
-}
-
-/// Build the chart of `sweep`.
-pub fn chart(sweep: &Sweep, title: &str) -> Scene {
-    let (w, h) = (WIDTH as f64, HEIGHT as f64);
-    let (left, right, top, bottom) = (100.0, w - 110.0, 60.0, h - 160.0);
-    let mut s = Scene {
-        width: WIDTH,
-        height: HEIGHT,
-        shapes: Vec::new(),
-    };
-    let text = |x: f64, y: f64, t: &str, size: f64, anchor: Anchor| Shape::Text {
-        x,
-        y,
-        text: t.to_string(),
-        size,
-        anchor,
-        vertical: false,
-        color: INK,
-    };
-    let line = |points: Vec<(f64, f64)>, color: Color| Shape::Line {
-        points,
-        color,
-        width: 1.0,
-        dashed: false,
-        series: None,
-    };
-    s.shapes.push(Shape::Rect {
-        x: 0.0,
-        y: 0.0,
-        w,
-        h,
-        fill: Some(WHITE),
-        stroke: None,
-    });
-    s.shapes
-        .push(text(w / 2.0, 32.0, title, 16.0, Anchor::Middle));
-
-    let rows: Vec<&crate::sweep::Row> = sweep.window_rows().collect();
-    let bounds: Vec<&crate::sweep::Row> =
-        sweep.rows.iter().filter(|r| !r.is_window_row()).collect();
-
-    // x: log10 of the finite windows; `none` one gap right of the largest.
-    let finite: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| r.window)
-        .map(|k| (k as f64).log10())
-        .collect();
-    let has_none = rows.iter().any(|r| r.window.is_none());
-    let (lo, hi) = match (
-        finite.iter().cloned().reduce(f64::min),
-        finite.iter().cloned().reduce(f64::max),
-    ) {
-        (Some(a), Some(b)) => (a, b),
-        _ => (0.0, 0.0),
-    };
-    let span = (hi - lo).max(1.0);
-    let none_at = hi + 0.3 * span;
-    let (dlo, dhi) = if finite.is_empty() {
-        (none_at - 1.0, none_at + 1.0)
-    } else {
-        (
-            lo - 0.08 * span,
-            if has_none { none_at } else { hi } + 0.08 * span,
-        )
-    };
-    let px = |lx: f64| left + (lx - dlo) / (dhi - dlo) * (right - left);
-    let xw = |wnd: Option<u64>| px(wnd.map_or(none_at, |k| (k as f64).log10()));
-
-    // Left axis: racy events (all rows); right axis: CP time.
-    let max_count = sweep
-        .rows
-        .iter()
-        .map(|r| r.racy_events.max(r.hb_racy_events))
-        .max()
-        .unwrap_or(0) as f64;
-    let (ystep, ytop) = nice_axis(max_count, 5.0, true);
-    let py = |v: f64| bottom - v / ytop * (bottom - top);
-    let max_secs = rows.iter().map(|r| r.seconds).fold(0.0, f64::max);
-    let (unit, scale) = if max_secs >= 1.0 {
-        ("s", 1.0)
-    } else {
-        ("ms", 1e3)
-    };
-    let (tstep, ttop) = nice_axis(max_secs * scale, 5.0, false);
-    let pt = |secs: f64| bottom - secs * scale / ttop * (bottom - top);
-
-    // Grid and left ticks.
-    let mut v = 0.0;
-    while v <= ytop + ystep / 2.0 {
-        let y = py(v);
-        s.shapes.push(line(vec![(left, y), (right, y)], GRID));
-        s.shapes.push(line(vec![(left - 5.0, y), (left, y)], INK));
-        s.shapes.push(text(
-            left - 8.0,
-            y + 4.0,
-            &tick_number(v, ystep),
-            12.0,
-            Anchor::End,
-        ));
-        v += ystep;
-    }
-    let mut v = 0.0;
-    while v <= ttop + tstep / 2.0 {
-        let y = bottom - v / ttop * (bottom - top);
-        s.shapes.push(line(vec![(right, y), (right + 5.0, y)], INK));
-        s.shapes.push(text(
-            right + 8.0,
-            y + 4.0,
-            &tick_number(v, tstep),
-            12.0,
-            Anchor::Start,
-        ));
-        v += tstep;
-    }
-
-    // x ticks: decades labelled, 2..9 unlabelled; the windows themselves
-    // labelled when fewer than two decades fall in range.
-    let mut labelled: Vec<f64> = Vec::new();
-    if !finite.is_empty() {
-        let mut d = dlo.floor() as i32;
-        while (d as f64) <= hi + 1e-9 {
-            for m in 1..10 {
-                let lx = d as f64 + (m as f64).log10();
-                if lx < dlo || lx > hi + 0.08 * span {
-                    continue;
-                }
-                let x = px(lx);
-                let len = if m == 1 { 6.0 } else { 3.0 };
-                s.shapes
-                    .push(line(vec![(x, bottom), (x, bottom + len)], INK));
-                if m == 1 && (0..=18).contains(&d) {
-                    s.shapes.push(text(
-                        x,
-                        bottom + 20.0,
-                        &k_label(10u64.pow(d as u32)),
-                        12.0,
-                        Anchor::Middle,
-                    ));
-                    labelled.push(x);
-                }
-            }
-            d += 1;
-        }
-        // The swept windows themselves, where there is room.
-        {
-            for r in &rows {
-                if let Some(k) = r.window {
-                    let x = xw(Some(k));
-                    if labelled.iter().all(|l| (l - x).abs() > 30.0) {
-                        s.shapes
-                            .push(line(vec![(x, bottom), (x, bottom + 6.0)], INK));
-                        s.shapes
-                            .push(text(x, bottom + 20.0, &k_label(k), 12.0, Anchor::Middle));
-                        labelled.push(x);
-                    }
-                }
-            }
-        }
-    }
-    if has_none {
-        let x = xw(None);
-        s.shapes
-            .push(line(vec![(x, bottom), (x, bottom + 6.0)], INK));
-        s.shapes
-            .push(text(x, bottom + 20.0, "none", 12.0, Anchor::Middle));
-    }
-
-    // Axes (the x axis broken between the largest K and none).
-    s.shapes.push(line(vec![(left, top), (left, bottom)], INK));
-    s.shapes
-        .push(line(vec![(right, top), (right, bottom)], INK));
-    if has_none && !finite.is_empty() {
-        let brk = px((hi + none_at) / 2.0);
-        s.shapes
-            .push(line(vec![(left, bottom), (brk - 5.0, bottom)], INK));
-        s.shapes
-            .push(line(vec![(brk + 5.0, bottom), (right, bottom)], INK));
-        for dx in [-5.0, 5.0] {
-            s.shapes.push(line(
-                vec![
-                    (brk + dx - 3.0, bottom + 5.0),
-                    (brk + dx + 3.0, bottom - 5.0),
-                ],
-                INK,
-            ));
-        }
-    } else {
-        s.shapes
-            .push(line(vec![(left, bottom), (right, bottom)], INK));
-    }
-    s.shapes.push(text(
-        (left + right) / 2.0,
-        bottom + 44.0,
-        "window K (log scale)",
-        13.0,
-        Anchor::Middle,
-    ));
-    s.shapes.push(Shape::Text {
-        x: left - 80.0,
-        y: (top + bottom) / 2.0,
-        text: "racy events".into(),
-        size: 13.0,
-        anchor: Anchor::Middle,
-        vertical: true,
-        color: INK,
-    });
-    s.shapes.push(Shape::Text {
-        x: right + 92.0,
-        y: (top + bottom) / 2.0,
-        text: format!("CP time ({unit})"),
-        size: 13.0,
-        anchor: Anchor::Middle,
-        vertical: true,
-        color: INK,
-    });
-
-    // Series: bounds first, then time, then racy events on top.
-    let mut legend: Vec<(String, Color, bool)> = Vec::new();
-    legend.push((CP_SERIES.to_string(), CP_COLOR, false));
-    legend.push((TIME_SERIES.to_string(), TIME_COLOR, false));
-    for b in &bounds {
-        let name = bound_series(b.label);
-        let color = bound_color(b.label);
-        let y = py(b.racy_events as f64);
-        s.shapes.push(Shape::Line {
-            points: vec![(left, y), (right, y)],
-            color,
-            width: 2.0,
-            dashed: true,
-            series: Some(name.clone()),
-        });
-        legend.push((name, color, true));
-    }
-    let time_pts: Vec<(f64, f64)> = rows.iter().map(|r| (xw(r.window), pt(r.seconds))).collect();
-    let cp_pts: Vec<(f64, f64)> = rows
-        .iter()
-        .map(|r| (xw(r.window), py(r.racy_events as f64)))
-        .collect();
-    for (name, color, pts) in [
-        (TIME_SERIES, TIME_COLOR, time_pts),
-        (CP_SERIES, CP_COLOR, cp_pts),
-    ] {
-        for &(x, y) in &pts {
-            s.shapes.push(Shape::Dot {
-                x,
-                y,
-                r: 4.0,
-                color,
-            });
-        }
-        s.shapes.push(Shape::Line {
-            points: pts,
-            color,
-            width: 2.0,
-            dashed: false,
-            series: Some(name.to_string()),
-        });
-    }
-
-    // Legend: one row under the axis label.
-    let mut x = left;
-    let y = h - 50.0;
-    for (name, color, dashed) in legend {
-        s.shapes.push(Shape::Line {
-            points: vec![(x, y - 4.0), (x + 30.0, y - 4.0)],
-            color,
-            width: 3.0,
-            dashed,
-            series: None,
-        });
-        // The raster font's advance (6 px at scale 2) bounds the SVG text's too.
-        let width = 12.0 * name.chars().count() as f64;
-        s.shapes.push(text(x + 38.0, y, &name, 12.0, Anchor::Start));
-        x += 38.0 + width + 30.0;
-    }
-    s
-}
-
-fn hex(c: Color) -> String {
-    format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
-}
-
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Characters XML 1.0 cannot hold at all.
-            c if (c as u32) < 0x20 && c != '\t' && c != '\n' && c != '\r' => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-impl Scene {
-    /// The scene as an SVG document. Data lines are `<polyline>`s with a
-    /// `data-series` attribute naming their series.
-    pub fn to_svg(&self) -> String {
-        use std::fmt::Write as _;
-        let mut o = String::new();
-        let _ = writeln!(
-            o,
-            r#"<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif">"#,
-            w = self.width,
-            h = self.height
-        );
-        for shape in &self.shapes {
-            match shape {
-                Shape::Rect {
-                    x,
-                    y,
-                    w,
-                    h,
-                    fill,
-                    stroke,
-                } => {
-                    let _ = writeln!(
-                        o,
-                        r#"<rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="{}" stroke="{}"/>"#,
-                        fill.map_or("none".into(), hex),
-                        stroke.map_or("none".into(), hex)
-                    );
-                }
-                Shape::Line {
-                    points,
-                    color,
-                    width,
-                    dashed,
-                    series,
-                } => {
-                    let pts: Vec<String> = points
-                        .iter()
-                        .map(|(x, y)| format!("{x:.1},{y:.1}"))
-                        .collect();
-                    let dash = if *dashed {
-                        r#" stroke-dasharray="6 4""#
-                    } else {
-                        ""
-                    };
-                    let series = series.as_ref().map_or(String::new(), |s| {
-                        format!(r#" data-series="{}""#, escape(s))
-                    });
-                    let _ = writeln!(
-                        o,
-                        r#"<polyline{series} points="{}" fill="none" stroke="{}" stroke-width="{width}"{dash}/>"#,
-                        pts.join(" "),
-                        hex(*color)
-                    );
-                }
-                Shape::Dot { x, y, r, color } => {
-                    let _ = writeln!(
-                        o,
-                        r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{}"/>"#,
-                        hex(*color)
-                    );
-                }
-                Shape::Text {
-                    x,
-                    y,
-                    text,
-                    size,
-                    anchor,
-                    vertical,
-                    color,
-                } => {
-                    let anchor = match anchor {
-                        Anchor::Start => "start",
-                        Anchor::Middle => "middle",
-                        Anchor::End => "end",
-                    };
-                    let rotate = if *vertical {
-                        format!(r#" transform="rotate(-90 {x:.1} {y:.1})""#)
-                    } else {
-                        String::new()
-                    };
-                    let _ = writeln!(
-                        o,
-                        r#"<text x="{x:.1}" y="{y:.1}" font-size="{size}" text-anchor="{anchor}" fill="{}"{rotate}>{}</text>"#,
-                        hex(*color),
-                        escape(text)
-                    );
-                }
-            }
-        }
-        o.push_str("</svg>\n");
-        o
-    }
-
-    /// The scene rasterised (RGB, row-major).
-    pub fn rasterize(&self) -> Canvas {
-        let mut c = Canvas::new(self.width, self.height);
-        for shape in &self.shapes {
-            match shape {
-                Shape::Rect {
-                    x,
-                    y,
-                    w,
-                    h,
-                    fill,
-                    stroke,
-                } => {
-                    if let Some(f) = fill {
-                        c.fill_rect(*x, *y, *w, *h, *f);
-                    }
-                    if let Some(s) = stroke {
-                        let p = [(*x, *y), (x + w, *y), (x + w, y + h), (*x, y + h), (*x, *y)];
-                        c.polyline(&p, 1.0, false, *s);
-                    }
-                }
-                Shape::Line {
-                    points,
-                    color,
-                    width,
-                    dashed,
-                    ..
-                } => c.polyline(points, *width, *dashed, *color),
-                Shape::Dot { x, y, r, color } => c.disc(*x, *y, *r, *color),
-                Shape::Text {
-                    x,
-                    y,
-                    text,
-                    size,
-                    anchor,
-                    vertical,
-                    color,
-                } => c.text(*x, *y, text, *size, *anchor, *vertical, *color),
-            }
-        }
-        c
-    }
-
-    /// The scene as a PNG file.
-    pub fn to_png(&self) -> Vec<u8> {
-        let c = self.rasterize();
-        encode_png(c.width, c.height, &c.pixels)
+        // Enough decimals for the first two significant digits.
+        let decimals = (-v.log10().floor()) as usize + 1;
+        trim_number(v, decimals)
     }
 }
 
-/// An RGB raster.
-pub struct Canvas {
-    /// Width in pixels.
-    pub width: u32,
-    /// Height in pixels.
-    pub height: u32,
-    /// RGB bytes, row-major, top row first.
-    pub pixels: Vec<u8>,
+/// How a series is stroked and marked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marker {
+    /// Filled disc.
+    Circle,
+    /// Filled triangle.
+    Triangle,
+    /// Hollow square.
+    Square,
+    /// Filled square.
+    FilledSquare,
 }
 
-impl Canvas {
-    /// A white canvas.
-    pub fn new(width: u32, height: u32) -> Canvas {
-        Canvas {
-            width,
-            height,
-            pixels: vec![0xff; width as usize * height as usize * 3],
-        }
-    }
+/// A horizontal bound line (an exact relation without a window).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bound {
+    /// Legend text, e.g. `HB (exact): 10,740`.
+    pub name: String,
+    /// Racy events.
+    pub value: u64,
+    /// Colour.
+    pub color: Rgb,
+    /// Dash pattern in CSS pixels (on, off).
+    pub dash: (f64, f64),
+    /// Marker.
+    pub marker: Marker,
+    /// Where its markers go along the line, as a fraction of the gap between
+    /// two windows (bounds get different ones, so equal lines stay apart).
+    pub phase: f64,
+}
 
-    fn set(&mut self, x: i64, y: i64, c: Color) {
-        if x >= 0 && y >= 0 && (x as u32) < self.width && (y as u32) < self.height {
-            let i = (y as usize * self.width as usize + x as usize) * 3;
-            self.pixels[i..i + 3].copy_from_slice(&c);
-        }
-    }
+/// The legend name of a bound row.
+pub fn bound_series(label: &str) -> String {
+    format!("{} (exact)", label.to_ascii_uppercase())
+}
 
-    /// The colour at (x, y).
-    pub fn get(&self, x: u32, y: u32) -> Color {
-        let i = (y as usize * self.width as usize + x as usize) * 3;
-        [self.pixels[i], self.pixels[i + 1], self.pixels[i + 2]]
-    }
+/// Everything the figure shows, in plot coordinates, before any drawing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    /// Title.
+    pub title: String,
+    /// The shared x axis (log10 K; `none` after a gap).
+    pub x: Axis,
+    /// Where the axis break sits, when `none` follows finite windows.
+    pub x_break: Option<f64>,
+    /// The racy-events axis.
+    pub racy: Axis,
+    /// The time axis.
+    pub time: Axis,
+    /// CP racy events per window: (x, count).
+    pub cp: Vec<(f64, u64)>,
+    /// CP time per window: (x, median, min, max) in [`Figure::time_unit`].
+    pub times: Vec<(f64, f64, f64, f64)>,
+    /// `s`, or `ms` when every run took under a second.
+    pub time_unit: &'static str,
+    /// How many runs each time is the median of.
+    pub repeat: usize,
+    /// The bound lines.
+    pub bounds: Vec<Bound>,
+    /// The recommended window: x and its label.
+    pub recommended: Option<(f64, String)>,
+}
 
-    fn fill_rect(&mut self, x: f64, y: f64, w: f64, h: f64, c: Color) {
-        let (x0, y0) = (x.round() as i64, y.round() as i64);
-        let (x1, y1) = ((x + w).round() as i64, (y + h).round() as i64);
-        for yy in y0.max(0)..y1.min(self.height as i64) {
-            for xx in x0.max(0)..x1.min(self.width as i64) {
-                self.set(xx, yy, c);
-            }
-        }
-    }
+fn x_of(r: &Row, none_x: f64) -> f64 {
+    r.window.map_or(none_x, |k| (k as f64).log10())
+}
 
-    fn disc(&mut self, cx: f64, cy: f64, r: f64, c: Color) {
-        let (x0, x1) = ((cx - r).floor() as i64, (cx + r).ceil() as i64);
-        let (y0, y1) = ((cy - r).floor() as i64, (cy + r).ceil() as i64);
-        for y in y0..=y1 {
-            for x in x0..=x1 {
-                let (dx, dy) = (x as f64 + 0.5 - cx, y as f64 + 0.5 - cy);
-                if dx * dx + dy * dy <= r * r {
-                    self.set(x, y, c);
-                }
-            }
-        }
-    }
-
-    /// Stroke a polyline `width` pixels wide; dashes run 6 on, 4 off along
-    /// the whole line.
-    fn polyline(&mut self, points: &[(f64, f64)], width: f64, dashed: bool, c: Color) {
-        let half = ((width - 1.0) / 2.0).max(0.0);
-        let (lo, hi) = (-(half.floor() as i64), half.ceil() as i64);
-        let mut walked = 0.0f64;
-        for seg in points.windows(2) {
-            let ((x0, y0), (x1, y1)) = (seg[0], seg[1]);
-            let len = ((x1 - x0).powi(2) + (y1 - y0).powi(2)).sqrt();
-            let steps = len.ceil().max(1.0) as usize;
-            for i in 0..=steps {
-                let t = i as f64 / steps as f64;
-                if dashed && (walked + t * len) % 10.0 >= 6.0 {
-                    continue;
-                }
-                let x = (x0 + t * (x1 - x0)).round() as i64;
-                let y = (y0 + t * (y1 - y0)).round() as i64;
-                for dy in lo..=hi {
-                    for dx in lo..=hi {
-                        self.set(x + dx, y + dy, c);
-                    }
-                }
-            }
-            walked += len;
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn text(
-        &mut self,
-        x: f64,
-        y: f64,
-        text: &str,
-        size: f64,
-        anchor: Anchor,
-        vertical: bool,
-        c: Color,
-    ) {
-        let s = ((size / 7.0).round() as i64).max(1);
-        let n = text.chars().count() as i64;
-        let total = (n * 6 - 1).max(0) * s;
-        let start = match anchor {
-            Anchor::Start => 0,
-            Anchor::Middle => -total / 2,
-            Anchor::End => -total,
+impl Figure {
+    /// Lay out `sweep`.
+    pub fn new(sweep: &Sweep, title: &str) -> Figure {
+        let rows: Vec<&Row> = sweep.window_rows().collect();
+        let finite: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| r.window.map(|k| (k as f64).log10()))
+            .collect();
+        let max_k = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let min_k = finite.iter().copied().fold(f64::INFINITY, f64::min);
+        let has_none = rows.iter().any(|r| r.window.is_none());
+        // `none` sits one gap (0.8 decade) past the largest K.
+        let none_x = if finite.is_empty() { 0.0 } else { max_k + 0.8 };
+        let x_break = (has_none && !finite.is_empty()).then_some(max_k + 0.4);
+        let (first, last) = match (finite.is_empty(), has_none) {
+            (true, _) => (none_x, none_x),
+            (false, true) => (min_k, none_x),
+            (false, false) => (min_k, max_k),
         };
-        let (x, y) = (x.round() as i64, y.round() as i64);
-        for (i, ch) in text.chars().enumerate() {
-            let rows = glyph(ch);
-            let drop = if DESCENDERS.contains(ch) { 2 * s } else { 0 };
-            for (gy, row) in rows.iter().enumerate() {
-                for gx in 0..5i64 {
-                    if row & (0x10 >> gx) == 0 {
-                        continue;
-                    }
-                    for sy in 0..s {
-                        for sx in 0..s {
-                            // u along the text, v from the glyph top (7s above the baseline).
-                            let u = start + (i as i64 * 6 + gx) * s + sx;
-                            let v = gy as i64 * s + sy - 7 * s + drop;
-                            if vertical {
-                                self.set(x + v, y - u, c);
-                            } else {
-                                self.set(x + u, y + v, c);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The 5x7 bitmap of `ch` (bit 4 is the left column); unknown characters are
-/// drawn as a box.
-fn glyph(ch: char) -> [u8; 7] {
-    match FONT.iter().find(|(c, _)| *c == ch) {
-        Some((_, rows)) => {
-            let mut g = [0u8; 7];
-            for (i, r) in rows.iter().enumerate() {
-                g[i] = r
-                    .bytes()
-                    .fold(0u8, |acc, b| (acc << 1) | u8::from(b == b'#'));
-            }
-            g
-        }
-        None => [0x1f, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1f],
-    }
-}
-
-/// Glyphs drawn two rows lower, so their last two rows hang below the baseline.
-const DESCENDERS: &str = "gpqy";
-
-/// A 5x7 font drawn for cprace: digits, letters and common punctuation.
-const FONT: &[(char, [&str; 7])] = &[
-    (
-        ' ',
-        [
-            ".....", ".....", ".....", ".....", ".....", ".....", ".....",
-        ],
-    ),
-    (
-        '0',
-        [
-            ".###.", "#...#", "#..##", "#.#.#", "##..#", "#...#", ".###.",
-        ],
-    ),
-    (
-        '1',
-        [
-            "..#..", ".##..", "..#..", "..#..", "..#..", "..#..", ".###.",
-        ],
-    ),
-    (
-        '2',
-        [
-            ".###.", "#...#", "....#", "...#.", "..#..", ".#...", "#####",
-        ],
-    ),
-    (
-        '3',
-        [
-            "#####", "...#.", "..#..", "...#.", "....#", "#...#", ".###.",
-        ],
-    ),
-    (
-        '4',
-        [
-            "...#.", "..##.", ".#.#.", "#..#.", "#####", "...#.", "...#.",
-        ],
-    ),
-    (
-        '5',
-        [
-            "#####", "#....", "####.", "....#", "....#", "#...#", ".###.",
-        ],
-    ),
-    (
-        '6',
-        [
-            "..##.", ".#...", "#....", "####.", "#...#", "#...#", ".###.",
-        ],
-    ),
-    (
-        '7',
-        [
-            "#####", "....#", "...#.", "..#..", ".#...", ".#...", ".#...",
-        ],
-    ),
-    (
-        '8',
-        [
-            ".###.", "#...#", "#...#", ".###.", "#...#", "#...#", ".###.",
-        ],
-    ),
-    (
-        '9',
-        [
-            ".###.", "#...#", "#...#", ".####", "....#", "...#.", ".##..",
-        ],
-    ),
-    (
-        'A',
-        [
-            ".###.", "#...#", "#...#", "#####", "#...#", "#...#", "#...#",
-        ],
-    ),
-    (
-        'B',
-        [
-            "####.", "#...#", "#...#", "####.", "#...#", "#...#", "####.",
-        ],
-    ),
-    (
-        'C',
-        [
-            ".###.", "#...#", "#....", "#....", "#....", "#...#", ".###.",
-        ],
-    ),
-    (
-        'D',
-        [
-            "###..", "#..#.", "#...#", "#...#", "#...#", "#..#.", "###..",
-        ],
-    ),
-    (
-        'E',
-        [
-            "#####", "#....", "#....", "####.", "#....", "#....", "#####",
-        ],
-    ),
-    (
-        'F',
-        [
-            "#####", "#....", "#....", "####.", "#....", "#....", "#....",
-        ],
-    ),
-    (
-        'G',
-        [
-            ".###.", "#...#", "#....", "#.###", "#...#", "#...#", ".####",
-        ],
-    ),
-    (
-        'H',
-        [
-            "#...#", "#...#", "#...#", "#####", "#...#", "#...#", "#...#",
-        ],
-    ),
-    (
-        'I',
-        [
-            ".###.", "..#..", "..#..", "..#..", "..#..", "..#..", ".###.",
-        ],
-    ),
-    (
-        'J',
-        [
-            "..###", "...#.", "...#.", "...#.", "...#.", "#..#.", ".##..",
-        ],
-    ),
-    (
-        'K',
-        [
-            "#...#", "#..#.", "#.#..", "##...", "#.#..", "#..#.", "#...#",
-        ],
-    ),
-    (
-        'L',
-        [
-            "#....", "#....", "#....", "#....", "#....", "#....", "#####",
-        ],
-    ),
-    (
-        'M',
-        [
-            "#...#", "##.##", "#.#.#", "#.#.#", "#...#", "#...#", "#...#",
-        ],
-    ),
-    (
-        'N',
-        [
-            "#...#", "#...#", "##..#", "#.#.#", "#..##", "#...#", "#...#",
-        ],
-    ),
-    (
-        'O',
-        [
-            ".###.", "#...#", "#...#", "#...#", "#...#", "#...#", ".###.",
-        ],
-    ),
-    (
-        'P',
-        [
-            "####.", "#...#", "#...#", "####.", "#....", "#....", "#....",
-        ],
-    ),
-    (
-        'Q',
-        [
-            ".###.", "#...#", "#...#", "#...#", "#.#.#", "#..#.", ".##.#",
-        ],
-    ),
-    (
-        'R',
-        [
-            "####.", "#...#", "#...#", "####.", "#.#..", "#..#.", "#...#",
-        ],
-    ),
-    (
-        'S',
-        [
-            ".####", "#....", "#....", ".###.", "....#", "....#", "####.",
-        ],
-    ),
-    (
-        'T',
-        [
-            "#####", "..#..", "..#..", "..#..", "..#..", "..#..", "..#..",
-        ],
-    ),
-    (
-        'U',
-        [
-            "#...#", "#...#", "#...#", "#...#", "#...#", "#...#", ".###.",
-        ],
-    ),
-    (
-        'V',
-        [
-            "#...#", "#...#", "#...#", "#...#", "#...#", ".#.#.", "..#..",
-        ],
-    ),
-    (
-        'W',
-        [
-            "#...#", "#...#", "#...#", "#.#.#", "#.#.#", "#.#.#", ".#.#.",
-        ],
-    ),
-    (
-        'X',
-        [
-            "#...#", "#...#", ".#.#.", "..#..", ".#.#.", "#...#", "#...#",
-        ],
-    ),
-    (
-        'Y',
-        [
-            "#...#", "#...#", ".#.#.", "..#..", "..#..", "..#..", "..#..",
-        ],
-    ),
-    (
-        'Z',
-        [
-            "#####", "....#", "...#.", "..#..", ".#...", "#....", "#####",
-        ],
-    ),
-    (
-        'a',
-        [
-            ".....", ".....", ".###.", "....#", ".####", "#...#", ".####",
-        ],
-    ),
-    (
-        'b',
-        [
-            "#....", "#....", "#.##.", "##..#", "#...#", "#...#", "####.",
-        ],
-    ),
-    (
-        'c',
-        [
-            ".....", ".....", ".###.", "#....", "#....", "#...#", ".###.",
-        ],
-    ),
-    (
-        'd',
-        [
-            "....#", "....#", ".##.#", "#..##", "#...#", "#...#", ".####",
-        ],
-    ),
-    (
-        'e',
-        [
-            ".....", ".....", ".###.", "#...#", "#####", "#....", ".###.",
-        ],
-    ),
-    (
-        'f',
-        [
-            "..##.", ".#..#", ".#...", "###..", ".#...", ".#...", ".#...",
-        ],
-    ),
-    (
-        'g',
-        [
-            ".####", "#...#", "#...#", "#...#", ".####", "....#", ".###.",
-        ],
-    ),
-    (
-        'h',
-        [
-            "#....", "#....", "#.##.", "##..#", "#...#", "#...#", "#...#",
-        ],
-    ),
-    (
-        'i',
-        [
-            "..#..", ".....", ".##..", "..#..", "..#..", "..#..", ".###.",
-        ],
-    ),
-    (
-        'j',
-        [
-            "...#.", ".....", "..##.", "...#.", "...#.", "#..#.", ".##..",
-        ],
-    ),
-    (
-        'k',
-        [
-            "#....", "#....", "#..#.", "#.#..", "##...", "#.#..", "#..#.",
-        ],
-    ),
-    (
-        'l',
-        [
-            ".##..", "..#..", "..#..", "..#..", "..#..", "..#..", ".###.",
-        ],
-    ),
-    (
-        'm',
-        [
-            ".....", ".....", "##.#.", "#.#.#", "#.#.#", "#...#", "#...#",
-        ],
-    ),
-    (
-        'n',
-        [
-            ".....", ".....", "#.##.", "##..#", "#...#", "#...#", "#...#",
-        ],
-    ),
-    (
-        'o',
-        [
-            ".....", ".....", ".###.", "#...#", "#...#", "#...#", ".###.",
-        ],
-    ),
-    (
-        'p',
-        [
-            "####.", "#...#", "#...#", "#...#", "####.", "#....", "#....",
-        ],
-    ),
-    (
-        'q',
-        [
-            ".####", "#...#", "#...#", "#...#", ".####", "....#", "....#",
-        ],
-    ),
-    (
-        'r',
-        [
-            ".....", ".....", "#.##.", "##..#", "#....", "#....", "#....",
-        ],
-    ),
-    (
-        's',
-        [
-            ".....", ".....", ".###.", "#....", ".###.", "....#", "####.",
-        ],
-    ),
-    (
-        't',
-        [
-            ".#...", ".#...", "###..", ".#...", ".#...", ".#..#", "..##.",
-        ],
-    ),
-    (
-        'u',
-        [
-            ".....", ".....", "#...#", "#...#", "#...#", "#..##", ".##.#",
-        ],
-    ),
-    (
-        'v',
-        [
-            ".....", ".....", "#...#", "#...#", "#...#", ".#.#.", "..#..",
-        ],
-    ),
-    (
-        'w',
-        [
-            ".....", ".....", "#...#", "#...#", "#.#.#", "#.#.#", ".#.#.",
-        ],
-    ),
-    (
-        'x',
-        [
-            ".....", ".....", "#...#", ".#.#.", "..#..", ".#.#.", "#...#",
-        ],
-    ),
-    (
-        'y',
-        [
-            "#...#", "#...#", "#...#", "#...#", ".####", "....#", ".###.",
-        ],
-    ),
-    (
-        'z',
-        [
-            ".....", ".....", "#####", "...#.", "..#..", ".#...", "#####",
-        ],
-    ),
-    (
-        '.',
-        [
-            ".....", ".....", ".....", ".....", ".....", ".##..", ".##..",
-        ],
-    ),
-    (
-        ',',
-        [
-            ".....", ".....", ".....", ".....", ".##..", "..#..", ".#...",
-        ],
-    ),
-    (
-        ':',
-        [
-            ".....", ".##..", ".##..", ".....", ".##..", ".##..", ".....",
-        ],
-    ),
-    (
-        ';',
-        [
-            ".....", ".##..", ".##..", ".....", ".##..", "..#..", ".#...",
-        ],
-    ),
-    (
-        '(',
-        [
-            "...#.", "..#..", ".#...", ".#...", ".#...", "..#..", "...#.",
-        ],
-    ),
-    (
-        ')',
-        [
-            ".#...", "..#..", "...#.", "...#.", "...#.", "..#..", ".#...",
-        ],
-    ),
-    (
-        '[',
-        [
-            ".###.", ".#...", ".#...", ".#...", ".#...", ".#...", ".###.",
-        ],
-    ),
-    (
-        ']',
-        [
-            ".###.", "...#.", "...#.", "...#.", "...#.", "...#.", ".###.",
-        ],
-    ),
-    (
-        '-',
-        [
-            ".....", ".....", ".....", "#####", ".....", ".....", ".....",
-        ],
-    ),
-    (
-        '+',
-        [
-            ".....", "..#..", "..#..", "#####", "..#..", "..#..", ".....",
-        ],
-    ),
-    (
-        '=',
-        [
-            ".....", ".....", "#####", ".....", "#####", ".....", ".....",
-        ],
-    ),
-    (
-        '/',
-        [
-            ".....", "....#", "...#.", "..#..", ".#...", "#....", ".....",
-        ],
-    ),
-    (
-        '\\',
-        [
-            ".....", "#....", ".#...", "..#..", "...#.", "....#", ".....",
-        ],
-    ),
-    (
-        '_',
-        [
-            ".....", ".....", ".....", ".....", ".....", ".....", "#####",
-        ],
-    ),
-    (
-        '%',
-        [
-            "##...", "##..#", "...#.", "..#..", ".#...", "#..##", "...##",
-        ],
-    ),
-    (
-        '<',
-        [
-            "...#.", "..#..", ".#...", "#....", ".#...", "..#..", "...#.",
-        ],
-    ),
-    (
-        '>',
-        [
-            ".#...", "..#..", "...#.", "....#", "...#.", "..#..", ".#...",
-        ],
-    ),
-    (
-        '\'',
-        [
-            "..#..", "..#..", ".#...", ".....", ".....", ".....", ".....",
-        ],
-    ),
-    (
-        '"',
-        [
-            ".#.#.", ".#.#.", ".....", ".....", ".....", ".....", ".....",
-        ],
-    ),
-    (
-        '!',
-        [
-            "..#..", "..#..", "..#..", "..#..", "..#..", ".....", "..#..",
-        ],
-    ),
-    (
-        '?',
-        [
-            ".###.", "#...#", "....#", "...#.", "..#..", ".....", "..#..",
-        ],
-    ),
-    (
-        '*',
-        [
-            ".....", "..#..", "#.#.#", ".###.", "#.#.#", "..#..", ".....",
-        ],
-    ),
-    (
-        '#',
-        [
-            ".#.#.", ".#.#.", "#####", ".#.#.", "#####", ".#.#.", ".#.#.",
-        ],
-    ),
-    (
-        '&',
-        [
-            ".##..", "#..#.", "#.#..", ".#...", "#.#.#", "#..#.", ".##.#",
-        ],
-    ),
-    (
-        '|',
-        [
-            "..#..", "..#..", "..#..", "..#..", "..#..", "..#..", "..#..",
-        ],
-    ),
-];
-
-/// CRC-32 (ISO-HDLC, as PNG chunks use) of `data`.
-pub fn crc32(data: &[u8]) -> u32 {
-    let mut table = [0u32; 256];
-    for (n, t) in table.iter_mut().enumerate() {
-        let mut c = n as u32;
-        for _ in 0..8 {
-            c = if c & 1 != 0 {
-                0xedb8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-        }
-        *t = c;
-    }
-    let mut c = !0u32;
-    for &b in data {
-        c = table[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
-    }
-    !c
-}
-
-/// Adler-32 of `data` (the zlib trailer).
-pub fn adler32(data: &[u8]) -> u32 {
-    let (mut a, mut b) = (1u32, 0u32);
-    for chunk in data.chunks(5552) {
-        for &x in chunk {
-            a += x as u32;
-            b += a;
-        }
-        a %= 65521;
-        b %= 65521;
-    }
-    (b << 16) | a
-}
-
-/// Writes bits least-significant first, as deflate packs them.
-struct Bits {
-    out: Vec<u8>,
-    acc: u64,
-    n: u32,
-}
-
-impl Bits {
-    fn put(&mut self, value: u32, count: u32) {
-        self.acc |= (value as u64) << self.n;
-        self.n += count;
-        while self.n >= 8 {
-            self.out.push(self.acc as u8);
-            self.acc >>= 8;
-            self.n -= 8;
-        }
-    }
-
-    /// A Huffman code: its bits go most-significant first.
-    fn code(&mut self, code: u32, len: u32) {
-        let rev = code.reverse_bits() >> (32 - len);
-        self.put(rev, len);
-    }
-
-    fn finish(mut self) -> Vec<u8> {
-        if self.n > 0 {
-            self.out.push(self.acc as u8);
-        }
-        self.out
-    }
-}
-
-const LEN_BASE: [u32; 29] = [
-    3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
-    163, 195, 227, 258,
-];
-const LEN_EXTRA: [u32; 29] = [
-    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
-];
-const DIST_BASE: [u32; 30] = [
-    1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
-    2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
-];
-const DIST_EXTRA: [u32; 30] = [
-    0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
-    13,
-];
-
-/// The fixed-Huffman code of literal/length symbol `sym` (RFC 1951, 3.2.6).
-fn fixed_code(bits: &mut Bits, sym: u32) {
-    match sym {
-        0..=143 => bits.code(0x30 + sym, 8),
-        144..=255 => bits.code(0x190 + sym - 144, 9),
-        256..=279 => bits.code(sym - 256, 7),
-        _ => bits.code(0xc0 + sym - 280, 8),
-    }
-}
-
-/// A zlib stream of `data`: one fixed-Huffman deflate block whose matches
-/// are only at the distances `dists` (a raster repeats its previous pixel or
-/// its previous row, so that is nearly all the compression there is to find).
-pub fn zlib(data: &[u8], dists: &[usize]) -> Vec<u8> {
-    let mut bits = Bits {
-        out: vec![0x78, 0x01],
-        acc: 0,
-        n: 0,
-    };
-    bits.put(1, 1); // BFINAL
-    bits.put(1, 2); // BTYPE = 01, fixed Huffman
-    let mut p = 0;
-    while p < data.len() {
-        let mut best = (0usize, 0usize);
-        for &d in dists {
-            if d == 0 || d > p || d > 32768 {
+        let pad = ((last - first) * 0.06).max(0.35);
+        // Tick labels, skipping ones that would crowd the previous one.
+        let min_gap = (last - first + 2.0 * pad) / 14.0;
+        let mut ticks: Vec<(f64, String)> = Vec::new();
+        for r in &rows {
+            let x = x_of(r, none_x);
+            let label = r
+                .window
+                .map_or_else(|| "none".to_string(), |k| count_label(k as f64));
+            let crowded = ticks.last().is_some_and(|(px, _)| x - px < min_gap);
+            if crowded && r.window.is_none() {
+                ticks.pop();
+            } else if crowded {
                 continue;
             }
-            let max = (data.len() - p).min(258);
-            let mut l = 0;
-            while l < max && data[p + l] == data[p + l - d] {
-                l += 1;
-            }
-            if l > best.0 {
-                best = (l, d);
-            }
+            ticks.push((x, label));
         }
-        if best.0 >= 3 {
-            let (len, dist) = (best.0 as u32, best.1 as u32);
-            let li = LEN_BASE.iter().rposition(|&b| b <= len).unwrap_or(0);
-            fixed_code(&mut bits, 257 + li as u32);
-            bits.put(len - LEN_BASE[li], LEN_EXTRA[li]);
-            let di = DIST_BASE.iter().rposition(|&b| b <= dist).unwrap_or(0);
-            bits.code(di as u32, 5);
-            bits.put(dist - DIST_BASE[di], DIST_EXTRA[di]);
-            p += best.0;
+        let x = Axis {
+            lo: first - pad,
+            hi: last + pad,
+            ticks,
+            log: true,
+            zero_at: None,
+        };
+
+        let bound_rows: Vec<&Row> = sweep.rows.iter().filter(|r| !r.is_window_row()).collect();
+        let mut counts: Vec<f64> = rows.iter().map(|r| r.racy_events as f64).collect();
+        counts.extend(bound_rows.iter().map(|r| r.racy_events as f64));
+        let racy = Axis::for_counts(&counts);
+
+        let times: Vec<(f64, f64, f64, f64)> = rows
+            .iter()
+            .map(|r| {
+                let (lo, hi) = r
+                    .seconds_runs
+                    .iter()
+                    .fold((r.seconds, r.seconds), |(a, b), s| (a.min(*s), b.max(*s)));
+                (x_of(r, none_x), r.seconds, lo, hi)
+            })
+            .collect();
+        // Milliseconds when every run took under a second.
+        let slowest = times.iter().map(|t| t.3).fold(0.0, f64::max);
+        let (time_unit, factor) = if slowest < 1.0 {
+            ("ms", 1e3)
         } else {
-            fixed_code(&mut bits, data[p] as u32);
-            p += 1;
+            ("s", 1.0)
+        };
+        let times: Vec<(f64, f64, f64, f64)> = times
+            .into_iter()
+            .map(|(x, m, lo, hi)| (x, m * factor, lo * factor, hi * factor))
+            .collect();
+        let tvals: Vec<f64> = times.iter().flat_map(|t| [t.1, t.3]).collect();
+        let time = Axis::for_values(&tvals, seconds_label);
+        let repeat = rows
+            .iter()
+            .map(|r| r.seconds_runs.len().max(1))
+            .max()
+            .unwrap_or(1);
+
+        let bounds = bound_rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (color, dash, marker) = match r.label {
+                    "hb" => (HB_COLOR, (10.0, 5.0), Marker::Triangle),
+                    "wcp" => (WCP_COLOR, (3.0, 4.0), Marker::Square),
+                    _ => (OTHER_COLOR, (6.0, 3.0), Marker::FilledSquare),
+                };
+                Bound {
+                    name: format!("{}: {}", bound_series(r.label), thousands(r.racy_events)),
+                    value: r.racy_events,
+                    color,
+                    dash,
+                    marker,
+                    phase: (i as f64 + 1.0) / (bound_rows.len() as f64 + 1.0),
+                }
+            })
+            .collect();
+        let recommended = rows.iter().find(|r| r.recommended).map(|r| {
+            let k = r
+                .window
+                .map_or_else(|| "none".to_string(), |k| count_label(k as f64));
+            (x_of(r, none_x), format!("{RECOMMENDED_LABEL} = {k}"))
+        });
+        Figure {
+            title: title.to_string(),
+            x,
+            x_break,
+            racy,
+            time,
+            cp: rows
+                .iter()
+                .map(|r| (x_of(r, none_x), r.racy_events))
+                .collect(),
+            times,
+            time_unit,
+            repeat,
+            bounds,
+            recommended,
         }
     }
-    fixed_code(&mut bits, 256);
-    let mut out = bits.finish();
-    out.extend_from_slice(&adler32(data).to_be_bytes());
-    out
-}
 
-fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
-    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-    let start = out.len();
-    out.extend_from_slice(kind);
-    out.extend_from_slice(data);
-    let crc = crc32(&out[start..]);
-    out.extend_from_slice(&crc.to_be_bytes());
-}
-
-/// A PNG file of an RGB raster (8 bits per channel, no filtering).
-pub fn encode_png(width: u32, height: u32, rgb: &[u8]) -> Vec<u8> {
-    let stride = width as usize * 3;
-    let mut raw = Vec::with_capacity((stride + 1) * height as usize);
-    for row in rgb.chunks(stride.max(1)).take(height as usize) {
-        raw.push(0); // filter type None
-        raw.extend_from_slice(row);
+    /// The legend entries: (text, colour).
+    pub fn legend(&self) -> Vec<(String, Rgb)> {
+        let mut v = vec![(format!("{CP_SERIES} (window K)"), CP_COLOR)];
+        v.extend(self.bounds.iter().map(|b| (b.name.clone(), b.color)));
+        let runs = if self.repeat > 1 {
+            format!("median of {} runs, bars from min to max", self.repeat)
+        } else {
+            "1 run".to_string()
+        };
+        v.push((format!("{TIME_SERIES} ({runs})"), TIME_COLOR));
+        if let Some((_, label)) = &self.recommended {
+            v.push((label.clone(), RECOMMENDED_COLOR));
+        }
+        v
     }
-    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    let mut ihdr = Vec::with_capacity(13);
-    ihdr.extend_from_slice(&width.to_be_bytes());
-    ihdr.extend_from_slice(&height.to_be_bytes());
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]); // 8-bit RGB, deflate, no filter/interlace
-    chunk(&mut out, b"IHDR", &ihdr);
-    chunk(&mut out, b"IDAT", &zlib(&raw, &[1, 3, stride + 1]));
-    chunk(&mut out, b"IEND", &[]);
+
+    /// Draw on `root`; `s` scales every length (pixels per CSS pixel).
+    pub fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, s: f64) -> Result<()> {
+        register_font();
+        let px = |v: f64| (v * s).round() as i32;
+        let font = |size: f64| ("sans-serif", size * s).into_font();
+        let (w, h) = root.dim_in_pixel();
+        root.fill(&WHITE).map_err(err)?;
+        let ink = rgb(INK);
+
+        // Title.
+        root.draw(&Text::new(
+            self.title.clone(),
+            (w as i32 / 2, px(14.0)),
+            font(20.0)
+                .color(&ink)
+                .pos(Pos::new(HPos::Center, VPos::Top)),
+        ))
+        .map_err(err)?;
+
+        // Legend: rows of (sample, text) items under the title.
+        let legend_top = px(46.0);
+        let legend_rows = self.draw_legend(root, legend_top, s)?;
+        let top = legend_top + legend_rows * px(22.0) + px(6.0);
+
+        let body = root
+            .clone()
+            .shrink((0, top), (w, (h as i32 - top).max(1) as u32));
+        let (upper, lower) = body.split_vertically((f64::from(body.dim_in_pixel().1) * 0.6) as u32);
+        let y_area = px(76.0) as u32;
+        let margin_right = px(24.0) as u32;
+
+        let x_range = || Keyed::of(&self.x);
+        let label_of = |ticks: &[(f64, String)], v: f64| {
+            ticks
+                .iter()
+                .find(|t| (t.0 - v).abs() < 1e-9)
+                .map_or_else(String::new, |t| t.1.clone())
+        };
+        let grid = rgb(GRID);
+
+        // Upper panel: racy events.
+        let mut chart = ChartBuilder::on(&upper)
+            .margin_right(margin_right)
+            .margin_left(px(14.0) as u32)
+            .margin_top(px(20.0) as u32)
+            .x_label_area_size(px(22.0) as u32)
+            .y_label_area_size(y_area)
+            .build_cartesian_2d(x_range(), Keyed::of(&self.racy))
+            .map_err(err)?;
+        let scale = if self.racy.log { " (log scale)" } else { "" };
+        chart
+            .configure_mesh()
+            .bold_line_style(grid.stroke_width(px(1.0).max(1) as u32))
+            .axis_style(ink.stroke_width(px(1.0).max(1) as u32))
+            .x_label_formatter(&|v| label_of(&self.x.ticks, *v))
+            .y_label_formatter(&|v| label_of(&self.racy.ticks, *v))
+            .label_style(font(13.0).color(&ink))
+            .axis_desc_style(font(14.0).color(&ink))
+            .y_desc(format!("racy events{scale}"))
+            .draw()
+            .map_err(err)?;
+        let to_px = |c: &(f64, f64)| chart.backend_coord(c);
+        let upper_px: Vec<(i32, i32)> = self
+            .cp
+            .iter()
+            .map(|(x, n)| to_px(&(*x, self.racy.map(*n as f64))))
+            .collect();
+        // The bounds first, so CP's line stays on top.
+        let spacing = self.marker_spacing();
+        for b in &self.bounds {
+            let y = self.racy.map(b.value as f64);
+            let (l, r) = (to_px(&(self.x.lo, y)), to_px(&(self.x.hi, y)));
+            let style = rgb(b.color).stroke_width(px(2.0).max(1) as u32);
+            for seg in dashes(l, r, b.dash.0 * s, b.dash.1 * s) {
+                root.draw(&PathElement::new(seg, style)).map_err(err)?;
+            }
+            let mut mx = self.x.lo + spacing * b.phase;
+            while mx < self.x.hi {
+                marker(root, b.marker, to_px(&(mx, y)), 5.0 * s, b.color)?;
+                mx += spacing;
+            }
+        }
+        self.draw_break(root, &chart.plotting_area().get_pixel_range(), s)?;
+        let cp_style = rgb(CP_COLOR).stroke_width(px(2.5).max(1) as u32);
+        root.draw(&PathElement::new(upper_px.clone(), cp_style))
+            .map_err(err)?;
+        for p in &upper_px {
+            marker(root, Marker::Circle, *p, 4.5 * s, CP_COLOR)?;
+        }
+        let upper_area = chart.plotting_area().get_pixel_range();
+        let rec_px = self.recommended.as_ref().and_then(|(x, _)| {
+            self.cp
+                .iter()
+                .position(|(cx, _)| cx == x)
+                .map(|i| (*x, upper_px[i]))
+        });
+
+        // Lower panel: time.
+        let mut chart = ChartBuilder::on(&lower)
+            .margin_right(margin_right)
+            .margin_left(px(14.0) as u32)
+            .margin_top(px(10.0) as u32)
+            .margin_bottom(px(6.0) as u32)
+            .x_label_area_size(px(48.0) as u32)
+            .y_label_area_size(y_area)
+            .build_cartesian_2d(x_range(), Keyed::of(&self.time))
+            .map_err(err)?;
+        let tscale = if self.time.log { ", log scale" } else { "" };
+        chart
+            .configure_mesh()
+            .bold_line_style(grid.stroke_width(px(1.0).max(1) as u32))
+            .axis_style(ink.stroke_width(px(1.0).max(1) as u32))
+            .x_label_formatter(&|v| label_of(&self.x.ticks, *v))
+            .y_label_formatter(&|v| label_of(&self.time.ticks, *v))
+            .label_style(font(13.0).color(&ink))
+            .axis_desc_style(font(14.0).color(&ink))
+            .x_desc("window K (events, log scale)")
+            .y_desc(format!("CP time ({}{tscale})", self.time_unit))
+            .draw()
+            .map_err(err)?;
+        let to_px = |c: &(f64, f64)| chart.backend_coord(c);
+        let time_style = rgb(TIME_COLOR).stroke_width(px(2.0).max(1) as u32);
+        let time_px: Vec<(i32, i32)> = self
+            .times
+            .iter()
+            .map(|t| to_px(&(t.0, self.time.map(t.1))))
+            .collect();
+        if self.repeat > 1 {
+            let bar = rgb(TIME_COLOR).stroke_width(px(1.0).max(1) as u32);
+            for t in &self.times {
+                let (lo, hi) = (
+                    to_px(&(t.0, self.time.map(t.2))),
+                    to_px(&(t.0, self.time.map(t.3))),
+                );
+                let cap = px(4.0);
+                for seg in [
+                    vec![lo, hi],
+                    vec![(lo.0 - cap, lo.1), (lo.0 + cap, lo.1)],
+                    vec![(hi.0 - cap, hi.1), (hi.0 + cap, hi.1)],
+                ] {
+                    root.draw(&PathElement::new(seg, bar)).map_err(err)?;
+                }
+            }
+        }
+        self.draw_break(root, &chart.plotting_area().get_pixel_range(), s)?;
+        root.draw(&PathElement::new(time_px.clone(), time_style))
+            .map_err(err)?;
+        for p in &time_px {
+            marker(root, Marker::FilledSquare, *p, 4.0 * s, TIME_COLOR)?;
+        }
+
+        // The recommended K: a dashed line through both panels, a ring, a label.
+        if let (Some((x, label)), Some((_, ring))) = (&self.recommended, rec_px) {
+            let lower_area = chart.plotting_area().get_pixel_range();
+            let xp = to_px(&(*x, self.time.lo)).0;
+            let style = rgb(RECOMMENDED_COLOR).stroke_width(px(1.5).max(1) as u32);
+            for range in [&upper_area, &lower_area] {
+                let (a, b) = ((xp, range.1.start), (xp, range.1.end));
+                for seg in dashes(a, b, 5.0 * s, 4.0 * s) {
+                    root.draw(&PathElement::new(seg, style)).map_err(err)?;
+                }
+            }
+            root.draw(&Circle::new(
+                ring,
+                px(9.0),
+                rgb(RECOMMENDED_COLOR).stroke_width(px(2.0).max(1) as u32),
+            ))
+            .map_err(err)?;
+            // The label above the upper panel, centred on the line, kept
+            // inside the panel's width.
+            let (tw, _) = root
+                .estimate_text_size(label, &font(13.0).into())
+                .map_err(err)?;
+            let half = tw as i32 / 2 + px(4.0);
+            let tx = xp.clamp(
+                upper_area.0.start + half,
+                (upper_area.0.end - half).max(upper_area.0.start + half),
+            );
+            root.draw(&Text::new(
+                label.clone(),
+                (tx, upper_area.1.start - px(3.0)),
+                font(13.0)
+                    .color(&rgb(RECOMMENDED_COLOR))
+                    .pos(Pos::new(HPos::Center, VPos::Bottom)),
+            ))
+            .map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// The distance between two bound markers along x: the median gap
+    /// between windows, so one marker falls between two windows.
+    fn marker_spacing(&self) -> f64 {
+        let mut gaps: Vec<f64> = self.cp.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        gaps.sort_by(f64::total_cmp);
+        gaps.get(gaps.len() / 2)
+            .copied()
+            .filter(|g| *g > 0.0)
+            .unwrap_or((self.x.hi - self.x.lo) / 4.0)
+    }
+
+    /// Two slanted strokes on the x axis where `none` is split off.
+    fn draw_break<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        area: &(std::ops::Range<i32>, std::ops::Range<i32>),
+        s: f64,
+    ) -> Result<()> {
+        let Some(bx) = self.x_break else {
+            return Ok(());
+        };
+        let (xs, ys) = area;
+        let span = self.x.hi - self.x.lo;
+        let xp = xs.start + ((bx - self.x.lo) / span * f64::from(xs.end - xs.start)) as i32;
+        let y = ys.end;
+        let (d, hgt) = ((4.0 * s) as i32, (7.0 * s) as i32);
+        root.draw(&Rectangle::new(
+            [(xp - 2 * d, y - hgt), (xp + 2 * d, y + hgt)],
+            WHITE.filled(),
+        ))
+        .map_err(err)?;
+        let style = rgb(INK).stroke_width(((1.2 * s).round() as u32).max(1));
+        for dx in [-d, d] {
+            root.draw(&PathElement::new(
+                vec![(xp + dx - d, y + hgt), (xp + dx + d, y - hgt)],
+                style,
+            ))
+            .map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Draw the legend from `top`; returns how many rows it took.
+    fn draw_legend<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        top: i32,
+        s: f64,
+    ) -> Result<i32> {
+        let px = |v: f64| (v * s).round() as i32;
+        let style = ("sans-serif", 13.0 * s).into_font();
+        let (w, _) = root.dim_in_pixel();
+        let sample = px(34.0);
+        let gap = px(22.0);
+        let entries = self.legend();
+        let widths: Vec<i32> = entries
+            .iter()
+            .map(|(t, _)| {
+                root.estimate_text_size(t, &style.clone().into())
+                    .map(|(tw, _)| sample + px(6.0) + tw as i32)
+                    .map_err(err)
+            })
+            .collect::<Result<_>>()?;
+        // Greedy rows, each centred.
+        let avail = w as i32 - px(32.0);
+        let mut rows: Vec<Vec<usize>> = vec![Vec::new()];
+        let mut used = 0;
+        for (i, wd) in widths.iter().enumerate() {
+            let row = rows.last_mut().expect("one row");
+            if !row.is_empty() && used + gap + wd > avail {
+                rows.push(vec![i]);
+                used = *wd;
+            } else {
+                used += if row.is_empty() { *wd } else { gap + wd };
+                row.push(i);
+            }
+        }
+        for (r, row) in rows.iter().enumerate() {
+            let total: i32 =
+                row.iter().map(|&i| widths[i]).sum::<i32>() + gap * (row.len() as i32 - 1);
+            let mut x = (w as i32 - total) / 2;
+            let y = top + r as i32 * px(22.0) + px(8.0);
+            for &i in row {
+                let (text, _) = &entries[i];
+                self.legend_sample(root, i, (x, y), sample, s)?;
+                root.draw(&Text::new(
+                    text.clone(),
+                    (x + sample + px(6.0), y),
+                    style
+                        .clone()
+                        .color(&rgb(INK))
+                        .pos(Pos::new(HPos::Left, VPos::Center)),
+                ))
+                .map_err(err)?;
+                x += widths[i] + gap;
+            }
+        }
+        Ok(rows.len() as i32)
+    }
+
+    /// The line-and-marker sample of legend entry `i` at `(x, y)` (left, middle).
+    fn legend_sample<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        i: usize,
+        (x, y): (i32, i32),
+        len: i32,
+        s: f64,
+    ) -> Result<()> {
+        let px = |v: f64| (v * s).round() as i32;
+        let mid = (x + len / 2, y);
+        let n_bounds = self.bounds.len();
+        if i == 0 {
+            let st = rgb(CP_COLOR).stroke_width(px(2.5).max(1) as u32);
+            root.draw(&PathElement::new(vec![(x, y), (x + len, y)], st))
+                .map_err(err)?;
+            marker(root, Marker::Circle, mid, 4.5 * s, CP_COLOR)
+        } else if i <= n_bounds {
+            let b = &self.bounds[i - 1];
+            let st = rgb(b.color).stroke_width(px(2.0).max(1) as u32);
+            for seg in dashes((x, y), (x + len, y), b.dash.0 * s, b.dash.1 * s) {
+                root.draw(&PathElement::new(seg, st)).map_err(err)?;
+            }
+            marker(root, b.marker, mid, 5.0 * s, b.color)
+        } else if i == n_bounds + 1 {
+            let st = rgb(TIME_COLOR).stroke_width(px(2.0).max(1) as u32);
+            root.draw(&PathElement::new(vec![(x, y), (x + len, y)], st))
+                .map_err(err)?;
+            marker(root, Marker::FilledSquare, mid, 4.0 * s, TIME_COLOR)
+        } else {
+            let st = rgb(RECOMMENDED_COLOR).stroke_width(px(2.0).max(1) as u32);
+            root.draw(&Circle::new(mid, px(8.0), st)).map_err(err)
+        }
+    }
+}
+
+/// A linear coordinate whose ticks (and grid lines) are exactly the axis'
+/// ticks; the labels come from the axis too.
+#[derive(Clone)]
+struct Keyed {
+    lo: f64,
+    hi: f64,
+    keys: Vec<f64>,
+}
+
+impl Keyed {
+    fn of(a: &Axis) -> Keyed {
+        Keyed {
+            lo: a.lo,
+            hi: a.hi,
+            keys: a.ticks.iter().map(|t| t.0).collect(),
+        }
+    }
+}
+
+impl Ranged for Keyed {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let t = (v - self.lo) / (self.hi - self.lo);
+        limit.0 + (t * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.keys.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+fn rgb(c: Rgb) -> RGBColor {
+    RGBColor(c.0, c.1, c.2)
+}
+
+/// Split the segment a-b into dashes `on` pixels long with `off` gaps.
+fn dashes(a: (i32, i32), b: (i32, i32), on: f64, off: f64) -> Vec<Vec<(i32, i32)>> {
+    let (dx, dy) = (f64::from(b.0 - a.0), f64::from(b.1 - a.1));
+    let len = dx.hypot(dy);
+    if len == 0.0 || on <= 0.0 {
+        return vec![vec![a, b]];
+    }
+    let at = |t: f64| {
+        (
+            a.0 + (dx * t / len).round() as i32,
+            a.1 + (dy * t / len).round() as i32,
+        )
+    };
+    let mut out = Vec::new();
+    let mut t = 0.0;
+    while t < len {
+        out.push(vec![at(t), at((t + on).min(len))]);
+        t += on + off.max(1.0);
+    }
     out
+}
+
+fn marker<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    kind: Marker,
+    (x, y): (i32, i32),
+    r: f64,
+    color: Rgb,
+) -> Result<()> {
+    let c = rgb(color);
+    let ri = r.round() as i32;
+    match kind {
+        Marker::Circle => root.draw(&Circle::new((x, y), ri, c.filled())),
+        Marker::Triangle => {
+            let h = (r * 1.2).round() as i32;
+            root.draw(&Polygon::new(
+                vec![(x, y - h), (x - h, y + h * 3 / 4), (x + h, y + h * 3 / 4)],
+                c.filled(),
+            ))
+        }
+        Marker::Square => {
+            root.draw(&Rectangle::new(
+                [(x - ri, y - ri), (x + ri, y + ri)],
+                WHITE.filled(),
+            ))
+            .map_err(err)?;
+            root.draw(&Rectangle::new(
+                [(x - ri, y - ri), (x + ri, y + ri)],
+                c.stroke_width(((r / 2.5).round() as u32).max(1)),
+            ))
+        }
+        Marker::FilledSquare => root.draw(&Rectangle::new(
+            [(x - ri, y - ri), (x + ri, y + ri)],
+            c.filled(),
+        )),
+    }
+    .map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        assert_eq!(count_label(10.0), "10");
+        assert_eq!(count_label(1000.0), "1k");
+        assert_eq!(count_label(12_500.0), "12.5k");
+        assert_eq!(count_label(300_000.0), "300k");
+        assert_eq!(count_label(2_000_000.0), "2M");
+        assert_eq!(thousands(23_765), "23,765");
+        assert_eq!(thousands(41), "41");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(seconds_label(0.05), "0.05");
+        assert_eq!(seconds_label(2.5), "2.5");
+    }
+
+    #[test]
+    fn axis_is_log_only_across_decades() {
+        let a = Axis::for_values(&[41.0, 300_000.0, 1000.0], count_label);
+        assert!(a.log);
+        assert_eq!(a.ticks.first().map(|t| t.1.as_str()), Some("10"));
+        assert!(a.ticks.iter().any(|t| t.1 == "100k"));
+        assert!(a.lo < 41f64.log10() && a.hi > 300_000f64.log10());
+        let b = Axis::for_values(&[2000.0, 23_000.0], count_label);
+        assert!(!b.log);
+        assert!(b.hi >= 23_000.0 && b.lo == 0.0);
+        // Zeros on a log axis get their own tick below the first decade.
+        let c = Axis::for_values(&[0.0, 5.0, 5000.0], count_label);
+        assert!(c.log);
+        assert_eq!(c.ticks[0].1, "0");
+        assert_eq!(c.map(0.0), c.zero_at.unwrap());
+        assert!(c.map(0.0) < c.map(5.0) && c.map(0.0) > c.lo);
+    }
+
+    #[test]
+    fn dashes_cover_the_segment_with_gaps() {
+        let d = dashes((0, 0), (100, 0), 10.0, 5.0);
+        assert_eq!(d.len(), 7);
+        assert_eq!(d[0], vec![(0, 0), (10, 0)]);
+        assert_eq!(d[1], vec![(15, 0), (25, 0)]);
+        assert_eq!(d.last().unwrap()[1], (100, 0));
+    }
+
+    #[test]
+    fn sizes_parse_and_scale() {
+        assert_eq!(PlotOptions::parse_size("800x600"), Ok((800, 600)));
+        assert!(PlotOptions::parse_size("800").is_err());
+        assert!(PlotOptions::parse_size("10x600").is_err());
+        assert_eq!(PlotOptions::parse_dpi("192"), Ok(192));
+        assert!(PlotOptions::parse_dpi("0").is_err());
+        let o = PlotOptions {
+            width: 800,
+            height: 600,
+            dpi: 192,
+        };
+        assert_eq!(o.png_pixels(), (1600, 1200));
+    }
 }

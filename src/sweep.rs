@@ -136,8 +136,11 @@ pub struct Row {
     pub hb_racy_events: u64,
     /// Racy events of this row that are not HB racy events at the same window.
     pub new_vs_hb: u64,
-    /// Wall-clock seconds of this row's run (the HB comparison not included).
+    /// Wall-clock seconds of this row's run (the HB comparison not included):
+    /// the median of [`Row::seconds_runs`].
     pub seconds: f64,
+    /// Wall-clock seconds of each repeated run (`sweep --repeat N`).
+    pub seconds_runs: Vec<f64>,
     /// Peak heap bytes of this row's run above what was allocated before it
     /// (the loaded trace); None when the counting allocator is not installed.
     pub peak_bytes: Option<u64>,
@@ -241,7 +244,19 @@ struct Run {
     racy_variables: u64,
     location_pairs: u64,
     seconds: f64,
+    seconds_runs: Vec<f64>,
     peak_bytes: Option<u64>,
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
 }
 
 /// The engine a sweep uses for `relation`: `vc` (linear, exact) when the
@@ -252,26 +267,36 @@ fn engine_for(relation: Relation) -> Option<String> {
         .then(|| "vc".to_string())
 }
 
-fn run_one(t: &Trace, relation: Relation, window: Option<u64>) -> Result<Run> {
+/// Run `relation` at `window` `repeat` times (at least once): the report of
+/// the first run, the median time, the largest peak.
+fn run_one(t: &Trace, relation: Relation, window: Option<u64>, repeat: usize) -> Result<Run> {
     let opts = Options {
         engine: engine_for(relation),
         window,
         ..Options::new(relation)
     };
-    let baseline = crate::alloc::reset_peak();
-    let started = Instant::now();
-    let report: Report = analyze::analyze_trace(t, &opts)?;
-    let seconds = started.elapsed().as_secs_f64();
-    let peak_bytes = match (baseline, crate::alloc::peak()) {
-        (Some(b), Some(p)) => Some(p.saturating_sub(b) as u64),
-        _ => None,
-    };
+    let mut first: Option<Report> = None;
+    let mut seconds_runs = Vec::new();
+    let mut peak_bytes = None;
+    for _ in 0..repeat.max(1) {
+        let baseline = crate::alloc::reset_peak();
+        let started = Instant::now();
+        let report: Report = analyze::analyze_trace(t, &opts)?;
+        seconds_runs.push(started.elapsed().as_secs_f64());
+        if let (Some(b), Some(p)) = (baseline, crate::alloc::peak()) {
+            let bytes = p.saturating_sub(b) as u64;
+            peak_bytes = Some(peak_bytes.map_or(bytes, |q: u64| q.max(bytes)));
+        }
+        first.get_or_insert(report);
+    }
+    let report = first.expect("at least one run");
     Ok(Run {
         engine: report.engine.clone(),
         racy: report.racy_events(),
         racy_variables: report.racy_variables().len() as u64,
         location_pairs: report.location_pairs().len() as u64,
-        seconds,
+        seconds: median(&seconds_runs),
+        seconds_runs,
         peak_bytes,
     })
 }
@@ -287,6 +312,17 @@ fn count_not_in(a: &[EventId], b: &[EventId]) -> u64 {
 pub fn run(
     t: &Trace,
     windows: &[Option<u64>],
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Sweep> {
+    run_repeated(t, windows, 1, progress)
+}
+
+/// [`run`], timing every CP and bound row `repeat` times: each row's
+/// `seconds` is the median (the HB comparison runs once, untimed).
+pub fn run_repeated(
+    t: &Trace,
+    windows: &[Option<u64>],
+    repeat: usize,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Sweep> {
     let events = t.len() as u64;
@@ -308,17 +344,17 @@ pub fn run(
     };
 
     step("hb K=none".into(), progress);
-    let hb_exact = run_one(t, Relation::Hb, None)?;
+    let hb_exact = run_one(t, Relation::Hb, None, repeat)?;
 
     let mut rows = Vec::new();
     for &w in windows {
         step(format!("cp K={}", window_name(w)), progress);
-        let cp = run_one(t, Relation::Cp, w)?;
+        let cp = run_one(t, Relation::Cp, w, repeat)?;
         let hb_racy = match w {
             None => None,
             Some(_) => {
                 step(format!("hb K={}", window_name(w)), progress);
-                Some(run_one(t, Relation::Hb, w)?.racy)
+                Some(run_one(t, Relation::Hb, w, 1)?.racy)
             }
         };
         let hb_racy = hb_racy.as_deref().unwrap_or(&hb_exact.racy);
@@ -333,6 +369,7 @@ pub fn run(
             hb_racy_events: hb_racy.len() as u64,
             new_vs_hb: count_not_in(&cp.racy, hb_racy),
             seconds: cp.seconds,
+            seconds_runs: cp.seconds_runs,
             peak_bytes: cp.peak_bytes,
             recommended: false,
         });
@@ -344,7 +381,7 @@ pub fn run(
             &hb_exact
         } else {
             step(format!("{label} K=none"), progress);
-            owned = run_one(t, relation, None)?;
+            owned = run_one(t, relation, None, repeat)?;
             &owned
         };
         rows.push(Row {
@@ -358,6 +395,7 @@ pub fn run(
             hb_racy_events: hb_exact.racy.len() as u64,
             new_vs_hb: count_not_in(&r.racy, &hb_exact.racy),
             seconds: r.seconds,
+            seconds_runs: r.seconds_runs.clone(),
             peak_bytes: r.peak_bytes,
             recommended: false,
         });
@@ -622,6 +660,17 @@ pub struct SweepArgs {
     /// Also draw the table into this image (.svg or .png).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<std::path::PathBuf>,
+    /// Size of the --plot figure in pixels (1/96 inch), WIDTHxHEIGHT.
+    #[arg(long, value_name = "WxH", default_value = "960x720", value_parser = crate::plot::PlotOptions::parse_size)]
+    pub plot_size: (u32, u32),
+    /// Resolution of a --plot PNG in dots per inch: 192 doubles the pixels
+    /// of the same figure (the SVG is unaffected).
+    #[arg(long, value_name = "DPI", default_value = "96", value_parser = crate::plot::PlotOptions::parse_dpi)]
+    pub plot_dpi: u32,
+    /// Run every CP and bound row N times; its time is the median (the
+    /// figure shows the min-max range).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
     /// Input format (detected when omitted).
     #[arg(long, value_enum)]
     pub input_format: Option<crate::trace::Format>,
@@ -629,43 +678,36 @@ pub struct SweepArgs {
 
 /// `cprace sweep`: load, sweep, print, plot; returns the exit code.
 pub fn run_cli(args: &SweepArgs, out: &mut impl Write) -> Result<i32> {
-    use std::io::IsTerminal;
-    // A bad --plot name is a usage error before any work.
+    // A bad --plot name or size is a usage error before any work.
+    let plot_opts = crate::plot::PlotOptions {
+        width: args.plot_size.0,
+        height: args.plot_size.1,
+        dpi: args.plot_dpi,
+    };
     let plot_format = match &args.plot {
-        Some(p) => Some(crate::plot::PlotFormat::from_path(p)?),
+        Some(p) => {
+            let f = crate::plot::PlotFormat::from_path(p)?;
+            plot_opts.check(f)?;
+            Some(f)
+        }
         None => None,
     };
-    let tty = std::io::stderr().is_terminal();
-    if tty {
-        eprint!(
-            "\r\x1b[2Kcprace sweep: loading {} ...",
-            args.trace.display()
-        );
-    }
     let t = crate::trace::load(&args.trace, args.input_format)?;
     let windows = args.windows.resolve(t.len() as u64);
     let mut show = |p: &Progress| {
-        if tty {
-            eprint!(
-                "\r\x1b[2Kcprace sweep: {} (run {} of {}; {} of {} events analysed)",
-                p.what,
-                p.done + 1,
-                p.total,
-                p.events_done,
-                p.events_total
-            );
-        }
+        crate::progress::task(format!(
+            "sweep run {} of {}: {}",
+            p.done + 1,
+            p.total,
+            p.what
+        ));
     };
-    let result = run(&t, &windows, &mut show);
-    if tty {
-        eprint!("\r\x1b[2K");
-    }
-    let sweep = result?;
+    let sweep = run_repeated(&t, &windows, args.repeat as usize, &mut show)?;
     sweep.write(args.format, out)?;
     if args.format != SweepFormat::Text
         && let Some(s) = &sweep.recommendation
     {
-        eprintln!("cprace: {s}");
+        crate::progress::suspend(|| eprintln!("cprace: {s}"));
     }
     if let (Some(path), Some(fmt)) = (&args.plot, plot_format) {
         let name = if args.trace.as_os_str() == "-" {
@@ -676,7 +718,14 @@ pub fn run_cli(args: &SweepArgs, out: &mut impl Write) -> Result<i32> {
                 |n| n.to_string_lossy().into_owned(),
             )
         };
-        crate::plot::write(&sweep, &format!("cprace sweep: {name}"), path, fmt)?;
+        crate::progress::task("sweep: drawing the figure");
+        crate::plot::write(
+            &sweep,
+            &format!("cprace sweep: {name}"),
+            path,
+            fmt,
+            &plot_opts,
+        )?;
     }
     Ok(sweep.exit_code())
 }

@@ -1,7 +1,15 @@
-//! The laws theory fixes between the relations, on generated traces larger than
-//! the oracles can handle: HB races within K ⊆ windowed CP races ⊆ exact CP
-//! races ⊆ WCP races, and CP races only grow with K.
+//! The laws README "Semantic decisions" states between the relations, on
+//! generated traces (volatiles included) larger than the oracles can handle:
+//! - HBv races within K ⊆ windowed CP races ⊆ exact CP races ⊆ WCP races;
+//! - HBv races ⊆ HB races (HBv has every HB edge);
+//! - CP races only grow with K;
+//! - HB races ⊆ CP races, within K and exactly, on traces where HBv adds no
+//!   edge to HB (no volatile read or write followed, in another thread, by a
+//!   write of the same variable).
 
+mod common;
+
+use common::laws::{hbv_is_hb, hbv_racy, subset};
 use cprace::analyze::{Options, Relation, analyze_trace};
 use cprace::generate::{Config, trace};
 use cprace::trace::Trace;
@@ -14,13 +22,11 @@ fn racy(t: &Trace, relation: Relation, window: Option<u64>) -> Vec<u32> {
         .racy_events()
 }
 
-fn subset(a: &[u32], b: &[u32]) -> bool {
-    a.iter().all(|x| b.binary_search(x).is_ok())
-}
-
 #[test]
 fn containment_and_monotonicity() {
-    let mut strict = [0usize; 4];
+    // [HBv < CP(K), CP(K) < exact, HB < exact (HB = HBv traces), exact < WCP,
+    //  HBv < HB, traces where HB = HBv, traces where not]
+    let mut strict = [0usize; 7];
     for seed in 0..150u64 {
         let cfg = Config {
             events: 200 + seed * 3,
@@ -29,19 +35,27 @@ fn containment_and_monotonicity() {
             vars: 3 + (seed % 6) as u32,
             max_nesting: 1 + (seed % 3) as u32,
             fork_join: seed % 2 == 0,
+            volatiles: (seed % 3) as u32,
+            p_volatile: if seed % 3 == 2 { 0.1 } else { 0.03 },
             seed,
             ..Config::default()
         };
         let t = trace(&cfg);
+        let plain = hbv_is_hb(&t);
+        strict[5 + usize::from(!plain)] += 1;
         let exact = racy(&t, Relation::Cp, None);
         let mut previous: Vec<u32> = Vec::new();
         for k in [1, 2, 5, 10, 30, 100, 300, 1000] {
-            let hb = racy(&t, Relation::Hb, Some(k));
+            let hbv = hbv_racy(&t, Some(k));
             let cp = racy(&t, Relation::Cp, Some(k));
             assert!(
-                subset(&hb, &cp),
-                "seed {seed} K={k}: HB races not within CP races"
+                subset(&hbv, &cp),
+                "seed {seed} K={k}: HBv races not within CP races"
             );
+            if plain {
+                let hb = racy(&t, Relation::Hb, Some(k));
+                assert_eq!(hb, hbv, "seed {seed} K={k}: HB != HBv without extra edges");
+            }
             assert!(
                 subset(&cp, &exact),
                 "seed {seed} K={k}: windowed CP races not within exact CP"
@@ -50,7 +64,7 @@ fn containment_and_monotonicity() {
                 subset(&previous, &cp),
                 "seed {seed} K={k}: CP races shrank as K grew"
             );
-            strict[0] += (hb.len() < cp.len()) as usize;
+            strict[0] += (hbv.len() < cp.len()) as usize;
             strict[1] += (cp.len() < exact.len()) as usize;
             previous = cp;
         }
@@ -61,15 +75,28 @@ fn containment_and_monotonicity() {
         );
         strict[3] += (exact.len() < wcp.len()) as usize;
         let hb_all = racy(&t, Relation::Hb, None);
+        let hbv_all = hbv_racy(&t, None);
         assert!(
-            subset(&hb_all, &exact),
-            "seed {seed}: HB races not within exact CP"
+            subset(&hbv_all, &hb_all),
+            "seed {seed}: HBv races not within HB races"
         );
-        strict[2] += (hb_all.len() < exact.len()) as usize;
+        strict[4] += (hbv_all.len() < hb_all.len()) as usize;
+        assert!(
+            subset(&hbv_all, &exact),
+            "seed {seed}: HBv races not within exact CP"
+        );
+        if plain {
+            assert!(
+                subset(&hb_all, &exact),
+                "seed {seed}: HB races not within exact CP (HB = HBv here)"
+            );
+            strict[2] += (hb_all.len() < exact.len()) as usize;
+        }
     }
-    // The laws must be tested on traces where the relations differ.
+    // The laws must be tested on traces where the relations differ, and on
+    // both kinds of trace for the conditional one.
     assert!(
-        strict.iter().all(|&n| n > 20),
+        strict[..4].iter().all(|&n| n > 20) && strict[4] > 5 && strict[5] > 20 && strict[6] > 20,
         "too few traces separate the relations: {strict:?}"
     );
 }

@@ -33,7 +33,7 @@ fn config(seed: u64) -> Config {
     }
 }
 
-/// The reference WCP and HB of a trace, and the checks of chains and edges.
+/// The reference WCP and HBv of a trace, and the checks of chains and edges.
 /// Everything here is re-derived from the trace and `rules/wcp.dl`, never
 /// from the query engine.
 struct Oracle<'a> {
@@ -55,9 +55,9 @@ impl Oracle<'_> {
         self.r.wcp.contains(&(x, y))
     }
 
-    /// `x <=HB y` (reflexive).
+    /// `x <=HBv y` (reflexive): WCP composes with HBv.
     fn hb_leq(&self, x: u32, y: u32) -> bool {
-        x == y || self.r.hb.contains(&(x, y))
+        x == y || self.r.hbv.contains(&(x, y))
     }
 
     /// The section released at `r`.
@@ -86,12 +86,7 @@ impl Oracle<'_> {
             && y.target == x.thread
         {
             Some("join")
-        } else if x.op == Op::VolatileWrite
-            && y.op == Op::VolatileRead
-            && x.target == y.target
-            && x.thread != y.thread
-            && f < to
-        {
+        } else if common::oracle::volatile_edge(self.t, f as usize, to as usize) {
             Some("volatile")
         } else {
             None

@@ -3,11 +3,14 @@
 //!   (tests/common/oracle.rs), and its races (racy events and witnesses) match;
 //! - `rules/cp.dl` derives exactly the CP of the oracle's literal Definition-2
 //!   fixpoint (rules a, b and c iterated over all event pairs);
-//! - the laws of issue 5: HB races within K ⊆ CP(K) races ⊆ exact CP races,
+//! - the laws of README "Semantic decisions": CP ⊆ HBv (the HB of
+//!   `rules/hb.dl` plus `rules/cp.dl`'s volatile edges), HBv races within K ⊆
+//!   CP(K) races ⊆ exact CP races, HB races likewise on traces where HBv = HB,
 //!   CP(K) races grow with K, and CP(K) with K beyond the trace is exact CP.
 
 mod common;
 
+use common::laws::hbv_is_hb;
 use common::oracle;
 use cprace::generate::{Config, trace};
 use cprace::reference::{cp, hb};
@@ -113,33 +116,76 @@ fn cp_rules_match_brute_force_fixpoint() {
 #[test]
 fn cp_laws_hold() {
     let mut strictly_more = 0;
+    let mut with_extra_edges = 0;
     for seed in 0..SEEDS {
         let t = trace(&config(seed));
         let n = t.len() as u64;
         let exact = cp::derive_trace(&t, None);
+        let plain = hbv_is_hb(&t);
+        with_extra_edges += usize::from(!plain);
+        // HBv races, read off the reference's own HBv relation.
+        let hbv_racy = |k: Option<u64>| -> Vec<EventId> {
+            let mut v: Vec<EventId> =
+                cprace::reference::races(&t, k, |x, y| exact.hbv.contains(&(x, y)))
+                    .iter()
+                    .map(|r| r.second.id)
+                    .collect();
+            v.dedup();
+            v
+        };
         let hb_exact = hb::analyze(&t, None).unwrap().racy_events();
+        let hbv_exact = hbv_racy(None);
         let cp_exact = cp::analyze(&t, None).unwrap().racy_events();
         let ctx = || format!("seed {seed}: {}", describe(&t));
         assert!(
-            exact.cp.iter().all(|p| exact.hb.hb.contains(p)),
-            "CP ⊆ HB, {}",
+            exact.cp.iter().all(|p| exact.hbv.contains(p)),
+            "CP ⊆ HBv, {}",
             ctx()
         );
         assert!(
-            subset(&hb_exact, &cp_exact),
-            "HB races ⊆ CP races, {}",
+            exact.hb.hb.iter().all(|p| exact.hbv.contains(p)),
+            "HB ⊆ HBv, {}",
             ctx()
         );
-        strictly_more += usize::from(cp_exact.len() > hb_exact.len());
+        assert!(
+            !plain || exact.hb.hb == exact.hbv,
+            "HBv = HB without extra volatile edges, {}",
+            ctx()
+        );
+        assert!(
+            subset(&hbv_exact, &cp_exact),
+            "HBv races ⊆ CP races, {}",
+            ctx()
+        );
+        assert!(
+            subset(&hbv_exact, &hb_exact),
+            "HBv races ⊆ HB races, {}",
+            ctx()
+        );
+        if plain {
+            assert!(
+                subset(&hb_exact, &cp_exact),
+                "HB races ⊆ CP races when HBv = HB, {}",
+                ctx()
+            );
+        }
+        strictly_more += usize::from(cp_exact.len() > hbv_exact.len());
         let mut previous: Vec<EventId> = Vec::new();
         for k in [1, 2, 3, 5, 8, 13, 21, 34, n, n + 1] {
             let w = cp::analyze(&t, Some(k)).unwrap().racy_events();
-            let hb_k = hb::analyze(&t, Some(k)).unwrap().racy_events();
             assert!(
-                subset(&hb_k, &w),
-                "HB(K={k}) races ⊆ CP(K) races, {}",
+                subset(&hbv_racy(Some(k)), &w),
+                "HBv(K={k}) races ⊆ CP(K) races, {}",
                 ctx()
             );
+            if plain {
+                let hb_k = hb::analyze(&t, Some(k)).unwrap().racy_events();
+                assert!(
+                    subset(&hb_k, &w),
+                    "HB(K={k}) races ⊆ CP(K) races when HBv = HB, {}",
+                    ctx()
+                );
+            }
             assert!(
                 subset(&w, &cp_exact),
                 "CP(K={k}) races ⊆ exact CP races, {}",
@@ -159,9 +205,14 @@ fn cp_laws_hold() {
             ctx()
         );
     }
-    // Not a law, but the test would be vacuous if CP never found more than HB.
+    // Not a law, but the test would be vacuous if CP never found more than
+    // HBv, or if no trace had volatile edges beyond HB.
     assert!(
         strictly_more > 10,
-        "only {strictly_more} traces where CP finds more races than HB"
+        "only {strictly_more} traces where CP finds more races than HBv"
+    );
+    assert!(
+        with_extra_edges > 10,
+        "only {with_extra_edges} traces where HBv has edges HB lacks"
     );
 }

@@ -78,11 +78,12 @@ fn check(seed: u64) {
             describe(&t)
         );
     }
-    // Laws of the derived relation: WCP ⊆ HB, so HB-races ⊆ WCP-races.
+    // Law of the derived relation: WCP ⊆ HBv (it composes with HBv), so
+    // HBv-races ⊆ WCP-races.
     for p in &d.wcp {
         assert!(
-            d.hb.contains(p),
-            "seed {seed}: WCP pair {p:?} not in HB\ntrace: {}",
+            d.hbv.contains(p),
+            "seed {seed}: WCP pair {p:?} not in HBv\ntrace: {}",
             describe(&t)
         );
     }

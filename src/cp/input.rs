@@ -2,13 +2,18 @@
 //! base edges that need no fixpoint (rule (a), hard edges, the window rule).
 //!
 //! A base edge `(r, a)` is a release->acquire pair from rules (a)/(b), or a hard
-//! edge (fork, join, volatile write -> read of another thread). CP is then
-//! exactly `{(x, y) : some base (r, a) with x <=HB r and a <=HB y}` plus, under a
-//! window K, the conservative pairs `x <=HB y` with `y - x >= K`. Consequences
+//! edge (fork, join, or two conflicting volatile accesses of different threads:
+//! vw -> vr, vr -> vw, vw -> vw, in trace order). CP composes with HBv, HB plus
+//! those volatile edges (README, "Semantic decisions"), so every "HB" below is
+//! HBv and the sync clocks are HBv clocks. CP is then exactly
+//! `{(x, y) : some base (r, a) with x <=HBv r and a <=HBv y}` plus, under a
+//! window K, the conservative pairs `x <=HBv y` with `y - x >= K`. Consequences
 //! used throughout:
-//! - Under a window, a base edge with `a - r >= K` is redundant: every pair it
-//!   orders is at least K apart and already ordered by the window rule. So only
-//!   edges spanning less than K are kept, which makes the fixpoint linear.
+//! - Under a window, a base edge with `a - r >= K` and `r <=HBv a` is redundant:
+//!   every pair it orders is at least K apart, HBv-ordered, and so already
+//!   ordered by the window rule. So only such edges spanning less than K are
+//!   kept, which makes the fixpoint linear. (Every base edge but an
+//!   `--order-races` one is HBv-ordered; those are kept whatever their span.)
 //! - For a fixed CS2 on lock l, the CS1 satisfying rule (a) or (b) form a prefix
 //!   of l's critical sections in trace order (earlier sections are HB-before
 //!   later ones on the same lock), and the edge from the latest one implies all
@@ -16,7 +21,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::sync::{NONE, SyncPoints};
+use super::sync::{NONE, SyncPoints, VolatileOrder};
 use crate::facts::Facts;
 use crate::trace::{Op, Trace};
 
@@ -47,7 +52,7 @@ pub enum Rule {
     /// Rule (b) through the window's conservative closure (CS1's acquire is
     /// K or more events before CS2's end, and HB-ordered with it).
     Window,
-    /// Fork, join or volatile write -> read: an explicit CP edge.
+    /// Fork, join or two conflicting volatile accesses: an explicit CP edge.
     Hard,
 }
 
@@ -77,7 +82,7 @@ impl CpInput {
     pub fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
         let facts = Facts::new(trace);
         let extra_events: Vec<u32> = extra_hard.iter().flat_map(|&(a, b)| [a, b]).collect();
-        let sync = SyncPoints::new(trace, &facts, &extra_events);
+        let sync = SyncPoints::with_order(trace, &facts, &extra_events, VolatileOrder::Conflicting);
         let slot = |e: u32| sync.slot(e).expect("boundary events are sync points");
         let mut by_lock: Vec<Vec<u32>> = vec![Vec::new(); trace.num_locks()];
         let sections: Vec<Section> = facts
@@ -237,8 +242,9 @@ impl CpInput {
         }
     }
 
-    /// Fork, join, volatile write -> read (other threads; per read, the latest
-    /// write of each thread dominates that thread's earlier writes) and extra.
+    /// Fork, join, conflicting volatile accesses of different threads (per
+    /// access, the latest conflicting earlier access of each other thread: it
+    /// dominates that thread's earlier ones) and `extra`.
     fn seed_hard(&mut self, trace: &Trace, facts: &Facts, extra: &[(u32, u32)]) {
         let slot = |e: u32| self.sync.slot(e).expect("hard edge ends are sync points");
         let mut edges: Vec<(u32, u32)> = Vec::new();
@@ -248,35 +254,41 @@ impl CpInput {
         for &(last, j) in &facts.join_edges {
             edges.push((slot(j), slot(last)));
         }
-        for &(e1, e2) in extra {
-            edges.push((slot(e2), slot(e1)));
-        }
         let nt = trace.num_threads();
-        let mut last_write: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        // Per volatile variable and thread: latest write, latest access.
+        let mut latest: FxHashMap<u32, Vec<(u32, u32)>> = FxHashMap::default();
         for (i, ev) in trace.events.iter().enumerate() {
-            match ev.op {
-                Op::VolatileWrite => {
-                    last_write
-                        .entry(ev.target)
-                        .or_insert_with(|| vec![NONE; nt])[ev.thread as usize] = slot(i as u32);
+            let write = match ev.op {
+                Op::VolatileWrite => true,
+                Op::VolatileRead => false,
+                _ => continue,
+            };
+            let a = slot(i as u32);
+            let per = latest
+                .entry(ev.target)
+                .or_insert_with(|| vec![(NONE, NONE); nt]);
+            for (t, &(w, any)) in per.iter().enumerate() {
+                let src = if write { any } else { w };
+                if src != NONE && t != ev.thread as usize {
+                    edges.push((a, src));
                 }
-                Op::VolatileRead => {
-                    if let Some(ws) = last_write.get(&ev.target) {
-                        let a = slot(i as u32);
-                        for (t, &w) in ws.iter().enumerate() {
-                            if w != NONE && t != ev.thread as usize {
-                                edges.push((a, w));
-                            }
-                        }
-                    }
-                }
-                _ => {}
+            }
+            let me = &mut per[ev.thread as usize];
+            me.1 = a;
+            if write {
+                me.0 = a;
             }
         }
+        // A base edge K or more long is implied by the window rule only when
+        // HBv orders its ends; every edge above is an HBv edge.
         for (a, r) in edges {
-            if self.within(r, a) {
+            if self.within(r, a) || !self.sync.hb_leq(r, a) {
                 self.seeds.push((a, r, Rule::Hard));
             }
+        }
+        // Ordered races (`--order-races`) are not HBv edges: always kept.
+        for &(e1, e2) in extra {
+            self.seeds.push((slot(e2), slot(e1), Rule::Hard));
         }
     }
 

@@ -52,8 +52,10 @@ pub struct CpResult {
 /// Compute the CP base relation of `trace` under `window` with `extra` hard edges.
 pub fn compute(trace: &Trace, window: Option<u64>, extra: &[(EventId, EventId)]) -> CpResult {
     let t0 = Instant::now();
+    crate::progress::phase("cp datalog: building inputs");
     let input = CpInput::new(trace, window, extra);
     let t1 = Instant::now();
+    crate::progress::phase("cp datalog: fixpoint");
     let fp = input.fixpoint();
     CpResult {
         seconds_input: (t1 - t0).as_secs_f64(),
@@ -75,6 +77,7 @@ pub fn analyze(trace: &Trace, window: Option<u64>, reporting: Reporting) -> Repo
         rounds_total += result.rounds;
         let base: Vec<(u32, u32)> = result.base.iter().map(|&(a, r, _)| (a, r)).collect();
         let first_only = reporting != Reporting::All;
+        crate::progress::phase("cp datalog: race pass");
         let pass = races::race_pass(
             trace,
             &result.input,

@@ -1,13 +1,13 @@
 //! The final pass: CP clocks at every event, and the race check.
 //!
 //! The CP clock `C(y)` is the join of `V_hb(r)` over base edges `(r, a)` with
-//! `a <=HB y`, so it flows along HB edges exactly like an HB clock, except that
+//! `a <=HBv y`, so it flows along HBv edges exactly like an HBv clock, except that
 //! a base edge injects the HB clock of its source (CP is not reflexive: a
 //! thread's own events never enter its CP clock by program order alone).
 //! Access `e1` is CP-before `e2` iff `C(e2)[thread(e1)] >= local(e1)`.
 
 use super::input::CpInput;
-use super::sync::{Clocks, join_into};
+use super::sync::{Clocks, VolatileOrder, join_into};
 use crate::history::AccessHistory;
 use crate::report::Race;
 use crate::trace::{EventId, Trace};
@@ -44,7 +44,7 @@ pub fn race_pass(
         sources[fill[a as usize] as usize] = r;
         fill[a as usize] += 1;
     }
-    let mut clocks = Clocks::new(trace, false);
+    let mut clocks = Clocks::with_order(trace, false, VolatileOrder::Conflicting);
     let mut cp_clocks = Vec::with_capacity(sync.len() * nt);
     let mut history = AccessHistory::new(input.window);
     let mut races = Vec::new();

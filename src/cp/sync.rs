@@ -13,6 +13,20 @@ use crate::trace::{EventId, Op, Trace};
 /// Sentinel for "no slot".
 pub const NONE: u32 = u32::MAX;
 
+/// Which volatile edges the clocks follow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VolatileOrder {
+    /// HB (the Java memory model): a volatile write -> every later volatile
+    /// read of the same variable.
+    #[default]
+    WriteRead,
+    /// HBv, the order CP and WCP compose with: additionally every volatile
+    /// access -> every later volatile write of the same variable (read ->
+    /// write and write -> write). Together: every conflicting pair of volatile
+    /// accesses, in trace order.
+    Conflicting,
+}
+
 /// The synchronization points of a trace with their HB clocks.
 #[derive(Clone, Debug, Default)]
 pub struct SyncPoints {
@@ -24,14 +38,27 @@ pub struct SyncPoints {
     pub local: Vec<u32>,
     /// Threads in the trace (clock width).
     pub nthreads: usize,
-    /// HB clocks, `nthreads` entries per slot.
+    /// HB clocks (HBv clocks under [`VolatileOrder::Conflicting`]),
+    /// `nthreads` entries per slot.
     pub hb: Vec<u32>,
+    /// The volatile edges `hb` follows.
+    pub order: VolatileOrder,
 }
 
 impl SyncPoints {
     /// Collect the points of `trace` (plus `extra` events, e.g. ordered races)
     /// and compute their HB clocks in one pass.
     pub fn new(trace: &Trace, facts: &Facts, extra: &[EventId]) -> SyncPoints {
+        Self::with_order(trace, facts, extra, VolatileOrder::WriteRead)
+    }
+
+    /// [`SyncPoints::new`] with clocks following the volatile edges of `order`.
+    pub fn with_order(
+        trace: &Trace,
+        facts: &Facts,
+        extra: &[EventId],
+        order: VolatileOrder,
+    ) -> SyncPoints {
         let n = trace.len();
         let mut is_point = vec![false; n];
         for (i, ev) in trace.events.iter().enumerate() {
@@ -65,8 +92,9 @@ impl SyncPoints {
             local: Vec::with_capacity(count),
             nthreads: nt,
             hb: Vec::with_capacity(count * nt),
+            order,
         };
-        let mut hb = Clocks::new(trace, true);
+        let mut hb = Clocks::with_order(trace, true, order);
         for (i, ev) in trace.events.iter().enumerate() {
             let (clock, local) = hb.step(ev, |_| {});
             if is_point[i] {
@@ -116,8 +144,10 @@ impl SyncPoints {
 }
 
 /// Streaming vector clocks propagated along HB edges (program order,
-/// release->acquire, fork/join, volatile write -> later read), yielding the
-/// clock at every event. Entries are 1-based positions within each thread.
+/// release->acquire, fork/join, volatile write -> later read; under
+/// [`VolatileOrder::Conflicting`] also volatile read/write -> later write),
+/// yielding the clock at every event. Entries are 1-based positions within
+/// each thread.
 ///
 /// With `reflexive` each event's own thread entry is its position: the HB
 /// clock. Without it, only what arrives along edges or through `inject` enters:
@@ -129,20 +159,34 @@ pub struct Clocks {
     threads: Vec<u32>,
     locks: Vec<u32>,
     volatile_writes: Vec<u32>,
+    /// Per variable, the join of every volatile access so far (only under
+    /// [`VolatileOrder::Conflicting`]; empty otherwise).
+    volatile_accesses: Vec<u32>,
     fork_pending: Vec<Option<Vec<u32>>>,
     local: Vec<u32>,
 }
 
 impl Clocks {
-    /// Clocks for `trace`.
+    /// Clocks for `trace` (HB: volatile write -> later read only).
     pub fn new(trace: &Trace, reflexive: bool) -> Clocks {
+        Self::with_order(trace, reflexive, VolatileOrder::WriteRead)
+    }
+
+    /// Clocks for `trace` following the volatile edges of `order`.
+    pub fn with_order(trace: &Trace, reflexive: bool, order: VolatileOrder) -> Clocks {
         let nt = trace.num_threads();
+        let conflicting = order == VolatileOrder::Conflicting;
         Clocks {
             nt,
             reflexive,
             threads: vec![0; nt * nt],
             locks: vec![0; trace.num_locks() * nt],
             volatile_writes: vec![0; trace.num_vars() * nt],
+            volatile_accesses: if conflicting {
+                vec![0; trace.num_vars() * nt]
+            } else {
+                Vec::new()
+            },
             fork_pending: vec![None; nt],
             local: vec![0; nt],
         }
@@ -185,14 +229,24 @@ impl Clocks {
                 let child: Vec<u32> = self.threads[tg * nt..(tg + 1) * nt].to_vec();
                 join_into(&mut self.threads[lo..hi], &child);
             }
-            Op::VolatileWrite => join_into(
-                &mut self.volatile_writes[tg * nt..(tg + 1) * nt],
-                &self.threads[lo..hi],
-            ),
-            Op::VolatileRead => join_into(
-                &mut self.threads[lo..hi],
-                &self.volatile_writes[tg * nt..(tg + 1) * nt],
-            ),
+            // Joining a thread's own earlier accesses is harmless here: they
+            // are program-order-before, so already in the clock.
+            Op::VolatileWrite => {
+                let me = &mut self.threads[lo..hi];
+                if !self.volatile_accesses.is_empty() {
+                    let all = &mut self.volatile_accesses[tg * nt..(tg + 1) * nt];
+                    join_into(me, all);
+                    join_into(all, me);
+                }
+                join_into(&mut self.volatile_writes[tg * nt..(tg + 1) * nt], me);
+            }
+            Op::VolatileRead => {
+                let me = &mut self.threads[lo..hi];
+                join_into(me, &self.volatile_writes[tg * nt..(tg + 1) * nt]);
+                if !self.volatile_accesses.is_empty() {
+                    join_into(&mut self.volatile_accesses[tg * nt..(tg + 1) * nt], me);
+                }
+            }
             _ => {}
         }
         (&self.threads[lo..hi], local)

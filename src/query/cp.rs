@@ -3,7 +3,9 @@
 //!
 //! CP(x, y) holds exactly when some base edge (r, a) has `x <=HB r` and
 //! `a <=HB y`, or, under a window K, when `x <=HB y` and `y - x >= K` (see
-//! `crate::cp::input`). A chain is therefore an HB path into a base edge, the
+//! `crate::cp::input`). CP composes with HBv (HB plus the volatile edges; README,
+//! "Semantic decisions"), so "HB" in this module, its paths and its `hb_ordered`
+//! answers, is HBv: the engine's sync clocks are HBv clocks. A chain is therefore an HB path into a base edge, the
 //! edge, and an HB path out of it. A rule (b) edge rests on CP(acq1, end2),
 //! which has a chain of its own; to keep those finite, the base edges are
 //! ranked by a breadth-first replay of rule (b) from the seed edges (rule (a),
@@ -273,11 +275,7 @@ impl Cx<'_> {
                     Kind::Fork
                 } else if self.facts.join_edges.contains(&(er, ea)) {
                     Kind::Join
-                } else if x.op == Op::VolatileWrite
-                    && y.op == Op::VolatileRead
-                    && x.target == y.target
-                    && x.thread != y.thread
-                {
+                } else if super::volatile_conflict(&x, &y) {
                     Kind::Volatile
                 } else {
                     return None;
@@ -479,7 +477,7 @@ impl Cx<'_> {
         ans.hb_ordered = self.leq(e1, e2);
         if !ans.hb_ordered {
             ans.explanation = format!(
-                "{} CP is contained in HB (every CP edge is an HB edge, composed with HB), so CP does not \
+                "{} CP is contained in HBv (HB plus the volatile read/write -> later write edges; every CP edge is an HBv edge, composed with HBv), so CP does not \
                  order them either.{}",
                 not_hb(t, &self.hb, e1, e2),
                 window_note(self.window, e1, e2)
@@ -535,7 +533,7 @@ impl Cx<'_> {
                 ans.justifications = justifications;
                 ans.explanation = format!(
                     "{} is CP-before {}: it happens before {}, the base CP edge {} -> {} holds by {}, and {} \
-                     happens before {}; rule (c) closes CP under composition with HB on both sides.",
+                     happens before {}; rule (c) closes CP under composition with HBv (HB plus the volatile edges CP keeps) on both sides.",
                     show(t, e1),
                     show(t, e2),
                     show(t, self.ev(r)),

@@ -10,7 +10,7 @@
 use rustc_hash::FxHashMap;
 
 use super::{Kind, Step};
-use crate::cp::sync::SyncPoints;
+use crate::cp::sync::{SyncPoints, VolatileOrder};
 use crate::facts::Facts;
 use crate::trace::{EventId, Op, Trace};
 
@@ -26,6 +26,8 @@ pub struct HbIndex<'s> {
     lock_releases: Vec<Vec<EventId>>,
     /// Volatile writes per (variable, thread), in order.
     volatile_writes: FxHashMap<(u32, u32), Vec<EventId>>,
+    /// Volatile accesses per (variable, thread), in order (HBv only).
+    volatile_accesses: FxHashMap<(u32, u32), Vec<EventId>>,
     /// Fork event of each forked thread's first event.
     fork_into: FxHashMap<EventId, EventId>,
     /// Last event of the joined thread, per join event.
@@ -38,9 +40,17 @@ impl<'s> HbIndex<'s> {
         let mut thread_events = vec![Vec::new(); trace.num_threads()];
         let mut lock_releases = vec![Vec::new(); trace.num_locks()];
         let mut volatile_writes: FxHashMap<(u32, u32), Vec<EventId>> = FxHashMap::default();
+        let mut volatile_accesses: FxHashMap<(u32, u32), Vec<EventId>> = FxHashMap::default();
+        let hbv = sync.order == VolatileOrder::Conflicting;
         for (i, ev) in trace.events.iter().enumerate() {
             let i = i as EventId;
             thread_events[ev.thread as usize].push(i);
+            if hbv && matches!(ev.op, Op::VolatileRead | Op::VolatileWrite) {
+                volatile_accesses
+                    .entry((ev.target, ev.thread))
+                    .or_default()
+                    .push(i);
+            }
             match ev.op {
                 Op::Release => lock_releases[ev.target as usize].push(i),
                 Op::VolatileWrite => volatile_writes
@@ -60,6 +70,7 @@ impl<'s> HbIndex<'s> {
             thread_slots,
             lock_releases,
             volatile_writes,
+            volatile_accesses,
             fork_into: facts.fork_edges.iter().map(|&(f, c)| (c, f)).collect(),
             join_from: facts.join_edges.iter().map(|&(l, j)| (j, l)).collect(),
         }
@@ -130,12 +141,20 @@ impl<'s> HbIndex<'s> {
                     out.push((l, Kind::Join));
                 }
             }
-            Op::VolatileRead => {
+            // Per other thread, its latest earlier volatile access the edge
+            // can come from: a write into a read; any access into a write
+            // (HBv only; the map is empty for HB).
+            Op::VolatileRead | Op::VolatileWrite => {
+                let sources = if ev.op == Op::VolatileRead {
+                    &self.volatile_writes
+                } else {
+                    &self.volatile_accesses
+                };
                 for t in 0..self.thread_events.len() as u32 {
                     if t == ev.thread {
                         continue;
                     }
-                    if let Some(ws) = self.volatile_writes.get(&(ev.target, t)) {
+                    if let Some(ws) = sources.get(&(ev.target, t)) {
                         let p = ws.partition_point(|&w| w < e);
                         if p > 0 {
                             out.push((ws[p - 1], Kind::Volatile));

@@ -385,7 +385,9 @@ pub enum Kind {
     Fork,
     /// The last event of a thread -> the join of it.
     Join,
-    /// Volatile write -> a later volatile read of the variable by another thread.
+    /// Volatile write -> a later volatile read of the variable by another
+    /// thread; in CP's and WCP's HBv also volatile read or write -> a later
+    /// volatile write.
     Volatile,
     /// A base CP edge (composed with HB on both sides, rule (c)).
     Cp(CpEdge),
@@ -750,6 +752,17 @@ fn write_chain(trace: &Trace, chain: &[Step], indent: &str, out: &mut dyn Write)
     Ok(())
 }
 
+/// Whether `x`, `y` are conflicting volatile accesses of different threads
+/// (same variable, at least one a write): a hard CP/WCP edge when `x` is first.
+pub fn volatile_conflict(x: &crate::trace::Event, y: &crate::trace::Event) -> bool {
+    let vol = |op: Op| matches!(op, Op::VolatileRead | Op::VolatileWrite);
+    vol(x.op)
+        && vol(y.op)
+        && x.target == y.target
+        && x.thread != y.thread
+        && (x.op == Op::VolatileWrite || y.op == Op::VolatileWrite)
+}
+
 fn step_text(trace: &Trace, s: &Step) -> String {
     let n = &trace.names;
     let ev = |e: EventId| trace.events[e as usize];
@@ -760,10 +773,21 @@ fn step_text(trace: &Trace, s: &Step) -> String {
         }
         Kind::Fork => format!("fork of {} -> its first event", n.thread(ev(s.to).thread)),
         Kind::Join => format!("last event of {} -> join", n.thread(ev(s.from).thread)),
-        Kind::Volatile => format!(
-            "volatile write -> read of {} by another thread",
-            n.var(ev(s.to).target)
-        ),
+        Kind::Volatile => {
+            let op = |e: EventId| {
+                if ev(e).op == Op::VolatileWrite {
+                    "write"
+                } else {
+                    "read"
+                }
+            };
+            format!(
+                "volatile {} -> {} of {} by another thread",
+                op(s.from),
+                op(s.to),
+                n.var(ev(s.to).target)
+            )
+        }
         Kind::Window { window, .. } => format!(
             "window rule (w): HB-ordered and {} >= {window} events apart",
             s.to - s.from

@@ -19,8 +19,12 @@
 //!   that is exactly "`acq1` is WCP-before `r2`" (the pair the chain
 //!   justifies). Per `r2` only the latest such `CS1` is listed;
 //! - `hard`: fork -> the child's first event, the child's last event -> join,
-//!   volatile write -> a later volatile read of another thread (per read, the
-//!   latest write of each thread), all listed, as for CP.
+//!   and two conflicting volatile accesses of different threads (vw -> vr,
+//!   vr -> vw, vw -> vw; per access, the latest conflicting access of each
+//!   other thread), all listed, as for CP.
+//!
+//! WCP composes with HBv (HB plus the volatile edges; README, "Semantic
+//! decisions"), so every `<=HB` here, and every HB path in a chain, is HBv.
 //!
 //! A rule (a) or (b) edge is also left out when its source is already
 //! WCP-before its target through the edges listed into earlier events (or,
@@ -60,7 +64,7 @@ use super::{
     Answer, Dropped, DumpSink, Justification, Kind, QueryEngine, Step, WcpEdge, clock_pairs,
     hb_only_text, show,
 };
-use crate::cp::sync::{Clocks, NONE, SyncPoints, join_into};
+use crate::cp::sync::{Clocks, NONE, SyncPoints, VolatileOrder, join_into};
 use crate::facts::{CriticalSection, Facts};
 use crate::trace::{EventId, Op, Trace};
 
@@ -71,7 +75,7 @@ pub enum WcpRule {
     A,
     /// Rule (b): release -> later release of the same lock.
     B,
-    /// Fork, join, volatile write -> read of another thread.
+    /// Fork, join, two conflicting volatile accesses of different threads.
     Hard,
 }
 
@@ -187,8 +191,9 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
     for &(last, j) in &facts.join_edges {
         hard_into.entry(j).or_default().push(last);
     }
-    let mut last_vw: FxHashMap<u32, Vec<EventId>> = FxHashMap::default();
-    let mut clocks = Clocks::new(trace, false);
+    // Per volatile variable and thread: latest write, latest access.
+    let mut last_v: FxHashMap<u32, Vec<(EventId, EventId)>> = FxHashMap::default();
+    let mut clocks = Clocks::with_order(trace, false, VolatileOrder::Conflicting);
     let mut out = Pass {
         base: Vec::new(),
         w_sync: Vec::with_capacity(sync.len() * nt),
@@ -216,18 +221,24 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
         cands.clear();
         let mut closing: Option<usize> = None;
         match ev.op {
-            Op::VolatileRead => {
-                if let Some(ws) = last_vw.get(&ev.target) {
-                    hard.extend(
-                        ws.iter()
-                            .enumerate()
-                            .filter(|&(u, &w)| w != NONE && u != t)
-                            .map(|(_, &w)| w),
-                    );
+            // Hard edges from the latest conflicting access of each other
+            // thread (it dominates that thread's earlier ones).
+            Op::VolatileRead | Op::VolatileWrite => {
+                let write = ev.op == Op::VolatileWrite;
+                let per = last_v
+                    .entry(ev.target)
+                    .or_insert_with(|| vec![(NONE, NONE); nt]);
+                hard.extend(
+                    per.iter()
+                        .enumerate()
+                        .map(|(u, &(w, any))| (u, if write { any } else { w }))
+                        .filter(|&(u, src)| src != NONE && u != t)
+                        .map(|(_, src)| src),
+                );
+                per[t].1 = i;
+                if write {
+                    per[t].0 = i;
                 }
-            }
-            Op::VolatileWrite => {
-                last_vw.entry(ev.target).or_insert_with(|| vec![NONE; nt])[t] = i;
             }
             Op::Read | Op::Write => {
                 let write = ev.op == Op::Write;
@@ -376,7 +387,7 @@ impl<'a> WcpQuery<'a> {
     /// the dumped pairs (WCP itself is exact, as in `analyze`).
     pub fn new(trace: &'a Trace, window: Option<u64>) -> WcpQuery<'a> {
         let facts = Facts::new(trace);
-        let sync = SyncPoints::new(trace, &facts, &[]);
+        let sync = SyncPoints::with_order(trace, &facts, &[], VolatileOrder::Conflicting);
         let p = pass(trace, &facts, &sync);
         WcpQuery {
             trace,
@@ -514,11 +525,7 @@ impl Cx<'_> {
                     Kind::Fork
                 } else if f.join_edges.contains(&(b.from, b.to)) {
                     Kind::Join
-                } else if x.op == Op::VolatileWrite
-                    && y.op == Op::VolatileRead
-                    && x.target == y.target
-                    && x.thread != y.thread
-                {
+                } else if super::volatile_conflict(&x, &y) {
                     Kind::Volatile
                 } else {
                     return None;
@@ -657,7 +664,7 @@ impl Cx<'_> {
         ans.hb_ordered = self.leq(e1, e2);
         if !ans.hb_ordered {
             ans.explanation = format!(
-                "{} WCP is contained in HB (every WCP edge is an HB edge, composed with HB), so WCP does \
+                "{} WCP is contained in HBv (HB plus the volatile read/write -> later write edges; every WCP edge is an HBv edge, composed with HBv), so WCP does \
                  not order them either.{}",
                 not_hb(t, &self.hb, e1, e2),
                 window_note(window, e1, e2)
@@ -682,7 +689,7 @@ impl Cx<'_> {
                 ans.justifications = justifications;
                 ans.explanation = format!(
                     "{} is WCP-before {}: it happens before {}, the base WCP edge {} -> {} holds by {}, and \
-                     {} happens before {}; rule (c) closes WCP under composition with HB on both sides.{}",
+                     {} happens before {}; rule (c) closes WCP under composition with HBv (HB plus the volatile edges WCP keeps) on both sides.{}",
                     show(t, e1),
                     show(t, e2),
                     show(t, b.from),

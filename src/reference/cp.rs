@@ -21,6 +21,12 @@ mod rules {
 pub struct CpRelations {
     /// HB and its generating edges (`rules/hb.dl`).
     pub hb: HbRelations,
+    /// `VolatileEdge(x, y)`: conflicting volatile accesses of different
+    /// threads, x < y; hard CP edges and HBv's extra generating edges.
+    pub volatile_edges: Pairs,
+    /// `Hbv(x, y)`: HB plus the volatile edges, strict (x < y); CP composes
+    /// with it and the window rule uses it.
+    pub hbv: Pairs,
     /// `RuleA(rel, acq)`: base edges of rule (a), critical sections on the
     /// same lock containing conflicting events.
     pub rule_a: Pairs,
@@ -50,6 +56,16 @@ pub fn derive(rel: &Relations, hb: HbRelations, window: Option<u64>) -> CpRelati
     rt.extend(rel.read_event.iter().map(|&(a, b)| ReadEvent(a, b)));
     rt.extend(rel.write_event.iter().map(|&(a, b)| WriteEvent(a, b)));
     rt.extend(
+        rel.volatile_read_event
+            .iter()
+            .map(|&(a, b)| VolatileReadEvent(a, b)),
+    );
+    rt.extend(
+        rel.volatile_write_event
+            .iter()
+            .map(|&(a, b)| VolatileWriteEvent(a, b)),
+    );
+    rt.extend(
         rel.matching
             .iter()
             .map(|&(a, b)| MatchingCriticalSecBoundary(a, b)),
@@ -59,9 +75,15 @@ pub fn derive(rel: &Relations, hb: HbRelations, window: Option<u64>) -> CpRelati
         // Event ids are u32, so a K beyond u32 orders nothing more than u32::MAX.
         rt.extend([Window(u32::try_from(k).unwrap_or(u32::MAX))]);
     }
-    let (rule_a, rule_b, cp) = rt.run_with_hasher::<rustc_hash::FxBuildHasher>();
+    let (volatile_edges, hbv, rule_a, rule_b, cp) =
+        rt.run_with_hasher::<rustc_hash::FxBuildHasher>();
     CpRelations {
         hb,
+        volatile_edges: volatile_edges
+            .into_iter()
+            .map(|VolatileEdge(a, b)| (a, b))
+            .collect(),
+        hbv: hbv.into_iter().map(|Hbv(a, b)| (a, b)).collect(),
         rule_a: rule_a.into_iter().map(|RuleA(a, b)| (a, b)).collect(),
         rule_b: rule_b.into_iter().map(|RuleB(a, b)| (a, b)).collect(),
         cp: cp.into_iter().map(|Cp(a, b)| (a, b)).collect(),
@@ -93,9 +115,11 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Result<Report, UsageError>
         "base_edges_rule_b_only".into(),
         json!(base.len() - r.rule_a.len()),
     );
-    s.insert("hard_edges".into(), json!(r.hb.hard_edges.len()));
+    let hard: Pairs = r.hb.hard_edges.union(&r.volatile_edges).copied().collect();
+    s.insert("hard_edges".into(), json!(hard.len()));
     s.insert("cp_pairs".into(), json!(r.cp.len()));
     s.insert("hb_pairs".into(), json!(r.hb.hb.len()));
+    s.insert("hbv_pairs".into(), json!(r.hbv.len()));
     s.insert("cp_pairs_acq_rel".into(), json!(count_sync(&r.cp)));
     s.insert("hb_pairs_acq_rel".into(), json!(count_sync(&r.hb.hb)));
     s.insert("time_ms".into(), json!(start.elapsed().as_millis() as u64));

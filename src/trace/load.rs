@@ -176,18 +176,29 @@ pub fn stream_reader(
         })?,
     };
     let reader = Cursor::new(prefix).chain(input);
-    let mut b = Builder::new(name, sink);
+    crate::progress::start_reading();
+    let mut sink = sink;
+    // The progress hook, once per block of 65,536 events.
+    let counted = move |id: EventId, ev: &Event| {
+        if id & 0xFFFF == 0 {
+            crate::progress::events_read(u64::from(id));
+        }
+        sink(id, ev)
+    };
+    let mut b = Builder::new(name, counted);
     match format {
         Format::Std => std_format::parse(reader, &mut b)?,
         Format::Csv => csv_format::parse(reader, &mut b)?,
         Format::RapidCsv => rapid_csv::parse(reader, &mut b)?,
     }
+    crate::progress::done_reading(b.count());
     let (names, stats) = b.finish();
     Ok((names, stats, format))
 }
 
 /// Load a whole trace into memory (16 bytes per event plus name tables).
 pub fn load(path: &Path, format: Option<Format>) -> Result<Trace, LoadError> {
+    crate::progress::phase("loading");
     let mut events = Vec::new();
     let (names, stats, _) = stream(path, format, |_, ev| events.push(*ev))?;
     events.shrink_to_fit();

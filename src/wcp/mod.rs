@@ -13,21 +13,27 @@
 //!     when `CS(rel)` holds an access conflicting with `e`;
 //! (b) `r1 ≺ r2` for releases `r1 < r2` of one lock whose critical sections
 //!     contain `≺WCP`-ordered events;
-//! (c) composition with `≤HB` on both sides;
+//! (c) composition with `≤HBv` on both sides (below);
 //!
-//! plus the hard edges every cprace relation has: fork → the child's first
-//! event, the child's last event → join, and a volatile write → every later
-//! volatile read of the same variable by another thread. Hard edges are both
-//! HB edges and WCP edges: in `vc` the source's `H` is joined into the target's
-//! `H` *and* `P`, exactly as a rule-(a) edge passes `H` of its release into `P`.
-//! That keeps `≺WCP` closed under composition with HB (anything HB-before the
-//! source is WCP-before the target) and inside HB. Races use
-//! `≤WCP = ≺WCP ∪ ≤TO`. A volatile write and a later read *of the same thread*
-//! are already thread-ordered; making that pair a WCP edge as well would order
-//! after the read everything that merely happens-before the write (as in
-//! correction 1 below), so volatile hard edges join different threads only.
-//! (The issue text suggested the CP paper's pseudo-lock translation of
-//! volatiles; the lead fixed the JMM edges above for every relation instead.)
+//! plus hard edges: fork → the child's first event, the child's last event →
+//! join, and every two conflicting volatile accesses (same variable, different
+//! threads, at least one a write: vw → vr, vr → vw, vw → vw) in trace order.
+//! `--relation hb` keeps the Java memory model (only vw → later vr); WCP
+//! reorders critical sections, so it must also keep every ordering that
+//! preserves what a volatile read saw (issue 11: a vr before a later vw must
+//! stay before it, or a critical section around the vr could be moved after
+//! one around the vw). This is what the CP paper's implementation got by
+//! wrapping each volatile access in a critical section of a per-variable lock.
+//! HB plus these edges is HBv; rule (c) composes with `≤HBv`, and `H` in `vc`
+//! is the HBv clock. Hard edges are both HBv edges and WCP edges: in `vc` the
+//! source's `H` is joined into the target's `H` *and* `P`, exactly as a
+//! rule-(a) edge passes `H` of its release into `P`. That keeps `≺WCP` closed
+//! under composition with HBv (anything HBv-before the source is WCP-before the
+//! target) and inside HBv. Races use `≤WCP = ≺WCP ∪ ≤TO`. Two volatile accesses
+//! *of the same thread* are already thread-ordered; making such a pair a WCP
+//! edge as well would order after the second everything that merely
+//! happens-before the first (as in correction 1 below), so volatile hard edges
+//! join different threads only.
 //!
 //! # Where Algorithm 1 as printed differs from Definition 3, and what we do
 //!

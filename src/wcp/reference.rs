@@ -26,7 +26,7 @@ pub const MAX_EVENTS: usize = 2000;
 mod rules {
     include!(concat!(env!("OUT_DIR"), "/wcp_rules.rs"));
 
-    /// Evaluate the program; returns (WCP pairs, strict HB pairs).
+    /// Evaluate the program; returns (WCP pairs, strict HBv pairs).
     pub(super) fn run(r: &crate::facts::Relations) -> (Vec<(u32, u32)>, Vec<(u32, u32)>) {
         let mut rt = Crepe::new();
         rt.extend(
@@ -55,10 +55,10 @@ mod rules {
         );
         rt.extend(r.in_cs.iter().map(|&(e, acq)| InSameCriticalSec(e, acq)));
         rt.extend(r.fork_join_edge.iter().map(|&(a, b)| ForkJoinEdge(a, b)));
-        let (hb, wcp) = rt.run_with_hasher::<rustc_hash::FxBuildHasher>();
+        let (hbv, wcp) = rt.run_with_hasher::<rustc_hash::FxBuildHasher>();
         (
             wcp.into_iter().map(|Wcp(a, b)| (a, b)).collect(),
-            hb.into_iter().map(|Hb(a, b)| (a, b)).collect(),
+            hbv.into_iter().map(|Hbv(a, b)| (a, b)).collect(),
         )
     }
 }
@@ -68,18 +68,20 @@ mod rules {
 pub struct Derived {
     /// Strict WCP: `(a, b)` when `a ≺WCP b`.
     pub wcp: FxHashSet<(EventId, EventId)>,
-    /// Strict happens-before (with the hard fork/join/volatile edges).
-    pub hb: FxHashSet<(EventId, EventId)>,
+    /// Strict HBv: happens-before with the hard fork/join edges and every
+    /// conflicting pair of volatile accesses of different threads (what WCP
+    /// composes with).
+    pub hbv: FxHashSet<(EventId, EventId)>,
 }
 
-/// Derive WCP and HB for `trace` by evaluating `rules/wcp.dl`.
+/// Derive WCP and HBv for `trace` by evaluating `rules/wcp.dl`.
 pub fn derive(trace: &Trace) -> Derived {
     let facts = Facts::new(trace);
     let rel = Relations::new(trace, &facts);
-    let (wcp, hb) = rules::run(&rel);
+    let (wcp, hbv) = rules::run(&rel);
     Derived {
         wcp: wcp.into_iter().collect(),
-        hb: hb.into_iter().collect(),
+        hbv: hbv.into_iter().collect(),
     }
 }
 
@@ -126,6 +128,6 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     report.races = races(trace, &d.wcp, window);
     report.normalize();
     report.stats.insert("wcp_pairs".into(), json!(d.wcp.len()));
-    report.stats.insert("hb_pairs".into(), json!(d.hb.len()));
+    report.stats.insert("hbv_pairs".into(), json!(d.hbv.len()));
     report
 }

@@ -3,10 +3,10 @@
 //! See the [module docs](super) for the semantics and the two corrections to the
 //! printed algorithm. Layout notes:
 //!
-//! - Per thread: local clock `N`, HB clock `H` (with `H[t] = N`), WCP-predecessor
+//! - Per thread: local clock `N`, HBv clock `H` (with `H[t] = N`), WCP-predecessor
 //!   clock `P`; the event time is `C = P[t := N]`. `N` ticks lazily before the
-//!   first event after a release, fork or volatile write (the only events WCP or
-//!   HB edges leave a thread from), so one epoch's events are interchangeable.
+//!   first event after a release, fork or volatile access (the only events WCP
+//!   or HBv edges leave a thread from), so one epoch's events are interchangeable.
 //! - Per lock: `H_l`, `P_l` of its last release, and one shared release log
 //!   instead of the paper's per-thread `Acq_l(t)`/`Rel_l(t)` queues: a record
 //!   `(thread, N of the acquire, H of the release)` per critical section, and per
@@ -209,6 +209,29 @@ struct LockState {
     holder: Option<u32>,
 }
 
+/// What a volatile variable's hard edges need (see [`WcpVc::volatile_access`]).
+#[derive(Clone, Debug, Default)]
+struct VolatileState {
+    /// `(thread, H)` of the latest write, and of the latest write by a thread
+    /// other than that one. The writes of a variable are totally ordered by
+    /// HBv, so these stand for every earlier write.
+    last_write: Option<(u32, VectorClock)>,
+    other_write: Option<(u32, VectorClock)>,
+    /// `(thread, H)` of each thread's latest read since the latest write.
+    reads: Vec<(u32, VectorClock)>,
+}
+
+/// Join the hard edge from a volatile access of thread `u` (clock `h`) into an
+/// access of thread `t`: its `H` goes into both `H` and `P` (anything HBv-before
+/// the source is WCP-before the target). Skipped when `P` already knows the
+/// source: then its whole `H` is in `P` and `H` already.
+fn join_hard(ts: &mut ThreadState, t: u32, u: u32, h: &VectorClock) {
+    if u != t && ts.p.get(u) < h.get(u) {
+        ts.h.join(h);
+        ts.p.join(h);
+    }
+}
+
 /// Streaming WCP race detector (Algorithm 1 of wcp-2017).
 pub struct WcpVc {
     history: AccessHistory,
@@ -217,8 +240,8 @@ pub struct WcpVc {
     locks: Vec<LockState>,
     slot_of: FxHashMap<u64, u32>,
     slots: SlotTable,
-    /// Per volatile variable: `H` of the latest volatile write of each thread.
-    volatiles: Vec<Vec<(u32, VectorClock)>>,
+    /// Per volatile variable: the sources of its hard edges.
+    volatiles: Vec<VolatileState>,
     cs_count: u32,
     known_threads: i64,
     /// Total length of the paper's Acq/Rel queues (over threads seen so far).
@@ -328,8 +351,8 @@ impl WcpVc {
             Op::Release => self.release(ev.thread, ev.target),
             Op::Fork => self.fork(t, ev.target as usize),
             Op::Join => self.join(t, ev.target as usize),
-            Op::VolatileWrite => self.volatile_write(ev.thread, ev.target),
-            Op::VolatileRead => self.volatile_read(ev.thread, ev.target),
+            Op::VolatileWrite => self.volatile_access(ev.thread, ev.target, true),
+            Op::VolatileRead => self.volatile_access(ev.thread, ev.target, false),
             Op::ReentrantAcquire | Op::ReentrantRelease => {}
         }
     }
@@ -519,36 +542,49 @@ impl WcpVc {
         }
     }
 
-    /// A volatile write: the source of hard edges to later volatile reads.
-    fn volatile_write(&mut self, t: ThreadId, v: u32) {
+    /// A volatile access: hard edges from every earlier conflicting volatile
+    /// access of another thread (for a read the writes, for a write every
+    /// access), then it becomes a source itself.
+    ///
+    /// Linear: every earlier write by another thread is HBv-before the latest
+    /// one (`last_write`, or `other_write` when that is this thread's own). A
+    /// read by another thread before the latest write is HBv-before that write
+    /// when another thread wrote it, and otherwise reached this thread's `P`
+    /// already at that write (its own hard edge); so a write only needs the
+    /// reads since the latest write, kept one per thread and dropped at the
+    /// write.
+    fn volatile_access(&mut self, t: ThreadId, v: u32, write: bool) {
         let v = v as usize;
         if self.volatiles.len() <= v {
-            self.volatiles.resize_with(v + 1, Vec::new);
+            self.volatiles.resize_with(v + 1, VolatileState::default);
         }
         let ts = &mut self.threads[t as usize];
-        let writers = &mut self.volatiles[v];
-        match writers.iter_mut().find(|(u, _)| *u == t) {
-            Some((_, h)) => h.0.clone_from(&ts.h.0),
-            None => writers.push((t, ts.h.clone())),
-        }
-        ts.tick = true;
-    }
-
-    /// A volatile read: hard edges from every earlier volatile write of another
-    /// thread to the same variable.
-    fn volatile_read(&mut self, t: ThreadId, v: u32) {
-        let Some(writers) = self.volatiles.get(v as usize) else {
-            return;
+        let st = &mut self.volatiles[v];
+        let other = match (&st.last_write, &st.other_write) {
+            (Some((u, h)), _) if *u != t => Some((*u, h)),
+            (_, Some((u, h))) => Some((*u, h)),
+            _ => None,
         };
-        let ts = &mut self.threads[t as usize];
-        for (u, h) in writers {
-            // A write P already knows is WCP-before this read, so its whole H is
-            // in P (and in H) already: skip the joins.
-            if *u != t && ts.p.get(*u) < h.get(*u) {
-                ts.h.join(h);
-                ts.p.join(h);
+        if let Some((u, h)) = other {
+            join_hard(ts, t, u, h);
+        }
+        if write {
+            for (u, h) in &st.reads {
+                join_hard(ts, t, *u, h);
+            }
+            st.reads.clear();
+            match &mut st.last_write {
+                Some((u, h)) if *u == t => h.0.clone_from(&ts.h.0),
+                last => st.other_write = last.replace((t, ts.h.clone())),
+            }
+        } else {
+            match st.reads.iter_mut().find(|(u, _)| *u == t) {
+                Some((_, h)) => h.0.clone_from(&ts.h.0),
+                None => st.reads.push((t, ts.h.clone())),
             }
         }
+        // Both kinds of access are now sources of edges leaving the thread.
+        ts.tick = true;
     }
 
     /// The finished report, with the paper's queue statistic.

@@ -32,6 +32,36 @@ pub fn hb_matrix(t: &Trace) -> Vec<Vec<bool>> {
     m
 }
 
+/// Whether `i < j` are conflicting volatile accesses of different threads
+/// (same variable, at least one a write): the extra edges of HBv.
+pub fn volatile_edge(t: &Trace, i: usize, j: usize) -> bool {
+    let (a, b) = (&t.events[i], &t.events[j]);
+    let vol = |op: Op| matches!(op, Op::VolatileRead | Op::VolatileWrite);
+    i < j
+        && vol(a.op)
+        && vol(b.op)
+        && a.target == b.target
+        && a.thread != b.thread
+        && (a.op == Op::VolatileWrite || b.op == Op::VolatileWrite)
+}
+
+/// Reflexive HBv matrix: [`hb_matrix`] plus an edge between every two
+/// conflicting volatile accesses of different threads ([`volatile_edge`]),
+/// transitively closed. CP and WCP compose with it.
+pub fn hbv_matrix(t: &Trace) -> Vec<Vec<bool>> {
+    let mut m = hb_matrix(t);
+    let n = t.len();
+    for i in 0..n {
+        for j in i + 1..n {
+            if volatile_edge(t, i, j) {
+                m[i][j] = true;
+            }
+        }
+    }
+    close(&mut m);
+    m
+}
+
 fn close(m: &mut [Vec<bool>]) {
     let n = m.len();
     for k in 0..n {
@@ -56,9 +86,10 @@ fn conflict(t: &Trace, i: usize, j: usize) -> bool {
         && (a.op == Op::Write || b.op == Op::Write)
 }
 
-/// CP matrix by Definition 2 (rules a, b, c), hard fork/join edges, hard
-/// volatile write -> read edges between different threads, and under a window
-/// K the conservative rule: `x <=HB y` with `y - x >= K` implies CP(x, y).
+/// CP matrix by Definition 2 (rules a, b, c) with rule (c) composing with
+/// HBv, hard fork/join edges, hard edges between conflicting volatile accesses
+/// of different threads ([`volatile_edge`]), and under a window K the
+/// conservative rule: `x <=HBv y` with `y - x >= K` implies CP(x, y).
 pub fn cp_matrix(t: &Trace, window: Option<u64>) -> Vec<Vec<bool>> {
     cp_matrix_with(t, window, &[])
 }
@@ -66,7 +97,7 @@ pub fn cp_matrix(t: &Trace, window: Option<u64>) -> Vec<Vec<bool>> {
 /// [`cp_matrix`] with extra hard CP edges (`--order-races`).
 pub fn cp_matrix_with(t: &Trace, window: Option<u64>, extra: &[(usize, usize)]) -> Vec<Vec<bool>> {
     let n = t.len();
-    let hb = hb_matrix(t);
+    let hb = hbv_matrix(t);
     let f = Facts::new(t);
     let mut cp = vec![vec![false; n]; n];
     for &(x, y) in f.fork_edges.iter().chain(&f.join_edges) {
@@ -77,12 +108,7 @@ pub fn cp_matrix_with(t: &Trace, window: Option<u64>, extra: &[(usize, usize)]) 
     }
     for i in 0..n {
         for j in i + 1..n {
-            let (a, b) = (&t.events[i], &t.events[j]);
-            if a.op == Op::VolatileWrite
-                && b.op == Op::VolatileRead
-                && a.target == b.target
-                && a.thread != b.thread
-            {
+            if volatile_edge(t, i, j) {
                 cp[i][j] = true;
             }
             if let Some(k) = window
@@ -122,7 +148,7 @@ pub fn cp_matrix_with(t: &Trace, window: Option<u64>, extra: &[(usize, usize)]) 
                 }
             }
         }
-        // Rule (c): compose with HB on both sides.
+        // Rule (c): compose with HBv on both sides.
         let mut next = cp.clone();
         for x in 0..n {
             for y in 0..n {
