@@ -84,11 +84,7 @@ impl TraceIndex {
                         link[a as usize] = i;
                     }
                 }
-                Op::Fork => {
-                    if fork_of[ev.target as usize] == NONE {
-                        fork_of[ev.target as usize] = i;
-                    }
-                }
+                Op::Fork if fork_of[ev.target as usize] == NONE => fork_of[ev.target as usize] = i,
                 _ => {}
             }
         }

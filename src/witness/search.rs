@@ -95,8 +95,8 @@ pub fn search(trace: &Trace, idx: &TraceIndex, e1: EventId, e2: EventId, budget:
         {
             return Search::Found(s.prefix);
         }
-        for t in 0..nt {
-            if s.pos[t] >= limit[t] || !started(&s.pos, t) {
+        for (t, &lim) in limit.iter().enumerate() {
+            if s.pos[t] >= lim || !started(&s.pos, t) {
                 continue;
             }
             let e = idx.per_thread[t][s.pos[t] as usize];
@@ -116,10 +116,10 @@ pub fn search(trace: &Trace, idx: &TraceIndex, e1: EventId, e2: EventId, budget:
                         continue;
                     }
                 }
-                Op::Read | Op::VolatileRead => {
-                    if n.written[ev.target as usize] != sees[e as usize] {
-                        continue;
-                    }
+                Op::Read | Op::VolatileRead
+                    if n.written[ev.target as usize] != sees[e as usize] =>
+                {
+                    continue;
                 }
                 Op::Write | Op::VolatileWrite => n.written[ev.target as usize] = e,
                 _ => {}

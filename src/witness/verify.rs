@@ -78,12 +78,8 @@ pub fn check(
                 next[t]
             ));
         }
-        if next[t] == 0 {
-            if let Some(f) = fork_of[t] {
-                if !done[f as usize] {
-                    return fail(format!("its thread starts before its fork (event {f})"));
-                }
-            }
+        if let Some(f) = fork_of[t].filter(|&f| next[t] == 0 && !done[f as usize]) {
+            return fail(format!("its thread starts before its fork (event {f})"));
         }
         match x.op {
             Op::Join => {
@@ -140,14 +136,10 @@ pub fn check(
                 next[t], pos[e as usize]
             ));
         }
-        if next[t] == 0 {
-            if let Some(f) = fork_of[t] {
-                if !done[f as usize] {
-                    return Err(format!(
-                        "event {e} is not enabled: its thread's fork (event {f}) is not listed"
-                    ));
-                }
-            }
+        if let Some(f) = fork_of[t].filter(|&f| next[t] == 0 && !done[f as usize]) {
+            return Err(format!(
+                "event {e} is not enabled: its thread's fork (event {f}) is not listed"
+            ));
         }
     }
     Ok(Verdict { sync_preserving })
