@@ -21,12 +21,7 @@ use crate::trace::{EventId, Trace};
 /// The bound rows, `(label, relation)`, each run once without a window and
 /// listed after the CP rows. The label is the row's `window` in the output.
 pub fn bounds() -> Vec<(&'static str, Relation)> {
-    vec![
-        ("hb", Relation::Hb),
-        ("shb", Relation::Shb),
-        ("syncp", Relation::Syncp),
-        ("wcp", Relation::Wcp),
-    ]
+    vec![("hb", Relation::Hb), ("wcp", Relation::Wcp)]
 }
 
 /// Which windows to sweep.
