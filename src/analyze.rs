@@ -26,6 +26,12 @@ pub enum Relation {
     /// than CP, so every CP race is a
     /// WCP race; linear-time vector clocks.
     Wcp,
+    /// Schedulable happens-before (OOPSLA 2018): HB plus reads-from edges;
+    /// every race it reports is a predictable race.
+    Shb,
+    /// Sync-preserving races (POPL 2021): exactly the races some reordering
+    /// keeping every lock's critical sections in order exhibits.
+    Syncp,
 }
 
 impl Relation {
@@ -37,6 +43,8 @@ impl Relation {
             Relation::Lockset => "lockset",
             Relation::Cp => "cp",
             Relation::Wcp => "wcp",
+            Relation::Shb => "shb",
+            Relation::Syncp => "syncp",
         }
     }
 }
@@ -100,6 +108,8 @@ pub fn engines(relation: Relation) -> &'static [&'static str] {
         Relation::Lockset => &["eraser"],
         Relation::Cp => &["datalog", "reference", "compare"],
         Relation::Wcp => &["vc", "reference"],
+        Relation::Shb => &["vc"],
+        Relation::Syncp => &["closure"],
     }
 }
 
@@ -192,6 +202,14 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
         (Relation::Wcp, "vc") => {
             return Ok(crate::wcp::analyze_path(path, format, window, opts.spill)?);
         }
+        (Relation::Shb, _) => {
+            return Ok(crate::detector::run_path(
+                crate::shb::ShbDetector::new(window),
+                path,
+                format,
+                opts.spill,
+            )?);
+        }
         _ => {}
     }
     let t = trace::load(path, opts.input_format)?;
@@ -230,6 +248,8 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
             crate::wcp::reference::analyze(t, distance)
         }
         (Relation::Wcp, _) => crate::wcp::vc::analyze(t, distance),
+        (Relation::Shb, _) => crate::detector::run_trace(crate::shb::ShbDetector::new(distance), t),
+        (Relation::Syncp, _) => crate::syncp::analyze(t, distance),
     }))
 }
 

@@ -311,6 +311,43 @@ pub enum Command {
         /// Text: print at most N reports (the SUMMARY still counts all).
         #[arg(long, value_name = "N", value_parser = parse_count)]
         max_reports: Option<u64>,
+        /// Give each race a witness: a correct reordering prefix of the trace
+        /// (event ids) after which both events are enabled, or null when none
+        /// was found. Every shb and syncp race has one; for hb, cp and wcp it
+        /// is tried and the report says which races have one. Loads the trace.
+        #[arg(long)]
+        witness: bool,
+        /// With --witness: write each race's reordered trace (the witness, then
+        /// the two racy events) in STD to DIR/race-E1-E2.std.
+        #[arg(long, value_name = "DIR", requires = "witness")]
+        witness_out: Option<PathBuf>,
+    },
+    /// Check race witnesses against a trace, independently of every engine
+    ///
+    /// FILE is the JSON output of `cprace analyze --witness --format json` (every
+    /// race with a non-null witness is checked) or one object
+    /// {"first": E1, "second": E2, "witness": [ids...]}. A witness is valid when,
+    /// replayed in the listed order, each event is the next one of its thread, a
+    /// forked thread starts after its fork, a join follows every event of the
+    /// joined thread, no acquire takes a lock another thread holds, every read
+    /// (volatile too) sees the write it saw in the trace, and afterwards E1 and
+    /// E2 (conflicting accesses of two threads) are the next events of their
+    /// threads. Prints one line per race; exit 0 when all are valid, 1 when some
+    /// is not, 2 on bad input.
+    ///
+    /// Examples:
+    ///   cprace analyze t.std --relation syncp --witness --format json > r.json
+    ///   cprace verify t.std --witness r.json
+    #[command(verbatim_doc_comment)]
+    Verify {
+        /// Trace file.
+        trace: PathBuf,
+        /// The witness file (JSON).
+        #[arg(long)]
+        witness: PathBuf,
+        /// Input format (detected when omitted).
+        #[arg(long, value_enum)]
+        input_format: Option<Format>,
     },
     /// Write a random, well-formed, reproducible trace (for tests and benchmarks)
     ///
@@ -543,6 +580,11 @@ fn trace_input(c: &mut Command) -> Option<(&mut PathBuf, Option<Format>)> {
         } => Some((trace, *input_format)),
         Command::Sweep(a) => Some((&mut a.trace, a.input_format)),
         Command::Query(a) => Some((&mut a.trace, a.input_format)),
+        Command::Verify {
+            trace,
+            input_format,
+            ..
+        } => Some((trace, *input_format)),
         Command::Gen(_) | Command::Completions { .. } | Command::Man => None,
     }
 }
@@ -621,6 +663,8 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
             order_races,
             all,
             max_reports,
+            witness,
+            witness_out,
         } => {
             let reporting = if first_race {
                 crate::cp::Reporting::FirstRace
@@ -652,7 +696,26 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
                 reporting,
                 spill: format.streams(),
             };
-            let (report, names) = analyze::analyze_path(&trace, &opts)?;
+            let (report, names) = if witness {
+                // Witnesses need the whole trace; the report is collected.
+                let opts = Options {
+                    spill: false,
+                    ..opts
+                };
+                let t = trace::load(&trace, input_format)?;
+                let mut report = analyze::analyze_trace(&t, &opts)?;
+                crate::witness::attach(&mut report, &t);
+                if let Some(dir) = witness_out {
+                    let n = crate::witness::write_dir(&report, &t, &dir)?;
+                    report.notes.push(format!(
+                        "wrote {n} reordered traces (witness, then the two racy events) to {}",
+                        dir.display()
+                    ));
+                }
+                (report, t.names)
+            } else {
+                analyze::analyze_path(&trace, &opts)?
+            };
             // Notes qualify the result in every format, so they go to stderr.
             for n in &report.notes {
                 eprintln!("cprace: note: {}", crate::report::printable(n));
@@ -667,6 +730,11 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
             }
             Ok(report.exit_code())
         }
+        Command::Verify {
+            trace,
+            witness,
+            input_format,
+        } => crate::witness::verify::run_cli(&trace, &witness, input_format, out),
     }
 }
 

@@ -23,10 +23,13 @@ pub mod progress;
 pub mod query;
 pub mod reference;
 pub mod report;
+pub mod shb;
 pub mod stats;
 pub mod sweep;
+pub mod syncp;
 pub mod trace;
 pub mod wcp;
+pub mod witness;
 
 /// A command-line usage error (exit code 2), as opposed to a failed analysis.
 #[derive(Debug)]

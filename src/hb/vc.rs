@@ -201,6 +201,21 @@ impl<C: HbClock> HbClocks<C> {
         self.threads[t as usize].get(t)
     }
 
+    /// Join `src` (a clock saved earlier) into thread `t`'s clock; used by
+    /// relations that add edges to HB (SHB's reads-from edges).
+    #[inline]
+    pub fn join_thread(&mut self, t: ThreadId, src: &C) {
+        self.threads[t as usize].join(src);
+        self.joins += 1;
+    }
+
+    /// Advance thread `t`'s own entry: the event just handled starts an edge
+    /// out of the thread (e.g. a write another thread may read from).
+    #[inline]
+    pub fn tick_thread(&mut self, t: ThreadId) {
+        self.threads[t as usize].tick(t);
+    }
+
     /// Account for event `ev` of its thread: ensures the thread's clock and
     /// applies the HB edge rules for synchronization events. Returns whether
     /// `ev` is a data access (the caller's business).

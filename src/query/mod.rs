@@ -59,6 +59,12 @@ pub fn engine<'a>(
         Relation::Lockset => Err(UsageError(
             "`cprace query` supports --relation hb, cp and wcp (lockset is a discipline check, not an order)".into(),
         )),
+        Relation::Shb | Relation::Syncp => Err(UsageError(format!(
+            "`cprace query` supports --relation hb, cp and wcp; for {} races, `cprace analyze --relation {} \
+             --witness` gives each race a reordering that exhibits it (check it with `cprace verify`)",
+            relation.name(),
+            relation.name()
+        ))),
     }
 }
 

@@ -54,6 +54,7 @@ pub(super) fn json_view<'a>(r: &'a Report, names: &'a Names) -> JsonReport<'a> {
         racy_events: r.racy_events(),
         races: JsonRaces {
             races: &r.races,
+            witnesses: r.witnesses.as_deref(),
             names,
         },
         racy_variables: r
@@ -161,12 +162,17 @@ pub(super) struct JsonReport<'a> {
 
 struct JsonRaces<'a> {
     races: &'a [Race],
+    witnesses: Option<&'a [Option<Vec<EventId>>]>,
     names: &'a Names,
 }
 
 impl serde::Serialize for JsonRaces<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.races.iter().map(|r| JsonRace::new(r, self.names)))
+        s.collect_seq(self.races.iter().enumerate().map(|(i, r)| {
+            let mut j = JsonRace::new(r, self.names);
+            j.witness = self.witnesses.map(|w| w.get(i).and_then(|x| x.as_deref()));
+            j
+        }))
     }
 }
 
@@ -194,6 +200,9 @@ struct JsonRace<'a> {
     second_thread: &'a str,
     first_op: &'static str,
     second_op: &'static str,
+    /// Only with `--witness`: the witness array, or null when none was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    witness: Option<Option<&'a [EventId]>>,
 }
 
 impl<'a> JsonRace<'a> {
@@ -209,6 +218,7 @@ impl<'a> JsonRace<'a> {
             second_thread: names.thread(r.second.thread),
             first_op: r.first.op.as_str(),
             second_op: r.second.op.as_str(),
+            witness: None,
         }
     }
 }

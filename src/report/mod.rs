@@ -111,6 +111,10 @@ pub struct Report {
     pub stats: Map<String, Value>,
     /// Remarks for the reader (e.g. soundness caveats).
     pub notes: Vec<String>,
+    /// With `--witness`: per race (same order as `races`), a correct
+    /// reordering prefix after which both events are enabled, or None when
+    /// none was found (see [`crate::witness`]).
+    pub witnesses: Option<Vec<Option<Vec<EventId>>>>,
     /// Where pushed races go instead of `races`, when spilled.
     spill: Option<spill::Spill>,
 }
@@ -129,6 +133,7 @@ impl Clone for Report {
             races: self.races.clone(),
             stats: self.stats.clone(),
             notes: self.notes.clone(),
+            witnesses: self.witnesses.clone(),
             spill: None,
         }
     }
@@ -146,6 +151,17 @@ pub struct Tally {
 }
 
 impl Report {
+    /// The witness of race `r` (a race of this collected report), when
+    /// witnesses were attached: `Some(None)` when none was found.
+    pub fn witness_of(&self, r: &Race) -> Option<Option<&[EventId]>> {
+        let ws = self.witnesses.as_ref()?;
+        let i = self
+            .races
+            .binary_search_by_key(&r.second.id, |x| x.second.id)
+            .ok()?;
+        Some(ws.get(i)?.as_deref())
+    }
+
     /// An empty report for `relation` computed by `engine`.
     pub fn new(relation: &str, engine: &str, window: Option<u64>, events: u64) -> Report {
         Report {

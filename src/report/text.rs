@@ -106,6 +106,7 @@ fn write_block(
     r: &Race,
     names: &Names,
     group: Option<&Group>,
+    witness: Option<Option<&[crate::trace::EventId]>>,
 ) -> io::Result<()> {
     writeln!(out, "{SEPARATOR}")?;
     writeln!(
@@ -116,6 +117,9 @@ fn write_block(
     )?;
     writeln!(out, "  {}", describe(&r.second, names, ""))?;
     writeln!(out, "  {}", describe(&r.first, names, "previous "))?;
+    if let Some(w) = witness {
+        writeln!(out, "  witness: {}", crate::witness::compact(w))?;
+    }
     if let Some(g) = group {
         let threads: Vec<String> = g
             .threads
@@ -153,7 +157,7 @@ pub fn write(
         report.each_race(|r| {
             if shown < max {
                 shown += 1;
-                write_block(out, r, names, None)?;
+                write_block(out, r, names, None, report.witness_of(r))?;
             }
             Ok(())
         })?;
@@ -164,7 +168,7 @@ pub fn write(
             .iter()
             .take(usize::try_from(max).unwrap_or(usize::MAX))
         {
-            write_block(out, &g.first, names, Some(g))?;
+            write_block(out, &g.first, names, Some(g), report.witness_of(&g.first))?;
         }
         let total = groups.len() as u64;
         (total.min(max), total, "report")

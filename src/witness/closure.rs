@@ -1,0 +1,284 @@
+//! Sync-preserving closures (Mathur, Pavlogiannis & Viswanathan, POPL 2021,
+//! Section 3): the smallest set of events that contains given thread prefixes
+//! and is closed under
+//!
+//! - thread order (a set is a prefix of every thread),
+//! - reads-from: a read (`r` or `vr`) brings the last write to its variable
+//!   before it in the trace (`w` or `vw`),
+//! - fork / join: a thread's first event brings the fork of the thread; a join
+//!   brings every event of the joined thread,
+//! - locks: when two acquires of a lock are in the set, the release of the
+//!   trace-earlier one is too (a section never released: the closure fails).
+//!
+//! Such a set, laid out in trace order, is a correct reordering prefix of the
+//! trace in which every lock's critical sections keep their order (the paper's
+//! Lemma on sync-preserving ideals): per thread a prefix, fork before the
+//! child, reads see the same write (any write between a read and its write in
+//! the trace would be between them in the layout too, so it is not in the
+//! set), and a critical section is closed before the next acquire of its lock.
+//! (e1, e2) is a sync-preserving race exactly when neither event is in the
+//! closure of their thread predecessors (the paper's characterization), and
+//! then that closure is the witness.
+//!
+//! A [`Closure`] keeps the set as one prefix length per thread plus, per lock,
+//! the trace-latest acquire in the set; every other acquire in the set has its
+//! release in it. Extensions are incremental (a set only grows), and can be
+//! undone through a journal, so engines extend a long-lived closure
+//! temporarily and roll back.
+
+use crate::trace::{EventId, Op, Trace};
+
+const NONE: u32 = u32::MAX;
+
+/// Per-event facts the closure needs, computed once per trace.
+#[derive(Clone, Debug)]
+pub struct TraceIndex {
+    /// Each thread's events in trace order.
+    pub per_thread: Vec<Vec<EventId>>,
+    /// Position of each event in its thread.
+    pub pos: Vec<u32>,
+    /// Thread of each event.
+    pub thread: Vec<u32>,
+    /// What each event brings in besides thread order: for a read, the write it
+    /// reads from; for an acquire, its release; NONE otherwise.
+    link: Vec<u32>,
+    /// Op of each event.
+    op: Vec<Op>,
+    /// Target of each event (lock or joined thread).
+    target: Vec<u32>,
+    /// The fork of each thread (NONE when not forked).
+    fork_of: Vec<u32>,
+}
+
+impl TraceIndex {
+    /// Index `trace`.
+    pub fn new(trace: &Trace) -> TraceIndex {
+        let n = trace.len();
+        let nthreads = trace.num_threads();
+        let mut per_thread: Vec<Vec<EventId>> = vec![Vec::new(); nthreads];
+        let mut pos = Vec::with_capacity(n);
+        let mut thread = Vec::with_capacity(n);
+        let mut link = vec![NONE; n];
+        let mut op = Vec::with_capacity(n);
+        let mut target = Vec::with_capacity(n);
+        let mut fork_of = vec![NONE; nthreads];
+        let mut last_write: Vec<u32> = vec![NONE; trace.num_vars()];
+        // Per thread, the open acquires by lock (innermost last).
+        let mut open: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nthreads];
+        for (i, ev) in trace.events.iter().enumerate() {
+            let i = i as u32;
+            let t = ev.thread as usize;
+            pos.push(per_thread[t].len() as u32);
+            per_thread[t].push(i);
+            thread.push(ev.thread);
+            op.push(ev.op);
+            target.push(ev.target);
+            match ev.op {
+                Op::Read | Op::VolatileRead => link[i as usize] = last_write[ev.target as usize],
+                Op::Write | Op::VolatileWrite => last_write[ev.target as usize] = i,
+                Op::Acquire => open[t].push((ev.target, i)),
+                Op::Release => {
+                    // Releases out of nesting order release their own lock.
+                    if let Some(k) = open[t].iter().rposition(|&(l, _)| l == ev.target) {
+                        let (_, a) = open[t].remove(k);
+                        link[a as usize] = i;
+                    }
+                }
+                Op::Fork if fork_of[ev.target as usize] == NONE => fork_of[ev.target as usize] = i,
+                _ => {}
+            }
+        }
+        TraceIndex {
+            per_thread,
+            pos,
+            thread,
+            link,
+            op,
+            target,
+            fork_of,
+        }
+    }
+
+    /// Number of threads.
+    pub fn num_threads(&self) -> usize {
+        self.per_thread.len()
+    }
+
+    /// The write read `e` reads from in the trace (None for a non-read or a
+    /// read of the initial value).
+    pub fn reads_from(&self, e: EventId) -> Option<EventId> {
+        matches!(self.op[e as usize], Op::Read | Op::VolatileRead)
+            .then_some(self.link[e as usize])
+            .filter(|&w| w != NONE)
+    }
+}
+
+/// The closure could not be formed: it would hold a lock's critical section
+/// that is never released together with a later acquire of that lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unclosable;
+
+/// A sync-preserving closed set of events, grown incrementally.
+#[derive(Clone, Debug)]
+pub struct Closure {
+    /// Per thread, how many of its first events are in the set.
+    len: Vec<u32>,
+    /// Per lock, the trace-latest acquire in the set (NONE: none).
+    latest: Vec<u32>,
+    /// Undo log of `(is_lock, index, old value)`, when journaling.
+    journal: Vec<(bool, u32, u32)>,
+    journaling: bool,
+    stack: Vec<(u32, u32)>,
+}
+
+impl Closure {
+    /// The empty set for a trace with `threads` threads and `locks` locks.
+    pub fn new(threads: usize, locks: usize) -> Closure {
+        Closure {
+            len: vec![0; threads],
+            latest: vec![NONE; locks],
+            journal: Vec::new(),
+            journaling: false,
+            stack: Vec::new(),
+        }
+    }
+
+    /// How many of thread `t`'s first events are in the set.
+    #[inline]
+    pub fn len(&self, t: u32) -> u32 {
+        self.len[t as usize]
+    }
+
+    /// Whether event `e` is in the set.
+    #[inline]
+    pub fn contains(&self, idx: &TraceIndex, e: EventId) -> bool {
+        idx.pos[e as usize] < self.len[idx.thread[e as usize] as usize]
+    }
+
+    /// Start recording changes so [`Closure::rollback`] can undo them.
+    pub fn begin(&mut self) {
+        debug_assert!(self.journal.is_empty());
+        self.journaling = true;
+    }
+
+    /// Undo every change since [`Closure::begin`] and stop recording.
+    pub fn rollback(&mut self) {
+        while let Some((is_lock, i, old)) = self.journal.pop() {
+            if is_lock {
+                self.latest[i as usize] = old;
+            } else {
+                self.len[i as usize] = old;
+            }
+        }
+        self.journaling = false;
+        self.stack.clear();
+    }
+
+    #[inline]
+    fn set_latest(&mut self, l: u32, e: u32) {
+        if self.journaling {
+            self.journal.push((true, l, self.latest[l as usize]));
+        }
+        self.latest[l as usize] = e;
+    }
+
+    /// Add the first `n` events of thread `t` and close the set.
+    pub fn extend(&mut self, idx: &TraceIndex, t: u32, n: u32) -> Result<(), Unclosable> {
+        self.stack.push((t, n));
+        while let Some((t, n)) = self.stack.pop() {
+            let ti = t as usize;
+            let start = self.len[ti];
+            if start >= n {
+                continue;
+            }
+            if self.journaling {
+                self.journal.push((false, t, start));
+            }
+            self.len[ti] = n;
+            if start == 0 {
+                let f = idx.fork_of[ti];
+                if f != NONE {
+                    self.stack
+                        .push((idx.thread[f as usize], idx.pos[f as usize] + 1));
+                }
+            }
+            for &e in &idx.per_thread[ti][start as usize..n as usize] {
+                let ei = e as usize;
+                match idx.op[ei] {
+                    Op::Read | Op::VolatileRead => {
+                        let w = idx.link[ei];
+                        if w != NONE {
+                            self.stack
+                                .push((idx.thread[w as usize], idx.pos[w as usize] + 1));
+                        }
+                    }
+                    Op::Join => {
+                        let c = idx.target[ei];
+                        let all = idx.per_thread[c as usize].len() as u32;
+                        self.stack.push((c, all));
+                    }
+                    Op::Acquire => {
+                        let l = idx.target[ei];
+                        let cur = self.latest[l as usize];
+                        // Of two acquires in the set, the earlier one's
+                        // release must be in it too.
+                        let earlier = if cur == NONE {
+                            self.set_latest(l, e);
+                            continue;
+                        } else if cur < e {
+                            self.set_latest(l, e);
+                            cur
+                        } else {
+                            e
+                        };
+                        let r = idx.link[earlier as usize];
+                        if r == NONE {
+                            self.stack.clear();
+                            return Err(Unclosable);
+                        }
+                        self.stack
+                            .push((idx.thread[r as usize], idx.pos[r as usize] + 1));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Add the events that must precede `e` for it to be enabled (its thread
+    /// predecessors, and its thread's fork when `e` is the thread's first
+    /// event) and close the set.
+    pub fn extend_pred(&mut self, idx: &TraceIndex, e: EventId) -> Result<(), Unclosable> {
+        let (t, p) = (idx.thread[e as usize], idx.pos[e as usize]);
+        if p == 0 {
+            let f = idx.fork_of[t as usize];
+            if f != NONE {
+                self.extend(idx, idx.thread[f as usize], idx.pos[f as usize] + 1)?;
+            }
+        }
+        self.extend(idx, t, p)
+    }
+
+    /// The events of the set in trace order.
+    pub fn events(&self, idx: &TraceIndex) -> Vec<EventId> {
+        let mut v: Vec<EventId> = self
+            .len
+            .iter()
+            .enumerate()
+            .flat_map(|(t, &n)| idx.per_thread[t][..n as usize].iter().copied())
+            .collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// The sync-preserving closure of the thread predecessors of `e1` and `e2`,
+/// in trace order, when it holds neither event: a correct reordering prefix
+/// after which both are enabled. None otherwise.
+pub fn witness(idx: &TraceIndex, locks: usize, e1: EventId, e2: EventId) -> Option<Vec<EventId>> {
+    let mut c = Closure::new(idx.num_threads(), locks);
+    c.extend_pred(idx, e1).ok()?;
+    c.extend_pred(idx, e2).ok()?;
+    (!c.contains(idx, e1) && !c.contains(idx, e2)).then(|| c.events(idx))
+}

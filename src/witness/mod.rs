@@ -1,0 +1,155 @@
+//! Witness reorderings for reported races (`analyze --witness`) and their
+//! independent check (`cprace verify`).
+//!
+//! For a race (e1, e2) the witness is the sync-preserving closure of the two
+//! events' thread predecessors ([`closure`]), in trace order, when it holds
+//! neither event: a correct reordering prefix after which both are enabled.
+//! For `shb` and `syncp` every race has one (their soundness theorems; the
+//! tests check it); for `hb`, `cp` and `wcp` races it is tried and may be
+//! missing. [`verify`] checks a witness against the trace alone.
+
+pub mod closure;
+pub mod search;
+pub mod verify;
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::report::Report;
+use crate::trace::{EventId, Trace};
+
+pub use closure::{Closure, TraceIndex};
+
+/// Fill `report.witnesses` (one per race) and add notes saying what was found.
+///
+/// Each race first gets the sync-preserving closure of its two events; when
+/// that holds one of them and the trace is small, a bounded search for a
+/// reordering that swaps critical sections ([`search`]) follows.
+pub fn attach(report: &mut Report, trace: &Trace) {
+    let idx = TraceIndex::new(trace);
+    let mut searched = (0usize, 0usize); // found by search, proven absent
+    let mut first_missing: Option<(usize, search::Search)> = None;
+    let mut ws: Vec<Option<Vec<EventId>>> = Vec::with_capacity(report.races.len());
+    for (i, r) in report.races.iter().enumerate() {
+        let (e1, e2) = (r.first.id, r.second.id);
+        let mut w = closure::witness(&idx, trace.num_locks(), e1, e2);
+        if w.is_none() {
+            let s = if search::applicable(trace, e2) {
+                search::search(trace, &idx, e1, e2, search::BUDGET)
+            } else {
+                search::Search::Budget
+            };
+            match &s {
+                search::Search::Found(p) => {
+                    searched.0 += 1;
+                    w = Some(p.clone());
+                }
+                search::Search::None => searched.1 += 1,
+                search::Search::Budget => {}
+            }
+            if w.is_none() && first_missing.is_none() {
+                first_missing = Some((i, s));
+            }
+        }
+        ws.push(w);
+    }
+    let missing = ws.iter().filter(|w| w.is_none()).count();
+    let total = ws.len();
+    if total > 0 {
+        report.notes.push(format!(
+            "witnesses: {} of {total} races have a witness reordering ({} of them reorder critical sections); \
+             check them with `cprace verify`",
+            total - missing,
+            searched.0
+        ));
+    }
+    if let Some((i, s)) = first_missing {
+        let r = &report.races[i];
+        let rel = report.relation.as_str();
+        let why = match (&s, rel, i) {
+            (search::Search::None, "hb" | "cp" | "wcp", 0) => format!(
+                "; no correct reordering exhibits it, and it is the first race, so by the {} soundness theorem \
+                 the trace has a predictable deadlock",
+                rel.to_uppercase()
+            ),
+            (search::Search::None, _, _) => {
+                "; no correct reordering exhibits it (a race after the first may be a consequence of an earlier one)"
+                    .to_string()
+            }
+            _ => "; the search for one that reorders critical sections was not run to the end (trace too large)"
+                .to_string(),
+        };
+        report.notes.push(format!(
+            "the first race without a witness is ({}, {}){why}",
+            r.first.id, r.second.id
+        ));
+    }
+    report.witnesses = Some(ws);
+}
+
+/// A witness printed compactly: runs of consecutive ids as `a-b`.
+pub fn compact(w: Option<&[EventId]>) -> String {
+    let Some(w) = w else {
+        return "none found".into();
+    };
+    if w.is_empty() {
+        return "[] (both events are enabled at the start)".into();
+    }
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < w.len() {
+        let mut j = i;
+        while j + 1 < w.len() && w[j + 1] == w[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            w[i].to_string()
+        } else {
+            format!("{}-{}", w[i], w[j])
+        });
+        i = j + 1;
+    }
+    let n = w.len();
+    format!(
+        "[{}] ({n} event{})",
+        parts.join(" "),
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// `--witness-out DIR`: one STD file per race with a witness,
+/// `race-E1-E2.std`, holding the witness events then e1 and e2.
+pub fn write_dir(report: &Report, trace: &Trace, dir: &Path) -> Result<usize> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let Some(ws) = &report.witnesses else {
+        return Ok(0);
+    };
+    let mut written = 0;
+    for (r, w) in report.races.iter().zip(ws) {
+        let Some(w) = w else { continue };
+        let mut t = Trace {
+            events: Vec::with_capacity(w.len() + 2),
+            names: trace.names.clone(),
+            stats: Default::default(),
+        };
+        t.events.extend(
+            w.iter()
+                .chain([&r.first.id, &r.second.id])
+                .map(|&e| trace.events[e as usize]),
+        );
+        let path = dir.join(format!("race-{}-{}.std", r.first.id, r.second.id));
+        let mut buf = Vec::new();
+        crate::trace::std_format::write(&t, &mut buf)?;
+        // Write to a temporary file and rename, so an existing file is only
+        // replaced by a complete one.
+        let tmp = dir.join(format!(".race-{}-{}.std.tmp", r.first.id, r.second.id));
+        std::fs::File::create(&tmp)
+            .and_then(|mut f| f.write_all(&buf))
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written += 1;
+    }
+    Ok(written)
+}
