@@ -17,6 +17,7 @@ pub mod history;
 pub mod plot;
 pub mod po;
 pub mod query;
+pub mod record;
 pub mod reference;
 pub mod report;
 pub mod stats;
