@@ -16,15 +16,24 @@ use anyhow::{Context, Result, bail};
 pub const RUNTIME: &str = "libcprace_rt.so";
 
 /// The directory holding the runtime: `$CPRACE_RT_DIR`, else the directory of
-/// the running `cprace` executable.
+/// the running `cprace` executable or its `deps` (where cargo builds it as a
+/// dependency of cprace).
 pub fn runtime_dir() -> Result<PathBuf> {
     let dir = match std::env::var_os("CPRACE_RT_DIR") {
         Some(d) => PathBuf::from(d),
-        None => std::env::current_exe()
-            .context("cannot locate the cprace executable")?
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
+        None => {
+            let exe_dir = std::env::current_exe()
+                .context("cannot locate the cprace executable")?
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+            let deps = exe_dir.join("deps");
+            if !exe_dir.join(RUNTIME).is_file() && deps.join(RUNTIME).is_file() {
+                deps
+            } else {
+                exe_dir
+            }
+        }
     };
     if !dir.join(RUNTIME).is_file() {
         bail!(
