@@ -26,8 +26,8 @@ fn line_of(name: &str, marker: &str) -> String {
 }
 
 fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    out
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
 }
 
 /// Builds `name`.c with `cprace cc gcc` in `dir`; returns the program.

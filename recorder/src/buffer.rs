@@ -60,6 +60,15 @@ pub fn init() {
     if DIR.set(PathBuf::from(dir)).is_err() {
         return;
     }
+    // Programs this one starts record nothing (they would share the files);
+    // a forked child stops recording.
+    // SAFETY: __tsan_init runs in a module constructor, before other threads.
+    unsafe { std::env::remove_var("CPRACE_RECORD_DIR") };
+    extern "C" fn in_child() {
+        ENABLED.store(false, Relaxed);
+    }
+    // SAFETY: registering a plain function.
+    unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
     begin_thread(0);
     ENABLED.store(true, Relaxed);
     extern "C" fn at_exit() {

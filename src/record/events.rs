@@ -7,10 +7,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 pub const READ: u8 = 0;
 pub const WRITE: u8 = 1;
@@ -40,29 +40,27 @@ pub struct Event {
     pub pc: u64,
 }
 
+/// One thread's file, read in large blocks.
 struct Stream {
     tid: u32,
     path: PathBuf,
-    reader: BufReader<File>,
+    file: File,
+    buf: Vec<u8>,
+    pos: usize,
 }
 
 impl Stream {
     fn next(&mut self) -> Result<Option<Event>> {
-        let mut b = [0u8; 24];
-        let mut got = 0;
-        while got < 24 {
-            let n = self
-                .reader
-                .read(&mut b[got..])
-                .with_context(|| format!("cannot read {}", self.path.display()))?;
-            if n == 0 {
-                if got == 0 {
-                    return Ok(None);
-                }
-                bail!("{}: truncated event at the end", self.path.display());
+        if self.buf.len() - self.pos < 24 {
+            self.refill()?;
+            if self.buf.len() - self.pos < 24 {
+                // A partial event at the end: the thread was still writing
+                // when the program exited. Its complete events stand.
+                return Ok(None);
             }
-            got += n;
         }
+        let b = &self.buf[self.pos..self.pos + 24];
+        self.pos += 24;
         let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         let (w0, w2) = (w(0), w(2));
         Ok(Some(Event {
@@ -73,6 +71,27 @@ impl Stream {
             addr: w(1),
             pc: w2 & 0x00ff_ffff_ffff_ffff,
         }))
+    }
+
+    /// Keeps the unread tail and reads up to 1 MiB more.
+    fn refill(&mut self) -> Result<()> {
+        self.buf.drain(..self.pos);
+        self.pos = 0;
+        let have = self.buf.len();
+        self.buf.resize(have + (1 << 20), 0);
+        let mut got = have;
+        while got < self.buf.len() {
+            let n = self
+                .file
+                .read(&mut self.buf[got..])
+                .with_context(|| format!("cannot read {}", self.path.display()))?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        self.buf.truncate(got);
+        Ok(())
     }
 }
 
@@ -93,7 +112,9 @@ pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<()> 
         streams.push(Stream {
             tid,
             path,
-            reader: BufReader::with_capacity(1 << 16, file),
+            file,
+            buf: Vec::new(),
+            pos: 0,
         });
     }
     let mut heads: Vec<Option<Event>> = Vec::with_capacity(streams.len());

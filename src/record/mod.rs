@@ -36,8 +36,17 @@ pub struct RecordArgs {
     /// (exit status then that of `cprace analyze`).
     #[arg(long, value_enum)]
     pub analyze: Option<Relation>,
+    /// Convert the event files a run left in this directory (made by running
+    /// a `cprace cc` program with CPRACE_RECORD_DIR=DIR) instead of running a
+    /// program: measures the trace writing alone.
+    #[arg(long, value_name = "DIR", conflicts_with = "program")]
+    pub from_events: Option<PathBuf>,
     /// The program and its arguments (after `--`).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(
+        required_unless_present = "from_events",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     pub program: Vec<OsString>,
 }
 
@@ -57,6 +66,18 @@ pub fn run_cc(args: &CcArgs) -> Result<i32> {
 /// `cprace record -o TRACE [--analyze REL] -- PROGRAM [ARGS]`: returns the
 /// program's exit status (or the analysis's with `--analyze`).
 pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
+    if let Some(dir) = &args.from_events {
+        let listing = std::fs::read_to_string(dir.join("modules"))
+            .with_context(|| format!("{} holds no recording", dir.display()))?;
+        let c = write_trace(dir, &listing, &args.output)?;
+        eprintln!(
+            "cprace record: {} events ({} threads) written to {}",
+            c.events,
+            c.threads,
+            args.output.display()
+        );
+        return Ok(0);
+    }
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let (prog, prog_args) = args.program.split_first().expect("clap requires a program");
     let st = std::process::Command::new(prog)

@@ -74,14 +74,18 @@ impl Symbolizer {
         (addr < s.end).then_some(s)
     }
 
-    /// `file:line` of the instruction before return address `pc` (the call
-    /// into the runtime); `object+0xoffset` without debug info; empty for 0.
-    pub fn location(&mut self, pc: u64) -> &str {
-        if !self.locations.contains_key(&pc) {
-            let loc = self.compute_location(pc);
-            self.locations.insert(pc, loc);
+    /// Appends to `out` the `file:line` of the instruction before return
+    /// address `pc` (the call into the runtime); `function+0xoff` or
+    /// `object+0xoff` without debug info; nothing for 0.
+    pub fn location(&mut self, pc: u64, out: &mut Vec<u8>) {
+        match self.locations.get(&pc) {
+            Some(l) => out.extend_from_slice(l.as_bytes()),
+            None => {
+                let l = self.compute_location(pc);
+                out.extend_from_slice(l.as_bytes());
+                self.locations.insert(pc, l);
+            }
         }
-        &self.locations[&pc]
     }
 
     fn compute_location(&self, pc: u64) -> String {

@@ -78,21 +78,18 @@ impl StdWriter {
             .or_insert_with(|| sym.global(addr).unwrap_or_else(|| format!("{addr:#x}")))
     }
 
-    /// Name of the variable at `addr`: its global, else its address, with
+    /// Name of a new variable at `addr`: its global, else its address, with
     /// `~N` once its bytes were freed N times (a reused block is a new object).
-    fn variable(&mut self, addr: u64) -> &str {
-        if !self.vars.contains_key(&addr) {
-            let mut name = self
-                .sym
-                .global(addr)
-                .unwrap_or_else(|| format!("{addr:#x}"));
-            if let Some(g) = self.generation.get(&addr) {
-                name.push_str(&format!("~{g}"));
-            }
-            self.seen.insert(addr);
-            self.vars.insert(addr, name);
+    fn new_variable(&mut self, addr: u64) -> String {
+        let mut name = self
+            .sym
+            .global(addr)
+            .unwrap_or_else(|| format!("{addr:#x}"));
+        if let Some(g) = self.generation.get(&addr) {
+            name.push_str(&format!("~{g}"));
         }
-        &self.vars[&addr]
+        self.seen.insert(addr);
+        name
     }
 
     fn free(&mut self, addr: u64, size: u64) {
@@ -108,29 +105,15 @@ impl StdWriter {
 
     /// Writes `e` (nothing for FREE notes and unknown kinds).
     pub fn event(&mut self, e: &Event, out: &mut impl Write) -> Result<()> {
-        let (op, target): (&str, String) = match e.kind {
-            events::READ | events::WRITE | events::VREAD | events::VWRITE => {
-                let op = ["r", "w", "vr", "vw"][e.kind as usize];
-                (op, self.variable(e.addr).to_string())
-            }
-            events::ACQUIRE => ("acq", self.object(e.addr).to_string()),
-            events::RELEASE => ("rel", self.object(e.addr).to_string()),
-            events::FORK => ("fork", format!("T{}", e.addr)),
-            events::JOIN => ("join", format!("T{}", e.addr)),
-            events::SYNC_VREAD | events::SYNC_VWRITE => {
-                let base = self.object(e.addr).to_string();
-                let name = match e.arg {
-                    0 => base,
-                    1 => format!("{base}.w"),
-                    t => format!("{base}.r.T{}", t - 2),
-                };
-                let op = if e.kind == events::SYNC_VREAD {
-                    "vr"
-                } else {
-                    "vw"
-                };
-                (op, name)
-            }
+        let op: &[u8] = match e.kind {
+            events::READ => b"|r(",
+            events::WRITE => b"|w(",
+            events::VREAD | events::SYNC_VREAD => b"|vr(",
+            events::VWRITE | events::SYNC_VWRITE => b"|vw(",
+            events::ACQUIRE => b"|acq(",
+            events::RELEASE => b"|rel(",
+            events::FORK => b"|fork(",
+            events::JOIN => b"|join(",
             events::FREE => {
                 self.free(e.addr, e.pc);
                 return Ok(());
@@ -147,15 +130,104 @@ impl StdWriter {
         let mut line = std::mem::take(&mut self.line);
         line.clear();
         line.extend_from_slice(self.thread(e.tid).as_bytes());
-        line.push(b'|');
-        line.extend_from_slice(op.as_bytes());
-        line.push(b'(');
-        line.extend_from_slice(target.as_bytes());
+        line.extend_from_slice(op);
+        match e.kind {
+            events::READ | events::WRITE | events::VREAD | events::VWRITE => {
+                match self.vars.get(&e.addr) {
+                    Some(n) => line.extend_from_slice(n.as_bytes()),
+                    None => {
+                        let n = self.new_variable(e.addr);
+                        line.extend_from_slice(n.as_bytes());
+                        self.vars.insert(e.addr, n);
+                    }
+                }
+            }
+            events::ACQUIRE | events::RELEASE => {
+                line.extend_from_slice(self.object(e.addr).as_bytes())
+            }
+            events::FORK | events::JOIN => {
+                write!(line, "T{}", e.addr)?;
+            }
+            _ => {
+                line.extend_from_slice(self.object(e.addr).as_bytes());
+                match e.arg {
+                    0 => {}
+                    1 => line.extend_from_slice(b".w"),
+                    t => write!(line, ".r.T{}", t - 2)?,
+                }
+            }
+        }
         line.extend_from_slice(b")|");
-        line.extend_from_slice(self.sym.location(e.pc).as_bytes());
+        self.sym.location(e.pc, &mut line);
         line.push(b'\n');
         out.write_all(&line)?;
         self.line = line;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(tid: u32, kind: u8, addr: u64, pc: u64) -> Event {
+        Event {
+            seq: 0,
+            tid,
+            kind,
+            arg: 0,
+            addr,
+            pc,
+        }
+    }
+
+    fn lines(events: &[Event]) -> Vec<String> {
+        let mut w = StdWriter::new(Symbolizer::from_listing(""));
+        let mut out = Vec::new();
+        for e in events {
+            w.event(e, &mut out).unwrap();
+        }
+        String::from_utf8(out).unwrap().lines().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_freed_and_reused_block_holds_new_variables() {
+        let got = lines(&[
+            ev(1, events::WRITE, 0x1000, 0),
+            ev(1, events::WRITE, 0x1008, 0),
+            ev(1, events::WRITE, 0x2000, 0),
+            ev(1, events::FREE, 0x1000, 16),
+            ev(2, events::WRITE, 0x1000, 0),
+            ev(2, events::READ, 0x1008, 0),
+            ev(2, events::READ, 0x2000, 0),
+            ev(2, events::FREE, 0x1000, 16),
+            ev(3, events::READ, 0x1000, 0),
+        ]);
+        assert_eq!(
+            got,
+            [
+                "T1|w(0x1000)|",
+                "T1|w(0x1008)|",
+                "T1|w(0x2000)|",
+                "T2|w(0x1000~1)|",
+                "T2|r(0x1008~1)|",
+                "T2|r(0x2000)|",
+                "T3|r(0x1000~2)|",
+            ]
+        );
+    }
+
+    #[test]
+    fn sync_objects_name_their_volatile_variables() {
+        let mut e = ev(1, events::SYNC_VWRITE, 0x40, 0);
+        let mut r = ev(2, events::SYNC_VREAD, 0x40, 0);
+        let mut got = lines(&[e, r]);
+        e.arg = 1;
+        r.arg = 3;
+        got.extend(lines(&[e, r]));
+        assert_eq!(
+            got,
+            ["T1|vw(0x40)|", "T2|vr(0x40)|", "T1|vw(0x40.w)|", "T2|vr(0x40.r.T1)|"]
+        );
     }
 }
