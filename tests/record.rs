@@ -63,10 +63,12 @@ fn record(dir: &Path, prog: &Path) -> (PathBuf, Output) {
 
 /// (variable, first_loc, second_loc) of every race `relation` reports.
 fn races(trace: &Path, relation: &str) -> Vec<(String, String, String)> {
-    let out = run(Command::new(CPRACE)
-        .arg("analyze")
-        .arg(trace)
-        .args(["--relation", relation, "--format", "json"]));
+    let out = run(Command::new(CPRACE).arg("analyze").arg(trace).args([
+        "--relation",
+        relation,
+        "--format",
+        "json",
+    ]));
     assert!(
         out.status.code() == Some(0) || out.status.code() == Some(1),
         "analyze --relation {relation} failed: {}",
@@ -102,7 +104,11 @@ fn recorded(name: &str) -> (tempfile::TempDir, PathBuf) {
 #[test]
 fn polarcoord_cp_predicts_the_race_hb_misses() {
     let (_dir, trace) = recorded("polarcoord");
-    assert_eq!(races(&trace, "hb"), vec![], "HB orders the increments in this run");
+    assert_eq!(
+        races(&trace, "hb"),
+        vec![],
+        "HB orders the increments in this run"
+    );
     let expected = vec![(
         "count".to_string(),
         line_of("polarcoord", "INCREMENT-1"),
@@ -156,7 +162,10 @@ fn polarcoord_tsan_reports_nothing() {
 fn unsynchronized_counter_is_reported_by_hb_at_its_line() {
     let (_dir, trace) = recorded("counter");
     let at = line_of("counter", "RACE");
-    assert_eq!(races(&trace, "hb"), vec![("counter".into(), at.clone(), at)]);
+    assert_eq!(
+        races(&trace, "hb"),
+        vec![("counter".into(), at.clone(), at)]
+    );
 }
 
 fn race_free(name: &str) {
@@ -225,7 +234,10 @@ fn record_analyze_chains_into_a_report() {
     assert_eq!(out.status.code(), Some(1), "races found");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("data race on `count`"), "{stdout}");
-    assert!(stdout.contains(&line_of("polarcoord", "INCREMENT-2")), "{stdout}");
+    assert!(
+        stdout.contains(&line_of("polarcoord", "INCREMENT-2")),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -252,14 +264,22 @@ fn cc_compiles_objects_and_links_them_in_separate_steps() {
         .arg(source("counter"))
         .arg("-o")
         .arg(&obj));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = run(Command::new(CPRACE)
         .args(["cc", "gcc"])
         .arg(&obj)
         .arg("-o")
         .arg(&prog)
         .arg("-pthread"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (trace, out) = record(dir.path(), &prog);
     assert!(out.status.success());
     assert_eq!(races(&trace, "hb").len(), 1);

@@ -117,19 +117,31 @@ impl Symbolizer {
 
     /// The global variable holding `addr` (`name` or `name+offset`), if any.
     pub fn global(&self, addr: u64) -> Option<String> {
-        let seg = self.segment(addr)?;
+        let mut out = Vec::new();
+        self.global_into(addr, &mut out)
+            .then(|| String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// Appends the global variable holding `addr` to `out`; false if none.
+    pub fn global_into(&self, addr: u64, out: &mut Vec<u8>) -> bool {
+        let Some(seg) = self.segment(addr) else {
+            return false;
+        };
         let obj = &self.objects[seg.object];
         let rel = addr - seg.base;
         let i = obj.data.partition_point(|d| d.0 <= rel);
-        let (start, size, name) = obj.data.get(i.checked_sub(1)?)?;
+        let Some((start, size, name)) = i.checked_sub(1).and_then(|i| obj.data.get(i)) else {
+            return false;
+        };
         let off = rel - start;
-        (off < *size).then(|| {
-            if off == 0 {
-                name.clone()
-            } else {
-                format!("{name}+{off}")
-            }
-        })
+        if off >= *size {
+            return false;
+        }
+        out.extend_from_slice(name.as_bytes());
+        if off != 0 {
+            out.extend_from_slice(format!("+{off}").as_bytes());
+        }
+        true
     }
 }
 

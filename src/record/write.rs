@@ -1,6 +1,6 @@
 //! Recorded events to STD lines: thread, lock and variable names, locations.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::Result;
@@ -31,12 +31,11 @@ pub struct Counts {
 /// Names the run's objects and writes its events as STD.
 pub struct StdWriter {
     sym: Symbolizer,
-    /// Current variable name of each accessed address.
-    vars: FxHashMap<u64, String>,
-    /// Accessed addresses, for renaming a freed block's bytes.
-    seen: BTreeSet<u64>,
-    /// How many times each address was freed after being accessed.
-    generation: FxHashMap<u64, u32>,
+    /// Freed heap ranges: start -> (end, number of the free), disjoint; a
+    /// later free replaces the parts of earlier ones it covers. A variable
+    /// is its address plus the number of the last free covering it, so a
+    /// reused block never shares variables with the object freed before.
+    freed: BTreeMap<u64, (u64, u64)>,
     objects: FxHashMap<u64, String>,
     threads: Vec<Option<String>>,
     line: Vec<u8>,
@@ -49,9 +48,7 @@ impl StdWriter {
     pub fn new(sym: Symbolizer) -> StdWriter {
         StdWriter {
             sym,
-            vars: FxHashMap::default(),
-            seen: BTreeSet::new(),
-            generation: FxHashMap::default(),
+            freed: BTreeMap::new(),
             objects: FxHashMap::default(),
             threads: Vec::new(),
             line: Vec::with_capacity(256),
@@ -78,29 +75,44 @@ impl StdWriter {
             .or_insert_with(|| sym.global(addr).unwrap_or_else(|| format!("{addr:#x}")))
     }
 
-    /// Name of a new variable at `addr`: its global, else its address, with
-    /// `~N` once its bytes were freed N times (a reused block is a new object).
-    fn new_variable(&mut self, addr: u64) -> String {
-        let mut name = self
-            .sym
-            .global(addr)
-            .unwrap_or_else(|| format!("{addr:#x}"));
-        if let Some(g) = self.generation.get(&addr) {
-            name.push_str(&format!("~{g}"));
+    /// Appends the name of the variable at `addr`: its global, else its
+    /// address, then `~N` when free number N last covered it.
+    fn variable(&self, addr: u64, line: &mut Vec<u8>) -> Result<()> {
+        if !self.sym.global_into(addr, line) {
+            write!(line, "{addr:#x}")?;
         }
-        self.seen.insert(addr);
-        name
+        if let Some((_, &(end, n))) = self.freed.range(..=addr).next_back()
+            && addr < end
+        {
+            write!(line, "~{n}")?;
+        }
+        Ok(())
     }
 
     fn free(&mut self, addr: u64, size: u64) {
         self.counts.frees += 1;
+        let n = self.counts.frees;
         let end = addr.saturating_add(size);
-        let gone: Vec<u64> = self.seen.range(addr..end).copied().collect();
-        for a in gone {
-            self.seen.remove(&a);
-            self.vars.remove(&a);
-            *self.generation.entry(a).or_insert(0) += 1;
+        if end == addr {
+            return;
         }
+        if let Some((&s, &(e, k))) = self.freed.range(..addr).next_back()
+            && e > addr
+        {
+            self.freed.insert(s, (addr, k));
+            if e > end {
+                self.freed.insert(end, (e, k));
+            }
+        }
+        let inside: Vec<u64> = self.freed.range(addr..end).map(|(&s, _)| s).collect();
+        for s in inside {
+            if let Some((e, k)) = self.freed.remove(&s)
+                && e > end
+            {
+                self.freed.insert(end, (e, k));
+            }
+        }
+        self.freed.insert(addr, (end, n));
     }
 
     /// Writes `e` (nothing for FREE notes and unknown kinds).
@@ -133,14 +145,7 @@ impl StdWriter {
         line.extend_from_slice(op);
         match e.kind {
             events::READ | events::WRITE | events::VREAD | events::VWRITE => {
-                match self.vars.get(&e.addr) {
-                    Some(n) => line.extend_from_slice(n.as_bytes()),
-                    None => {
-                        let n = self.new_variable(e.addr);
-                        line.extend_from_slice(n.as_bytes());
-                        self.vars.insert(e.addr, n);
-                    }
-                }
+                self.variable(e.addr, &mut line)?
             }
             events::ACQUIRE | events::RELEASE => {
                 line.extend_from_slice(self.object(e.addr).as_bytes())
@@ -187,7 +192,11 @@ mod tests {
         for e in events {
             w.event(e, &mut out).unwrap();
         }
-        String::from_utf8(out).unwrap().lines().map(String::from).collect()
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect()
     }
 
     #[test]
@@ -227,7 +236,12 @@ mod tests {
         got.extend(lines(&[e, r]));
         assert_eq!(
             got,
-            ["T1|vw(0x40)|", "T2|vr(0x40)|", "T1|vw(0x40.w)|", "T2|vr(0x40.r.T1)|"]
+            [
+                "T1|vw(0x40)|",
+                "T2|vr(0x40)|",
+                "T1|vw(0x40.w)|",
+                "T2|vr(0x40.r.T1)|"
+            ]
         );
     }
 }
