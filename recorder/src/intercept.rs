@@ -103,7 +103,7 @@ extern "C" fn rt_create(th: *mut libc::pthread_t, attr: P, start: Start, arg: P,
     let r = create(th, attr, launch, l as P);
     if r == 0 {
         // SAFETY: pthread_create filled *th.
-        let t = unsafe { *th } as u64;
+        let t = unsafe { *th };
         THREADS
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -123,7 +123,7 @@ fn joined(th: libc::pthread_t, r: c_int, pc: u64) -> c_int {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_mut()
-            .and_then(|m| m.remove(&(th as u64)));
+            .and_then(|m| m.remove(&th));
         if let Some(tid) = tid {
             record(JOIN, tid as u64, pc, 0);
         }

@@ -40,7 +40,10 @@ macro_rules! pcreg {
 /// `implementation` with its `n` arguments plus its caller's pc.
 macro_rules! entry {
     ($($name:ident => $imp:ident, $n:tt;)*) => {$(
-        #[doc = concat!("Instrumentation entry point `", stringify!($name), "`.")]
+        #[doc = concat!("Entry point `", stringify!($name), "` (called from C).")]
+        ///
+        /// # Safety
+        /// Called by compiled C code with the C function's arguments.
         #[unsafe(naked)]
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name() {
