@@ -506,6 +506,28 @@ pub enum Command {
     ///   cprace man > cprace.1 && man ./cprace.1
     #[command(verbatim_doc_comment)]
     Man,
+    /// Run a C/C++ compiler with the recording instrumentation and runtime
+    ///
+    /// Compiles with gcc/clang's -fsanitize=thread instrumentation but links
+    /// libcprace_rt (next to cprace) instead of ThreadSanitizer's runtime.
+    ///
+    /// Examples:
+    ///   cprace cc gcc -O1 -g prog.c -o prog -lpthread
+    ///   CC="cprace cc gcc" make
+    #[command(verbatim_doc_comment)]
+    Cc(crate::record::CcArgs),
+    /// Run a program built with `cprace cc` and write its trace (STD)
+    ///
+    /// Passes the program's exit status through and prints on standard error
+    /// how many events were recorded. Locations are `file:line` from the debug
+    /// info (build with -g); variables are named after globals where the
+    /// symbol table knows them, addresses otherwise.
+    ///
+    /// Examples:
+    ///   cprace record -o prog.std -- ./prog arg1 arg2
+    ///   cprace record -o prog.std --analyze cp -- ./prog
+    #[command(verbatim_doc_comment)]
+    Record(crate::record::RecordArgs),
 }
 
 /// Output format of `query`.
@@ -585,7 +607,11 @@ fn trace_input(c: &mut Command) -> Option<(&mut PathBuf, Option<Format>)> {
             input_format,
             ..
         } => Some((trace, *input_format)),
-        Command::Gen(_) | Command::Completions { .. } | Command::Man => None,
+        Command::Gen(_)
+        | Command::Completions { .. }
+        | Command::Man
+        | Command::Cc(_)
+        | Command::Record(_) => None,
     }
 }
 
@@ -651,6 +677,8 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
         Command::Gen(args) => run_gen(&args),
         Command::Sweep(args) => crate::sweep::run_cli(&args, out),
         Command::Query(args) => run_query(&args, out),
+        Command::Cc(args) => crate::record::run_cc(&args),
+        Command::Record(args) => crate::record::run_record(&args, out),
         Command::Analyze {
             trace,
             relation,

@@ -21,6 +21,7 @@ pub mod plot;
 pub mod po;
 pub mod progress;
 pub mod query;
+pub mod record;
 pub mod reference;
 pub mod report;
 pub mod shb;

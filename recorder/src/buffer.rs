@@ -1,0 +1,247 @@
+//! Per-thread event buffers, the global order, and the files they go to.
+
+use std::cell::Cell;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+
+/// Events a thread buffers before writing them out (24 bytes each).
+const CAP: usize = 1 << 15;
+
+/// True between `__tsan_init` (with `CPRACE_RECORD_DIR` set) and exit.
+pub static ENABLED: AtomicBool = AtomicBool::new(false);
+/// The global order. Every event takes the next number with one relaxed
+/// fetch-add: RMWs of one atomic are totally ordered consistently with
+/// happens-before, so a release taken before an unlock is numbered below the
+/// acquire taken after the matching lock, whatever the memory orders.
+static SEQ: AtomicU64 = AtomicU64::new(0);
+/// Recorder thread ids; 0 is the thread that ran `__tsan_init`.
+static NEXT_TID: AtomicU32 = AtomicU32::new(1);
+static DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// One thread's pending events and its output file.
+pub struct Buf {
+    tid: u32,
+    len: usize,
+    file: Option<File>,
+    ev: Box<[[u64; 3]]>,
+}
+
+/// Buffer pointer states besides a live buffer.
+const NONE: usize = 0;
+const DEAD: usize = 1;
+
+thread_local! {
+    static BUF: Cell<*mut Buf> = const { Cell::new(NONE as *mut Buf) };
+    static EXIT_GUARD: ExitGuard = const { ExitGuard };
+}
+
+/// Flushes the thread's buffer when the thread ends (return or pthread_exit).
+struct ExitGuard;
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        end_thread();
+    }
+}
+
+/// A fresh recorder thread id (for a thread about to be created).
+pub fn new_tid() -> u32 {
+    NEXT_TID.fetch_add(1, Relaxed)
+}
+
+/// Called once from `__tsan_init`: enable recording when asked to.
+pub fn init() {
+    let Some(dir) = std::env::var_os("CPRACE_RECORD_DIR") else {
+        return;
+    };
+    if DIR.set(PathBuf::from(dir)).is_err() {
+        return;
+    }
+    // Programs this one starts record nothing (they would share the files);
+    // a forked child stops recording.
+    // SAFETY: __tsan_init runs in a module constructor, before other threads.
+    unsafe { std::env::remove_var("CPRACE_RECORD_DIR") };
+    extern "C" fn in_child() {
+        ENABLED.store(false, Relaxed);
+    }
+    // SAFETY: registering a plain function.
+    unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+    begin_thread(0);
+    ENABLED.store(true, Relaxed);
+    extern "C" fn at_exit() {
+        finish();
+    }
+    // SAFETY: registering a plain function.
+    unsafe { libc::atexit(at_exit) };
+}
+
+/// Gives the calling thread the recorder id `tid`.
+pub fn begin_thread(tid: u32) {
+    let b = Box::new(Buf {
+        tid,
+        len: 0,
+        file: None,
+        ev: vec![[0u64; 3]; CAP].into_boxed_slice(),
+    });
+    BUF.with(|c| c.set(Box::into_raw(b)));
+    EXIT_GUARD.with(|_| ());
+}
+
+/// This thread's recorder id, or None when it records nothing.
+pub fn current_tid() -> Option<u32> {
+    let b = buf()?;
+    // SAFETY: the pointer is this thread's live buffer.
+    Some(unsafe { (*b).tid })
+}
+
+#[inline(always)]
+fn buf() -> Option<*mut Buf> {
+    let b = BUF.with(|c| c.get());
+    match b as usize {
+        NONE => {
+            // A thread created before recording started or by code whose
+            // pthread_create we did not see.
+            if !ENABLED.load(Relaxed) {
+                return None;
+            }
+            begin_thread(new_tid());
+            Some(BUF.with(|c| c.get()))
+        }
+        DEAD => None,
+        _ => Some(b),
+    }
+}
+
+/// Appends one event (kind from [`crate::kind`]) to this thread's buffer.
+#[inline(always)]
+pub fn record(kind: u64, addr: u64, pc: u64, arg: u64) {
+    if !ENABLED.load(Relaxed) {
+        return;
+    }
+    let Some(b) = buf() else { return };
+    // SAFETY: only this thread touches its buffer (until `finish`, which runs
+    // with recording disabled).
+    let b = unsafe { &mut *b };
+    if b.len == CAP {
+        b.flush();
+    }
+    let seq = SEQ.fetch_add(1, Relaxed);
+    b.ev[b.len] = [
+        seq | arg << 40,
+        addr,
+        (pc & 0x00ff_ffff_ffff_ffff) | kind << 56,
+    ];
+    b.len += 1;
+}
+
+/// Takes back the event this thread recorded last (a release whose unlock
+/// then failed). Flushes happen before appends, so it is still buffered.
+pub fn unrecord_last() {
+    if let Some(b) = buf() {
+        // SAFETY: as in `record`.
+        let b = unsafe { &mut *b };
+        b.len = b.len.saturating_sub(1);
+    }
+}
+
+impl Buf {
+    fn flush(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        if self.file.is_none() {
+            let Some(dir) = DIR.get() else { return };
+            let path = dir.join(format!("t{}.bin", self.tid));
+            match File::create(&path) {
+                Ok(f) => self.file = Some(f),
+                Err(e) => return fail(&format!("cannot create {}: {e}", path.display())),
+            }
+        }
+        let mut bytes = Vec::with_capacity(self.len * 24);
+        for e in &self.ev[..self.len] {
+            for w in e {
+                bytes.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        self.len = 0;
+        if let Some(f) = &mut self.file
+            && let Err(e) = f.write_all(&bytes)
+        {
+            fail(&format!("cannot write the trace: {e}"));
+        }
+    }
+}
+
+/// Stops recording after an I/O error and leaves a note `cprace record` reads.
+fn fail(msg: &str) {
+    ENABLED.store(false, Relaxed);
+    if let Some(dir) = DIR.get() {
+        let _ = std::fs::write(dir.join("error"), msg);
+    }
+}
+
+fn end_thread() {
+    let b = BUF.with(|c| c.replace(DEAD as *mut Buf));
+    if (b as usize) > DEAD {
+        // SAFETY: the buffer was this thread's and is no longer reachable.
+        let mut b = unsafe { Box::from_raw(b) };
+        b.flush();
+    }
+}
+
+/// At exit: flush the exiting thread, stop recording, list the loaded objects.
+/// Threads still running lose the events they have not flushed yet.
+fn finish() {
+    if !ENABLED.load(Relaxed) {
+        return;
+    }
+    end_thread();
+    ENABLED.store(false, Relaxed);
+    if let Some(dir) = DIR.get() {
+        let _ = std::fs::write(dir.join("modules"), modules());
+    }
+}
+
+/// One line per loadable segment: `start end base path` (hex addresses), so
+/// cprace can map a pc or data address to a file and an address inside it.
+fn modules() -> String {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info and our String.
+        unsafe {
+            let out = &mut *(data as *mut String);
+            let info = &*info;
+            let name = if info.dlpi_name.is_null() || *info.dlpi_name == 0 {
+                std::fs::read_link("/proc/self/exe")
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            } else {
+                std::ffi::CStr::from_ptr(info.dlpi_name)
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            for i in 0..info.dlpi_phnum as usize {
+                let ph = &*info.dlpi_phdr.add(i);
+                if ph.p_type == libc::PT_LOAD {
+                    let start = info.dlpi_addr + ph.p_vaddr;
+                    out.push_str(&format!(
+                        "{start:x} {:x} {:x} {name}\n",
+                        start + ph.p_memsz,
+                        info.dlpi_addr
+                    ));
+                }
+            }
+            0
+        }
+    }
+    let mut out = String::new();
+    // SAFETY: the callback only reads what it is given.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut out as *mut String as *mut libc::c_void) };
+    out
+}

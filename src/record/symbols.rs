@@ -1,0 +1,193 @@
+//! Program addresses to names: code addresses to `file:line` (DWARF, via
+//! addr2line), data addresses to global variable names (ELF symbol tables).
+
+use std::path::Path;
+
+use rustc_hash::FxHashMap;
+
+/// One loaded segment of one object file, as the runtime listed it.
+struct Segment {
+    start: u64,
+    end: u64,
+    base: u64,
+    object: usize,
+}
+
+/// One object file: its debug info and its data symbols sorted by address.
+struct Object {
+    /// File name, for locations without debug info.
+    short: String,
+    loader: Option<addr2line::Loader>,
+    /// (address in the file, size, name) of every sized data symbol.
+    data: Vec<(u64, u64, String)>,
+}
+
+/// Maps the recorded run's addresses to names.
+pub struct Symbolizer {
+    segments: Vec<Segment>,
+    objects: Vec<Object>,
+    locations: FxHashMap<u64, String>,
+}
+
+impl Symbolizer {
+    /// Reads the runtime's `modules` listing (`start end base path`, hex).
+    /// Objects that cannot be read (the vdso, deleted files) give addresses.
+    pub fn from_listing(listing: &str) -> Symbolizer {
+        let mut segments = Vec::new();
+        let mut objects: Vec<Object> = Vec::new();
+        let mut by_path: FxHashMap<String, usize> = FxHashMap::default();
+        for line in listing.lines() {
+            let mut f = line.splitn(4, ' ');
+            let (Some(s), Some(e), Some(b), Some(path)) = (f.next(), f.next(), f.next(), f.next())
+            else {
+                continue;
+            };
+            let (Ok(start), Ok(end), Ok(base)) = (
+                u64::from_str_radix(s, 16),
+                u64::from_str_radix(e, 16),
+                u64::from_str_radix(b, 16),
+            ) else {
+                continue;
+            };
+            let object = *by_path.entry(path.to_string()).or_insert_with(|| {
+                objects.push(Object::open(Path::new(path)));
+                objects.len() - 1
+            });
+            segments.push(Segment {
+                start,
+                end,
+                base,
+                object,
+            });
+        }
+        segments.sort_by_key(|s| s.start);
+        Symbolizer {
+            segments,
+            objects,
+            locations: FxHashMap::default(),
+        }
+    }
+
+    fn segment(&self, addr: u64) -> Option<&Segment> {
+        let i = self.segments.partition_point(|s| s.start <= addr);
+        let s = self.segments.get(i.checked_sub(1)?)?;
+        (addr < s.end).then_some(s)
+    }
+
+    /// Appends to `out` the `file:line` of the instruction before return
+    /// address `pc` (the call into the runtime); `function+0xoff` or
+    /// `object+0xoff` without debug info; nothing for 0.
+    pub fn location(&mut self, pc: u64, out: &mut Vec<u8>) {
+        match self.locations.get(&pc) {
+            Some(l) => out.extend_from_slice(l.as_bytes()),
+            None => {
+                let l = self.compute_location(pc);
+                out.extend_from_slice(l.as_bytes());
+                self.locations.insert(pc, l);
+            }
+        }
+    }
+
+    fn compute_location(&self, pc: u64) -> String {
+        if pc == 0 {
+            return String::new();
+        }
+        let probe = pc - 1;
+        let Some(seg) = self.segment(probe) else {
+            return format!("{probe:#x}");
+        };
+        let obj = &self.objects[seg.object];
+        let rel = probe - seg.base;
+        if let Some(l) = &obj.loader {
+            if let Ok(Some(loc)) = l.find_location(rel)
+                && let (Some(file), Some(line)) = (loc.file, loc.line)
+            {
+                let name = Path::new(file)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| file.to_string());
+                return format!("{name}:{line}");
+            }
+            if let Some(s) = l.find_symbol_info(rel) {
+                return format!("{}+{:#x}", clean(s.name()), rel - s.address());
+            }
+        }
+        format!("{}+{rel:#x}", obj.short)
+    }
+
+    /// The global variable holding `addr` (`name` or `name+offset`), if any.
+    pub fn global(&self, addr: u64) -> Option<String> {
+        let mut out = Vec::new();
+        self.global_into(addr, &mut out)
+            .then(|| String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// Appends the global variable holding `addr` to `out`; false if none.
+    pub fn global_into(&self, addr: u64, out: &mut Vec<u8>) -> bool {
+        let Some(seg) = self.segment(addr) else {
+            return false;
+        };
+        let obj = &self.objects[seg.object];
+        let rel = addr - seg.base;
+        let i = obj.data.partition_point(|d| d.0 <= rel);
+        let Some((start, size, name)) = i.checked_sub(1).and_then(|i| obj.data.get(i)) else {
+            return false;
+        };
+        let off = rel - start;
+        if off >= *size {
+            return false;
+        }
+        out.extend_from_slice(name.as_bytes());
+        if off != 0 {
+            out.extend_from_slice(format!("+{off}").as_bytes());
+        }
+        true
+    }
+}
+
+/// Names in a trace may not hold STD's separators.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '|' | '(' | ')' | ',' | '"' => '_',
+            c if c.is_whitespace() => '_',
+            c => c,
+        })
+        .collect()
+}
+
+impl Object {
+    fn open(path: &Path) -> Object {
+        let short = path
+            .file_name()
+            .map(|n| clean(&n.to_string_lossy()))
+            .unwrap_or_default();
+        let loader = addr2line::Loader::new(path).ok();
+        let data = std::fs::read(path)
+            .ok()
+            .map(|bytes| data_symbols(&bytes))
+            .unwrap_or_default();
+        Object {
+            short,
+            loader,
+            data,
+        }
+    }
+}
+
+fn data_symbols(bytes: &[u8]) -> Vec<(u64, u64, String)> {
+    use object::{Object as _, ObjectSymbol, SymbolKind};
+    let Ok(file) = object::File::parse(bytes) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(u64, u64, String)> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Data && s.size() > 0 && s.is_definition())
+        .filter_map(|s| Some((s.address(), s.size(), clean(s.name().ok()?))))
+        .filter(|s| !s.2.is_empty())
+        .collect();
+    out.sort();
+    out.dedup_by_key(|s| s.0);
+    out
+}
