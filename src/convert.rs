@@ -247,4 +247,3 @@ fn convert_to_rapidbin(input: &Path, format: Option<Format>, output: &Path) -> R
     }
     written.map(|()| 0)
 }
-

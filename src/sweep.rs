@@ -681,7 +681,6 @@ pub fn run_cli(args: &SweepArgs, out: &mut impl Write) -> Result<i32> {
     };
     let plot_format = match &args.plot {
         Some(p) => {
-            crate::output::check_output_path(p)?;
             let f = crate::plot::PlotFormat::from_path(p)?;
             plot_opts.check(f)?;
             Some(f)

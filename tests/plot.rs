@@ -51,7 +51,7 @@ fn json_rows(o: &Output) -> Vec<Value> {
 
 fn bound(rows: &[Value], label: &str) -> u64 {
     rows.iter()
-        .find(|r| r["window"] == label)
+        .find(|r| r["row"] == "bound" && r["relation"] == label)
         .and_then(|r| r["racy_events"].as_u64())
         .unwrap_or_else(|| panic!("no {label} row"))
 }

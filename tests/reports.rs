@@ -146,7 +146,7 @@ fn csv_and_jsonl_carry_provenance_and_match_json() {
         let mut rows = csv.lines();
         assert_eq!(
             rows.next().unwrap(),
-            "first,second,variable,kind,first_thread,first_op,first_loc,second_thread,second_op,second_loc,relation,engine,window"
+            "first,second,variable,kind,first_thread,first_op,first_loc,second_thread,second_op,second_loc,relation,engine,window,max_distance"
         );
         let rows: Vec<&str> = rows.collect();
         assert_eq!(rows.len(), races.len(), "{relation} {engine}: {csv}");
@@ -172,6 +172,7 @@ fn csv_and_jsonl_carry_provenance_and_match_json() {
                 relation.to_string(),
                 engine.to_string(),
                 window.to_string(),
+                String::new(),
             ]
             .join(",");
             assert_eq!(*row, want, "{relation} {engine}");

@@ -104,6 +104,12 @@ pub fn analyze_into(
     on_race: &mut dyn FnMut(Race),
 ) -> Report {
     let started = Instant::now();
+    // Counted on the way out: the soundness note is only for reported races.
+    let mut delivered = 0u64;
+    let on_race = &mut |r: Race| {
+        delivered += 1;
+        on_race(r)
+    };
     let mut extra: Vec<(EventId, EventId)> = Vec::new();
     let mut ordered_races: Vec<Race> = Vec::new();
     let mut rounds_total = 0;
@@ -185,7 +191,7 @@ pub fn analyze_into(
         }),
     );
     // The soundness scope qualifies reported races; without any it says nothing.
-    if !report.races.is_empty() {
+    if delivered > 0 {
         report.notes.push(match reporting {
             Reporting::All => "all racy events reported; CP's soundness theorem covers the first race (use --order-races to make every report sound, --first-race to stop at the first)".into(),
             Reporting::FirstRace => "stopped at the first race (the one CP's soundness theorem covers)".into(),
