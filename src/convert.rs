@@ -189,16 +189,8 @@ fn event_line(path: &Path, format: Format, id: EventId) -> Option<(u64, String)>
 /// STD that RAPID parses: locations as integers (the location's id: 1, 2, ...
 /// in order of first use; 0 for none).
 fn write_rapid_std(t: &Trace, out: &mut impl Write) -> std::io::Result<()> {
-    let n = &t.names;
-    trace::lines::write_lines(out, b"", &t.events, |buf, ev| {
-        buf.extend_from_slice(n.thread(ev.thread).as_bytes());
-        buf.push(b'|');
-        buf.extend_from_slice(ev.op.as_str().as_bytes());
-        buf.push(b'(');
-        buf.extend_from_slice(n.target(ev).as_bytes());
-        buf.extend_from_slice(b")|");
-        buf.extend_from_slice(ev.loc.to_string().as_bytes());
-        buf.push(b'\n');
+    trace::std_format::write_events(t, out, |buf, ev| {
+        buf.extend_from_slice(ev.loc.to_string().as_bytes())
     })
 }
 

@@ -3,43 +3,14 @@
 //! asked for, shows every series' colour and has text drawn with the built-in
 //! font; bad sizes and places are usage errors before any work.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
 
+mod common;
+
+use common::sweep::{cprace, generated, stderr};
 use cprace::plot;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_cprace");
-
-fn cprace(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run cprace")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// `cprace gen --profile small -n N --seed S` into `dir`.
-fn generated(dir: &Path, n: u64, seed: u64) -> PathBuf {
-    let path = dir.join(format!("small-{n}-{seed}.csv"));
-    let o = cprace(&[
-        "gen",
-        "--profile",
-        "small",
-        "-n",
-        &n.to_string(),
-        "--seed",
-        &seed.to_string(),
-        "-o",
-        path.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "gen failed: {}", stderr(&o));
-    path
-}
 
 fn json_rows(o: &Output) -> Vec<Value> {
     assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(o));

@@ -5,9 +5,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
+use common::sweep::{cprace, generated, stderr};
 use common::traces::figure_paths as figures;
 
 use cprace::analyze::{Options, Relation, analyze_trace};
@@ -17,40 +17,8 @@ use cprace::sweep::{self, Sweep, Windows};
 use cprace::trace::{Trace, load};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_cprace");
-
-fn cprace(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run cprace")
-}
-
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("UTF-8 stdout")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// `cprace gen --profile small -n N --seed S` into `dir`.
-fn generated(dir: &Path, n: u64, seed: u64) -> PathBuf {
-    let path = dir.join(format!("small-{n}-{seed}.csv"));
-    let o = cprace(&[
-        "gen",
-        "--profile",
-        "small",
-        "-n",
-        &n.to_string(),
-        "--seed",
-        &seed.to_string(),
-        "-o",
-        path.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "gen failed: {}", stderr(&o));
-    path
 }
 
 fn hb_racy(t: &Trace, k: Option<u64>) -> Vec<u32> {
@@ -544,7 +512,7 @@ fn usage_errors_exit_2_without_output() {
 fn reads_standard_input() {
     let dir = tempfile::tempdir().unwrap();
     let f = generated(dir.path(), 500, 4);
-    let o = Command::new(BIN)
+    let o = Command::new(env!("CARGO_BIN_EXE_cprace"))
         .args(["sweep", "-", "--windows", "10,none", "--format", "json"])
         .stdin(std::fs::File::open(&f).unwrap())
         .output()

@@ -182,6 +182,20 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
     }
+    write_events(trace, out, |buf, ev| {
+        buf.extend_from_slice(n.loc(ev.loc).as_bytes())
+    })?;
+    Ok(())
+}
+
+/// Write the events of `trace` as STD lines, the location of each written
+/// by `loc` (names unchecked: [`write`] checks them first).
+pub(crate) fn write_events(
+    trace: &Trace,
+    out: &mut impl Write,
+    mut loc: impl FnMut(&mut Vec<u8>, &crate::trace::Event),
+) -> std::io::Result<()> {
+    let n = &trace.names;
     write_lines(out, b"", &trace.events, |buf, ev| {
         buf.extend_from_slice(n.thread(ev.thread).as_bytes());
         buf.push(b'|');
@@ -189,10 +203,9 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
         buf.push(b'(');
         buf.extend_from_slice(n.target(ev).as_bytes());
         buf.extend_from_slice(b")|");
-        buf.extend_from_slice(n.loc(ev.loc).as_bytes());
+        loc(buf, ev);
         buf.push(b'\n');
-    })?;
-    Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -4,4 +4,5 @@ pub mod cli;
 pub mod laws;
 pub mod oracle;
 pub mod query;
+pub mod sweep;
 pub mod traces;
