@@ -39,7 +39,9 @@ pub const TIME_COLOR: Rgb = (0xff, 0x7f, 0x0e);
 pub const HB_COLOR: Rgb = (0x2c, 0xa0, 0x2c);
 /// The WCP bound.
 pub const WCP_COLOR: Rgb = (0xd6, 0x27, 0x28);
-/// Any other bound row.
+/// The SHB bound.
+pub const SHB_COLOR: Rgb = (0x8c, 0x56, 0x4b);
+/// Any other bound row (syncp).
 pub const OTHER_COLOR: Rgb = (0x94, 0x67, 0xbd);
 /// The recommended-K marks.
 pub const RECOMMENDED_COLOR: Rgb = (0x44, 0x44, 0x44);
@@ -563,7 +565,8 @@ impl Figure {
                 let (color, dash, marker) = match r.label {
                     "hb" => (HB_COLOR, (10.0, 5.0), Marker::Triangle),
                     "wcp" => (WCP_COLOR, (3.0, 4.0), Marker::Square),
-                    _ => (OTHER_COLOR, (6.0, 3.0), Marker::FilledSquare),
+                    "shb" => (SHB_COLOR, (1.5, 3.0), Marker::FilledSquare),
+                    _ => (OTHER_COLOR, (12.0, 4.0), Marker::Circle),
                 };
                 Bound {
                     name: format!("{}: {}", bound_series(r.label), thousands(r.racy_events)),

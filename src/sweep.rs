@@ -22,7 +22,12 @@ use crate::trace::{EventId, Trace};
 /// The bound rows, `(label, relation)`, each run once without a window and
 /// listed after the CP rows. The label is the row's `window` in the output.
 pub fn bounds() -> Vec<(&'static str, Relation)> {
-    vec![("hb", Relation::Hb), ("wcp", Relation::Wcp)]
+    vec![
+        ("hb", Relation::Hb),
+        ("wcp", Relation::Wcp),
+        ("shb", Relation::Shb),
+        ("syncp", Relation::Syncp),
+    ]
 }
 
 /// Which windows to sweep.
@@ -610,7 +615,7 @@ impl Sweep {
         writeln!(out)?;
         writeln!(
             out,
-            "{} events. Rows above the rule: CP with window K; below: bounds without a window.",
+            "{} events. Rows above the rule: CP with window K; below: exact relations without a window (HB, WCP bound CP; SHB, syncp report only real races).",
             self.events
         )?;
         writeln!(

@@ -270,15 +270,28 @@ fn coinciding_bounds_stay_apart_and_none_follows_the_largest_k() {
     let t = cprace::trace::load(Path::new("data/figures/cp-fig1.csv"), None).unwrap();
     let s = cprace::sweep::run(&t, &[Some(2), Some(5), None], &mut |_| {}).unwrap();
     let fig = plot::Figure::new(&s, "fig1");
-    let [hb, wcp] = &fig.bounds[..] else {
-        panic!("two bounds: {:?}", fig.bounds)
+    let [hb, wcp, shb, syncp] = &fig.bounds[..] else {
+        panic!("four bounds (hb, wcp, shb, syncp): {:?}", fig.bounds)
     };
+    assert!(hb.name.starts_with("HB") && wcp.name.starts_with("WCP"));
+    // All four coincide here; every pair differs in colour and dash.
+    let all = [hb, wcp, shb, syncp];
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[i + 1..] {
+            assert_eq!(a.value, b.value);
+            assert!(a.color != b.color && a.dash != b.dash, "{a:?} vs {b:?}");
+        }
+    }
     assert_eq!(hb.value, wcp.value);
     assert_ne!(hb.dash, wcp.dash);
     assert_ne!(hb.marker, wcp.marker);
     assert_ne!(hb.color, wcp.color);
     // Their markers fall at different places between the windows.
-    assert!((hb.phase - wcp.phase).abs() > 0.2);
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[i + 1..] {
+            assert!((a.phase - b.phase).abs() > 0.15, "{a:?} vs {b:?}");
+        }
+    }
     let xs: Vec<f64> = fig.cp.iter().map(|p| p.0).collect();
     assert_eq!(xs[0], 2f64.log10());
     assert_eq!(xs[1], 5f64.log10());
