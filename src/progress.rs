@@ -163,7 +163,9 @@ fn display(stop: &AtomicBool, delay: Duration) {
     if stop.load(Relaxed) {
         return;
     }
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    // This thread paces the redraws itself (every 100 ms); the target's own
+    // rate limit must not swallow the last frame drawn at the end.
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(200));
     bar.set_style(
         ProgressStyle::with_template("{spinner} {elapsed:>3} {wide_msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -174,6 +176,11 @@ fn display(stop: &AtomicBool, delay: Duration) {
         bar.tick();
         std::thread::park_timeout(Duration::from_millis(100));
     }
+    // One last frame with the final state, so a run shorter than a redraw
+    // interval (or starved of CPU) still shows where it got before the line
+    // is cleared.
+    bar.set_message(message());
+    bar.tick();
 }
 
 /// `sweep run 2 of 9: cp K=100 · cp datalog: fixpoint · 1.2M events read`, with
