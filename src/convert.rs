@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::ConvertTo as ConvertFormat;
+use crate::cli::ConvertTo;
 use crate::trace::{self, Event, EventId, Format, LoadError, Trace};
 
 /// What `convert` was asked to do.
@@ -35,7 +35,7 @@ pub fn locations_path(p: &Path) -> PathBuf {
 
 /// Run `convert`; the result goes to `args.output` or `out`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
-    if args.rapid && args.to != ConvertFormat::Std {
+    if args.rapid && args.to != ConvertTo::Std {
         bail!(crate::UsageError(
             "--rapid writes STD; use it with --to std".into()
         ));
@@ -44,14 +44,19 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
     if let Some(p) = &args.output {
         crate::output::check_output_path(p)?;
     }
-    if args.to == ConvertFormat::Rapidbin {
-        let Some(output) = &args.output else {
-            bail!(crate::UsageError(
-                "--to rapidbin needs -o FILE (the names go to FILE.names.json)".into()
-            ));
-        };
-        return convert_to_rapidbin(&args.trace, args.input_format, output);
-    }
+    // The text formats; RapidBin has its own writer (and a side file).
+    let std = match args.to {
+        ConvertTo::Csv => false,
+        ConvertTo::Std => true,
+        ConvertTo::Rapidbin => {
+            let Some(output) = &args.output else {
+                bail!(crate::UsageError(
+                    "--to rapidbin needs -o FILE (the names go to FILE.names.json)".into()
+                ));
+            };
+            return convert_to_rapidbin(&args.trace, args.input_format, output);
+        }
+    };
     let mut events = Vec::new();
     let (names, stats, format) =
         trace::stream(&args.trace, args.input_format, |_, ev| events.push(*ev))?;
@@ -60,15 +65,14 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
         names,
         stats,
     };
-    if args.to == ConvertFormat::Std {
+    if std {
         check_std_names(&t, &args.trace, format, args.rapid)?;
     }
     let write = |w: &mut dyn Write| -> Result<()> {
-        match (args.to, args.rapid) {
-            (ConvertFormat::Csv, _) => trace::csv_format::write(&t, &mut &mut *w),
-            (ConvertFormat::Std, false) => trace::std_format::write(&t, &mut &mut *w),
-            (ConvertFormat::Std, true) => Ok(write_rapid_std(&t, &mut &mut *w)?),
-            (ConvertFormat::Rapidbin, _) => unreachable!("handled before loading"),
+        match (std, args.rapid) {
+            (false, _) => trace::csv_format::write(&t, &mut &mut *w),
+            (true, false) => trace::std_format::write(&t, &mut &mut *w),
+            (true, true) => Ok(write_rapid_std(&t, &mut &mut *w)?),
         }
     };
     match &args.output {
