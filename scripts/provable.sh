@@ -4,4 +4,4 @@
 # run covers 300).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --release --test provable -- --ignored --nocapture
+cargo test --release --test it provable:: -- --ignored --nocapture

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The oracle property tests of tests/soundness.rs on thousands of generated
+# The oracle property tests of tests/it/soundness.rs on thousands of generated
 # traces: every first race of HB, CP (exact, windows, --first-race) and WCP is
 # a predictable race or the trace has a predictable deadlock, every
 # --order-races report too, HB races with a clean HB past are predictable, and
@@ -9,4 +9,4 @@
 #   scripts/soundness.sh            # release build, every soundness test
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --release --test soundness -- --include-ignored --nocapture "$@"
+cargo test --release --test it soundness:: -- --include-ignored --nocapture "$@"

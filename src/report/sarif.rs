@@ -1,6 +1,6 @@
 //! SARIF 2.1.0 output, so races show up in code-scanning tools: one result per
 //! location pair (as the text report), the racy access as the location and
-//! the earlier one as a related location. `tests/sarif.rs` validates the
+//! the earlier one as a related location. `tests/it/sarif.rs` validates the
 //! output against the published schema.
 
 use std::io::{self, Write};

@@ -8,7 +8,7 @@
 //!   CP(K) races ⊆ exact CP races, HB races likewise on traces where HBv = HB,
 //!   CP(K) races grow with K, and CP(K) with K beyond the trace is exact CP.
 
-mod common;
+use crate::common;
 
 use common::laws::hbv_is_hb;
 use common::oracle;

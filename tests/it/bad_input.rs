@@ -2,7 +2,7 @@
 //! and one error on stderr naming the file, the line, the offending text and
 //! what was expected.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

@@ -35,8 +35,8 @@
 
 #![allow(clippy::needless_range_loop)]
 
-mod common;
-mod oracle;
+use crate::common;
+use crate::oracle;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

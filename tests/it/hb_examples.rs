@@ -1,6 +1,6 @@
 //! Hand-written traces with known HB verdicts, run through every engine.
 
-mod hb_common;
+use crate::hb_common;
 
 use hb_common::{oracle, pairs, run, tr};
 

@@ -10,7 +10,7 @@
 //! - the same containments among the reports limited to pairs less than K
 //!   apart (`--max-distance K`, the CP paper's report).
 
-mod common;
+use crate::common;
 
 use common::laws::{hbv_is_hb, hbv_racy, subset};
 use cprace::analyze::{Options, Relation, analyze_trace};

@@ -2,7 +2,7 @@
 //! format's limits are refused with file and line, and malformed or truncated
 //! binary input exits 2 with a clear error.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

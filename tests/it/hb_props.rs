@@ -1,7 +1,7 @@
 //! Property tests of the HB engines over thousands of generated traces
 //! (2-6 threads, 1-4 locks, nesting, fork/join, volatiles, re-entrant locks).
 
-mod hb_common;
+use crate::hb_common;
 
 use std::collections::BTreeSet;
 

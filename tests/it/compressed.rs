@@ -2,7 +2,7 @@
 //! files and standard input, recognised by content whatever the file name;
 //! truncated or corrupt streams exit 2 naming the file.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Output;
 
-mod common;
+use crate::common;
 
 use common::sweep::{cprace, generated, stderr};
 use cprace::plot;

@@ -2,7 +2,7 @@
 //! checked before the work, a closed pipe ends quietly, `--lenient` skips and
 //! counts, `convert --rapid` writes what RAPID reads.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! step (rule (b) justifications recursively), dropped HB steps re-checked,
 //! reported races unordered, and the command line.
 
-mod common;
+use crate::common;
 
 use common::cli::{cprace, with_stdin};
 use common::query::{

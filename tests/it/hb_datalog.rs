@@ -2,7 +2,7 @@
 //! `datalog` closure over synchronization events agree with `vc` on small
 //! generated traces: racy events and witnesses, with and without a window.
 
-mod hb_common;
+use crate::hb_common;
 
 use hb_common::{dump, generated, run};
 

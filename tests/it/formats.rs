@@ -2,7 +2,7 @@
 //! CSV loads to the same events and names and gives the same analysis, and
 //! `convert` round trips are lossless.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! Lines, CSV with provenance, notes on stderr, and the same races whether an
 //! engine streams them to disk or collects them.
 
-mod common;
+use crate::common;
 
 use common::cli::cprace;
 use serde_json::Value;

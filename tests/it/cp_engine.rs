@@ -1,7 +1,7 @@
 //! The CP `datalog` engine against the brute-force Definition-2 oracle, on
 //! hand-made traces and thousands of generated ones, exact and windowed.
 
-mod common;
+use crate::common;
 
 use common::oracle;
 use common::traces::dump;

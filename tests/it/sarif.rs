@@ -1,14 +1,14 @@
 //! `--format sarif` is valid SARIF 2.1.0: checked against the published
 //! schema (tests/data/sarif-schema-2.1.0.json, from SchemaStore, Apache-2.0).
 
-mod common;
+use crate::common;
 
 use common::cli::cprace;
 use serde_json::Value;
 
 fn validator() -> jsonschema::Validator {
-    let schema: Value =
-        serde_json::from_str(include_str!("data/sarif-schema-2.1.0.json")).expect("schema parses");
+    let schema: Value = serde_json::from_str(include_str!("../data/sarif-schema-2.1.0.json"))
+        .expect("schema parses");
     jsonschema::validator_for(&schema).expect("schema compiles")
 }
 

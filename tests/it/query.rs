@@ -2,7 +2,7 @@
 //! (rules/hb.dl, rules/cp.dl), dumps against the reference relations restricted
 //! to synchronization events, facts against `facts::Relations`, and the CLI.
 
-mod common;
+use crate::common;
 
 use common::cli::cprace;
 use common::query::{

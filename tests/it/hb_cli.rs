@@ -1,6 +1,6 @@
 //! `cprace analyze --relation hb|lockset` end to end: engines, formats, errors.
 
-mod common;
+use crate::common;
 
 use common::cli::cprace;
 

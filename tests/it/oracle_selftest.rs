@@ -1,8 +1,8 @@
 //! The correct-reordering oracle checked on traces whose answers are worked
 //! out by hand, so that every soundness test built on it rests on something.
 
-mod common;
-mod oracle;
+use crate::common;
+use crate::oracle;
 
 use std::collections::BTreeSet;
 

@@ -1,7 +1,7 @@
 //! `cprace gen`: well-formed, reproducible, exactly the size requested, and
 //! every knob does what it says.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::process::{Command, Stdio};

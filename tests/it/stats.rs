@@ -2,7 +2,7 @@
 //! validation semantics it reports (re-entrant acquires filtered, releases out
 //! of nesting order and critical sections open at the end accepted).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

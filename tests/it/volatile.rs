@@ -4,7 +4,7 @@
 //! correct reordering has. Every engine, at every window, and the brute-force
 //! oracles agree with the hand-derived sidecars; HB keeps the Java memory model.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

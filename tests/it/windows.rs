@@ -3,7 +3,7 @@
 //! is no window in analyze, compare, sweep and query, and `--max-distance`
 //! limits reported pairs for every relation (`--window` its alias off cp).
 
-mod common;
+use crate::common;
 
 use common::cli::cprace;
 use serde_json::Value;

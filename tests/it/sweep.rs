@@ -1,9 +1,9 @@
 //! `cprace sweep`: the table obeys the laws (CP racy events grow with K, contain
 //! HB's at the same K, stay within WCP; `none` is exact CP), the recommendation
 //! meets its definition and the output formats have their documented shape
-//! (the figures are tested in tests/plot.rs).
+//! (the figures are tested in tests/it/plot.rs).
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

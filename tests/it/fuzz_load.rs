@@ -9,7 +9,7 @@ use cprace::trace::load::stream_reader;
 use cprace::trace::model::TargetKind;
 use cprace::trace::{Format, Trace, csv_format, load_str, rapid_csv, std_format};
 
-/// Iterations scale: `CPRACE_FUZZ_SCALE=50 cargo test --test fuzz_load` fuzzes longer.
+/// Iterations scale: `CPRACE_FUZZ_SCALE=50 cargo test --test it fuzz_load::` fuzzes longer.
 fn scale() -> u64 {
     std::env::var("CPRACE_FUZZ_SCALE")
         .ok()

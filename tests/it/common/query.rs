@@ -1,4 +1,4 @@
-//! What tests/query.rs (HB, CP) and tests/query_wcp.rs (WCP) share: the
+//! What tests/it/query.rs (HB, CP) and tests/it/query_wcp.rs (WCP) share: the
 //! traces they replay, reading answers and dumps, the replay of HB steps and
 //! paths, of "not ordered although HB orders" answers and of every answer of
 //! a trace against a reference relation ([`Replay`]), and the command line.

@@ -15,12 +15,12 @@
 //!   first racy event is sync-preserving racy (the HB-downward closure of the
 //!   first race is a sync-preserving reordering).
 //!
-//! `cargo test --test provable` runs a few hundred generated traces;
-//! `scripts/provable.sh` (or `cargo test --release --test provable -- --ignored`)
+//! `cargo test --test it provable::` runs a few hundred generated traces;
+//! `scripts/provable.sh` (or `cargo test --release --test it provable:: -- --ignored`)
 //! runs thousands.
 
-mod common;
-mod oracle;
+use crate::common;
+use crate::oracle;
 
 use std::collections::BTreeSet;
 

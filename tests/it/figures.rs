@@ -1,7 +1,7 @@
 //! The paper figures shipped in data/figures, each with hand-derived verdicts
 //! in a sidecar `.expected` file (`hb: ids`, `cp: ids`, `wcp: ids`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
