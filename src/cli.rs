@@ -72,6 +72,11 @@ pub enum QueryRelation {
     Cp,
     /// Weak-causally-precedes.
     Wcp,
+    /// Schedulable happens-before: HB plus reads-from edges.
+    Shb,
+    /// Sync-preserving races: not an order, so refused with a pointer to
+    /// `analyze --relation syncp --witness`.
+    Syncp,
 }
 
 impl From<QueryRelation> for Relation {
@@ -80,6 +85,8 @@ impl From<QueryRelation> for Relation {
             QueryRelation::Hb => Relation::Hb,
             QueryRelation::Cp => Relation::Cp,
             QueryRelation::Wcp => Relation::Wcp,
+            QueryRelation::Shb => Relation::Shb,
+            QueryRelation::Syncp => Relation::Syncp,
         }
     }
 }
@@ -439,7 +446,7 @@ pub enum Command {
     Sweep(crate::sweep::SweepArgs),
     /// Dump a derived relation or the input facts, or explain why two events are (not) ordered
     ///
-    /// Dump (--relation hb|cp|wcp, no --pair): the relation among synchronization
+    /// Dump (--relation hb|cp|wcp|shb, no --pair): the relation among synchronization
     /// events (acq, rel, fork, join, vr, vw; re-entrant ones excluded), pairs
     /// `from,to` less than K events apart, sorted by (from, to). For cp, first
     /// the base edges (release -> acquire from rule a or b, rule b through the
@@ -447,14 +454,18 @@ pub enum Command {
     /// For wcp, first its base edges: rule a (release -> an access of a later
     /// critical section on the lock conflicting with the first section),
     /// rule b (release -> later release of the lock), hard; WCP is exact
-    /// (as in analyze), so --window only limits the dumped pairs.
+    /// (as in analyze), so --window only limits the dumped pairs. shb
+    /// (schedulable HB) is HB plus an edge from the write each data read
+    /// reads from, when another thread wrote it; syncp is not an order and
+    /// has no query (analyze --relation syncp --witness shows its races).
     /// CSV columns: relation,kind,rule,from,to,from_thread,from_op,from_target,
     /// from_loc,to_thread,to_op,to_target,to_loc with kind `base` or `pair`.
     /// JSON: {"relation","window","events","sync_events","base_edges":[..],
     /// "pairs":[..]} with one object per row. Output is streamed.
     ///
     /// Explain (--pair E1,E2): whether event E1 is ordered before E2 and a
-    /// witness chain: HB steps (po, release-acquire, fork, join, volatile),
+    /// witness chain: HB steps (po, release-acquire, fork, join, volatile;
+    /// for shb also reads-from: a write -> another thread's read of it),
     /// and for cp the base CP edge with what justifies it (rule a: the two
     /// conflicting accesses; rule b: the CP-ordered acquire/end pair, with its
     /// own chain as a numbered justification; window: HB-ordered and K apart;
@@ -475,8 +486,8 @@ pub enum Command {
     /// --facts-dir writes one tab-separated NAME.facts per relation plus
     /// schema.dl, as Souffle reads them.
     ///
-    /// The window defaults to 1000 for cp (as in analyze) and none for hb and
-    /// wcp.
+    /// The window defaults to 1000 for cp (as in analyze) and none for hb,
+    /// wcp and shb.
     /// Exit codes: 0 for every answer, ordered or not (a query, not a race
     /// report); 2 for bad input, unknown event ids or bad usage.
     ///
@@ -783,7 +794,7 @@ fn run_query(args: &QueryArgs, out: &mut impl Write) -> Result<i32> {
         (f, _) => f == Some(QueryFormat::Json),
     };
     if args.pair.is_some() && args.relation.is_none() {
-        return Err(usage("--pair needs --relation hb or cp"));
+        return Err(usage("--pair needs --relation hb, cp, wcp or shb"));
     }
     let t = trace::load(&args.trace, args.input_format)?;
     crate::progress::phase("query: computing");

@@ -25,9 +25,18 @@ pub struct Counts {
     pub volatile_accesses: u64,
     /// Data reads and writes made while their thread held at least one lock.
     pub accesses_under_locks: u64,
+    /// Data reads whose value another thread wrote (the last earlier write
+    /// to the variable is another thread's): the reads-from edges schedulable
+    /// HB adds to HB.
+    pub reads_from_other_threads: u64,
     /// Locks each thread holds right now (re-entrant acquires not counted).
     held: Vec<u32>,
+    /// Per variable, the thread of its last data write.
+    last_writer: Vec<u32>,
 }
+
+/// No write yet, in [`Counts::last_writer`].
+const NO_WRITER: u32 = u32::MAX;
 
 impl Counts {
     /// Count one event.
@@ -49,8 +58,21 @@ impl Counts {
                 self.releases += 1;
                 self.held[t] = self.held[t].saturating_sub(1);
             }
-            Op::Read => self.reads += 1,
-            Op::Write => self.writes += 1,
+            Op::Read => {
+                self.reads += 1;
+                let w = self.last_writer.get(ev.target as usize).copied();
+                if w.is_some_and(|w| w != NO_WRITER && w != ev.thread) {
+                    self.reads_from_other_threads += 1;
+                }
+            }
+            Op::Write => {
+                self.writes += 1;
+                let x = ev.target as usize;
+                if self.last_writer.len() <= x {
+                    self.last_writer.resize(x + 1, NO_WRITER);
+                }
+                self.last_writer[x] = ev.thread;
+            }
             Op::Fork => self.forks += 1,
             Op::Join => self.joins += 1,
             Op::VolatileRead | Op::VolatileWrite => self.volatile_accesses += 1,
@@ -75,6 +97,7 @@ pub fn to_json(c: &Counts, names: &Names, load: &LoadStats) -> Value {
         "joins": c.joins,
         "volatile_accesses": c.volatile_accesses,
         "accesses_under_locks": c.accesses_under_locks,
+        "reads_from_other_threads": c.reads_from_other_threads,
         "max_nesting_depth": load.max_nesting,
         "reentrant_acquires_filtered": load.reentrant_acquires,
         "out_of_nesting_releases": load.out_of_nesting_releases,

@@ -32,6 +32,9 @@ pub struct HbIndex<'s> {
     fork_into: FxHashMap<EventId, EventId>,
     /// Last event of the joined thread, per join event.
     join_from: FxHashMap<EventId, EventId>,
+    /// SHB only: the write each data read reads from, when another thread
+    /// made it (the reads-from edges SHB adds to HB). Empty for HB.
+    reads_from: FxHashMap<EventId, EventId>,
 }
 
 impl<'s> HbIndex<'s> {
@@ -73,7 +76,16 @@ impl<'s> HbIndex<'s> {
             volatile_accesses,
             fork_into: facts.fork_edges.iter().map(|&(f, c)| (c, f)).collect(),
             join_from: facts.join_edges.iter().map(|&(l, j)| (j, l)).collect(),
+            reads_from: FxHashMap::default(),
         }
+    }
+
+    /// The index of SHB instead of HB: `sync`'s clocks must follow the
+    /// reads-from `edges` `(write, read)` too (see [`crate::query::shb`]),
+    /// and paths may take them.
+    pub fn with_reads_from(mut self, edges: &[(EventId, EventId)]) -> HbIndex<'s> {
+        self.reads_from = edges.iter().map(|&(w, r)| (r, w)).collect();
+        self
     }
 
     /// 1-based position of event `e` (of thread `t`) within its thread.
@@ -139,6 +151,11 @@ impl<'s> HbIndex<'s> {
             Op::Join => {
                 if let Some(&l) = self.join_from.get(&e) {
                     out.push((l, Kind::Join));
+                }
+            }
+            Op::Read => {
+                if let Some(&w) = self.reads_from.get(&e) {
+                    out.push((w, Kind::ReadsFrom));
                 }
             }
             // Per other thread, its latest earlier volatile access the edge

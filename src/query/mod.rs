@@ -11,6 +11,7 @@ pub mod cp;
 pub mod facts;
 pub mod hb;
 pub mod hbpath;
+pub mod shb;
 pub mod wcp;
 
 use std::io::{self, Write};
@@ -51,20 +52,22 @@ pub fn engine<'a>(
         Relation::Hb => Ok(Box::new(hb::HbQuery::new(trace, window))),
         Relation::Cp => Ok(Box::new(cp::CpQuery::new(trace, window))),
         Relation::Wcp => Ok(Box::new(wcp::WcpQuery::new(trace, window))),
+        Relation::Shb => Ok(Box::new(shb::ShbQuery::new(trace, window))),
         Relation::Po => Err(UsageError(
-            "`cprace query` supports --relation hb, cp and wcp (po is thread order only: \
+            "`cprace query` supports --relation hb, cp, wcp and shb (po is thread order only: \
              e1 is ordered before e2 exactly when both are events of one thread and e1 comes first)"
                 .into(),
         )),
         Relation::Lockset => Err(UsageError(
-            "`cprace query` supports --relation hb, cp and wcp (lockset is a discipline check, not an order)".into(),
+            "`cprace query` supports --relation hb, cp, wcp and shb (lockset is a discipline check, not an order)".into(),
         )),
-        Relation::Shb | Relation::Syncp => Err(UsageError(format!(
-            "`cprace query` supports --relation hb, cp and wcp; for {} races, `cprace analyze --relation {} \
-             --witness` gives each race a reordering that exhibits it (check it with `cprace verify`)",
-            relation.name(),
-            relation.name()
-        ))),
+        Relation::Syncp => Err(UsageError(
+            "`cprace query` supports --relation hb, cp, wcp and shb; syncp is not an order between \
+             events (a pair is a sync-preserving race when some reordering exhibits it), so there is \
+             nothing to dump or explain: `cprace analyze --relation syncp --witness` gives each race \
+             such a reordering (check it with `cprace verify`)"
+                .into(),
+        )),
     }
 }
 
@@ -391,6 +394,9 @@ pub enum Kind {
     /// thread; in CP's and WCP's HBv also volatile read or write -> a later
     /// volatile write.
     Volatile,
+    /// SHB's reads-from edge: a data write -> a read (by another thread) that
+    /// reads its value, i.e. the last earlier write to the variable.
+    ReadsFrom,
     /// A base CP edge (composed with HB on both sides, rule (c)).
     Cp(CpEdge),
     /// A base WCP edge (composed with HB on both sides, rule (c)).
@@ -414,6 +420,7 @@ impl Kind {
             Kind::Fork => "fork",
             Kind::Join => "join",
             Kind::Volatile => "volatile",
+            Kind::ReadsFrom => "reads-from",
             Kind::Cp(_) => "cp-edge",
             Kind::Wcp(_) => "wcp-edge",
             Kind::Window { .. } => "window",
@@ -791,6 +798,11 @@ fn step_text(trace: &Trace, s: &Step) -> String {
                 n.var(ev(s.to).target)
             )
         }
+        Kind::ReadsFrom => format!(
+            "reads-from: {}'s read of {} reads this write's value",
+            n.thread(ev(s.to).thread),
+            n.var(ev(s.to).target)
+        ),
         Kind::Window { window, .. } => format!(
             "window rule (w): HB-ordered and {} >= {window} events apart",
             s.to - s.from
@@ -1007,7 +1019,7 @@ fn step_json(trace: &Trace, s: &Step) -> Value {
         }
         Kind::Fork => json!({"child": n.thread(ev(s.to).thread)}),
         Kind::Join => json!({"child": n.thread(ev(s.from).thread)}),
-        Kind::Volatile => json!({"variable": n.var(ev(s.to).target)}),
+        Kind::Volatile | Kind::ReadsFrom => json!({"variable": n.var(ev(s.to).target)}),
         Kind::Window { window, hb_path } => json!({
             "window": window,
             "distance": s.to - s.from,

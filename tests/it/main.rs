@@ -29,6 +29,7 @@ mod plot;
 mod progress;
 mod provable;
 mod query;
+mod query_shb;
 mod query_wcp;
 mod rapidbin;
 mod record;

@@ -31,7 +31,7 @@ fn stats_json(text: &str, name: &str) -> Value {
 }
 
 /// Every counter, in output order.
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 18] = [
     "events",
     "threads",
     "locks",
@@ -45,6 +45,7 @@ const KEYS: [&str; 17] = [
     "joins",
     "volatile_accesses",
     "accesses_under_locks",
+    "reads_from_other_threads",
     "max_nesting_depth",
     "reentrant_acquires_filtered",
     "out_of_nesting_releases",
@@ -90,6 +91,7 @@ fn expected() -> Value {
         "joins": 1,
         "volatile_accesses": 2,
         "accesses_under_locks": 4,
+        "reads_from_other_threads": 2,
         "max_nesting_depth": 2,
         "reentrant_acquires_filtered": 1,
         "out_of_nesting_releases": 1,
@@ -163,9 +165,10 @@ fn clean_trace_has_no_warnings() {
             v["events"].as_u64(),
             v["accesses_under_locks"].as_u64(),
             v["reads"].as_u64(),
-            v["max_nesting_depth"].as_u64()
+            v["max_nesting_depth"].as_u64(),
+            v["reads_from_other_threads"].as_u64()
         ),
-        (Some(7), Some(2), Some(2), Some(1))
+        (Some(7), Some(2), Some(2), Some(1), Some(2))
     );
 }
 

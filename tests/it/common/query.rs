@@ -125,7 +125,7 @@ pub fn dump_rows(t: &Trace, rel: Relation, k: Option<u64>) -> (String, BaseEdges
     assert_eq!(j["relation"], rel.name());
     assert_eq!(j["window"], json!(k));
     assert_eq!(j["events"], t.len());
-    if rel == Relation::Hb {
+    if matches!(rel, Relation::Hb | Relation::Shb) {
         assert!(base.is_empty() && j.get("base_edges").is_none());
     } else {
         let jb: BaseEdges = arr(&j["base_edges"])
