@@ -3,6 +3,8 @@
 //! write each data read reads from, transitively closed), and every chain
 //! checked step by step.
 
+#![allow(clippy::needless_range_loop)]
+
 use crate::common;
 
 use common::oracle::hb_matrix;
@@ -27,7 +29,7 @@ fn config(seed: u64) -> Config {
         locks: 1 + (seed % 2) as u32,
         volatiles: (seed % 2) as u32,
         p_volatile: 0.1,
-        fork_join: seed % 3 == 0,
+        fork_join: seed.is_multiple_of(3),
         seed,
         ..Config::default()
     }
