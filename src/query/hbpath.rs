@@ -81,7 +81,7 @@ impl<'s> HbIndex<'s> {
     }
 
     /// The index of SHB instead of HB: `sync`'s clocks must follow the
-    /// reads-from `edges` `(write, read)` too (see [`crate::query::shb`]),
+    /// reads-from `edges` `(write, read)` too (see [`crate::query::hb::HbQuery::shb`]),
     /// and paths may take them.
     pub fn with_reads_from(mut self, edges: &[(EventId, EventId)]) -> HbIndex<'s> {
         self.reads_from = edges.iter().map(|&(w, r)| (r, w)).collect();

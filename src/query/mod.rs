@@ -11,7 +11,6 @@ pub mod cp;
 pub mod facts;
 pub mod hb;
 pub mod hbpath;
-pub mod shb;
 pub mod wcp;
 
 use std::io::{self, Write};
@@ -52,7 +51,7 @@ pub fn engine<'a>(
         Relation::Hb => Ok(Box::new(hb::HbQuery::new(trace, window))),
         Relation::Cp => Ok(Box::new(cp::CpQuery::new(trace, window))),
         Relation::Wcp => Ok(Box::new(wcp::WcpQuery::new(trace, window))),
-        Relation::Shb => Ok(Box::new(shb::ShbQuery::new(trace, window))),
+        Relation::Shb => Ok(Box::new(hb::HbQuery::shb(trace, window))),
         Relation::Po => Err(UsageError(
             "`cprace query` supports --relation hb, cp, wcp and shb (po is thread order only: \
              e1 is ordered before e2 exactly when both are events of one thread and e1 comes first)"
