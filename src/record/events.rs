@@ -60,13 +60,15 @@ struct Stream {
     file: File,
     buf: Vec<u8>,
     pos: usize,
+    /// End of the bytes read into `buf`.
+    end: usize,
 }
 
 impl Stream {
     fn next(&mut self) -> Result<Option<Event>> {
-        if self.buf.len() - self.pos < 24 {
+        if self.end - self.pos < 24 {
             self.refill()?;
-            if self.buf.len() - self.pos < 24 {
+            if self.end - self.pos < 24 {
                 // A partial event at the end: the thread was still writing
                 // when the program exited. Its complete events stand.
                 return Ok(None);
@@ -89,27 +91,31 @@ impl Stream {
         }))
     }
 
-    /// Keeps the unread tail and reads up to 1 MiB more.
+    /// Moves the unread tail (under one event) to the front and reads up to
+    /// the buffer's end (1 MiB), without clearing the buffer first.
     fn refill(&mut self) -> Result<()> {
-        self.buf.drain(..self.pos);
+        if self.buf.len() < BLOCK {
+            self.buf.resize(BLOCK, 0);
+        }
+        self.buf.copy_within(self.pos..self.end, 0);
+        self.end -= self.pos;
         self.pos = 0;
-        let have = self.buf.len();
-        self.buf.resize(have + (1 << 20), 0);
-        let mut got = have;
-        while got < self.buf.len() {
+        while self.end < self.buf.len() {
             let n = self
                 .file
-                .read(&mut self.buf[got..])
+                .read(&mut self.buf[self.end..])
                 .with_context(|| format!("cannot read {}", self.path.display()))?;
             if n == 0 {
                 break;
             }
-            got += n;
+            self.end += n;
         }
-        self.buf.truncate(got);
         Ok(())
     }
 }
+
+/// Bytes read from a thread's file at a time.
+const BLOCK: usize = 1 << 20;
 
 /// Calls `f` on every event of every thread file in `dir`, in the global order.
 pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<()> {
@@ -131,6 +137,7 @@ pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<()> 
             file,
             buf: Vec::new(),
             pos: 0,
+            end: 0,
         });
     }
     // Accesses between the same two synchronization events go thread by thread.

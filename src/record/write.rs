@@ -69,7 +69,12 @@ pub struct Namer {
     thread_ids: Vec<u32>,
     lock_ids: FxHashMap<u64, u32>,
     var_ids: FxHashMap<VarKey, u32>,
+    /// Direct-mapped cache in front of `var_ids` for memory variables:
+    /// (address, free number, id); most accesses hit a recent address.
+    var_cache: Vec<(u64, u64, u32)>,
     loc_ids: FxHashMap<u64, u32>,
+    /// Direct-mapped cache in front of `loc_ids`: (pc, id).
+    loc_cache: Vec<(u64, u32)>,
     /// Thread names, by id.
     pub threads: Vec<String>,
     /// Lock names, by id.
@@ -94,7 +99,9 @@ impl Namer {
             thread_ids: Vec::new(),
             lock_ids: FxHashMap::default(),
             var_ids: FxHashMap::default(),
+            var_cache: vec![(u64::MAX, 0, 0); VAR_CACHE],
             loc_ids,
+            loc_cache: vec![(u64::MAX, 0); LOC_CACHE],
             threads: Vec::new(),
             locks: Vec::new(),
             variables: Vec::new(),
@@ -144,6 +151,19 @@ impl Namer {
         }
     }
 
+    /// The id of the memory variable at `addr` under free number `n`.
+    #[inline]
+    fn memory(&mut self, addr: u64, n: u64) -> u32 {
+        let slot = (addr >> 2) as usize & (VAR_CACHE - 1);
+        let (a, g, id) = self.var_cache[slot];
+        if a == addr && g == n {
+            return id;
+        }
+        let id = self.variable(VarKey::Memory(addr, n));
+        self.var_cache[slot] = (addr, n, id);
+        id
+    }
+
     fn variable(&mut self, key: VarKey) -> u32 {
         if let Some(&id) = self.var_ids.get(&key) {
             return id;
@@ -177,7 +197,18 @@ impl Namer {
         id
     }
 
+    #[inline]
     fn location(&mut self, pc: u64) -> u32 {
+        let slot = pc as usize & (LOC_CACHE - 1);
+        if self.loc_cache[slot].0 == pc {
+            return self.loc_cache[slot].1;
+        }
+        let id = self.location_slow(pc);
+        self.loc_cache[slot] = (pc, id);
+        id
+    }
+
+    fn location_slow(&mut self, pc: u64) -> u32 {
         if let Some(&id) = self.loc_ids.get(&pc) {
             return id;
         }
@@ -221,14 +252,14 @@ impl Namer {
     pub fn event(&mut self, e: &Event) -> Option<Named> {
         let (op, target) = match e.kind {
             events::READ | events::WRITE | events::VREAD | events::VWRITE => {
-                let key = VarKey::Memory(e.addr, self.generation(e.addr));
+                let n = self.generation(e.addr);
                 let op = match e.kind {
                     events::READ => 2,
                     events::WRITE => 3,
                     events::VREAD => OP_VREAD,
                     _ => OP_VWRITE,
                 };
-                (op, self.variable(key))
+                (op, self.memory(e.addr, n))
             }
             events::SYNC_VREAD => (OP_VREAD, self.variable(VarKey::Sync(e.addr, e.arg))),
             events::SYNC_VWRITE => (OP_VWRITE, self.variable(VarKey::Sync(e.addr, e.arg))),
@@ -260,6 +291,12 @@ impl Namer {
         })
     }
 }
+
+/// Entries of [`Namer`]'s variable cache (a power of two).
+const VAR_CACHE: usize = 1 << 14;
+
+/// Entries of [`Namer`]'s location cache (a power of two).
+const LOC_CACHE: usize = 1 << 12;
 
 /// Bytes a writer gathers before handing them to its output.
 const CHUNK: usize = 1 << 20;
