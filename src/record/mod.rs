@@ -205,7 +205,7 @@ pub fn write_trace(
                 format = OutFormat::Zstd;
                 n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
                 tmp.as_file().set_len(0).with_context(cannot)?;
-                (&*tmp.as_file())
+                tmp.as_file()
                     .seek(SeekFrom::Start(0))
                     .with_context(cannot)?;
             }
