@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Recording throughput of `cprace record` on scripts/record/throughput.c:
 # events per second through the runtime alone (binary event files) and through
-# the whole record (run + merge + symbolize + STD written), against the native
-# and ThreadSanitizer builds of the same program.
+# the whole record (run + merge + symbolize + trace written: RapidBin with
+# `-o t.bin`, STD text with `-o t.std`), against the native and
+# ThreadSanitizer builds of the same program. Wall times are medians of 3;
+# CPU (user + sys) is printed too, since on a loaded machine wall time
+# measures the load.
 # Usage: scripts/record_throughput.sh [THREADS ITERS] (default 2 10000: ~41M events)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,10 +31,15 @@ NATIVE=$(for _ in 1 2 3; do t "$WORK/native" "${ARGS[@]}"; done | med)
 TSAN=0
 [ "$HAVE_TSAN" = 1 ] && TSAN=$(for _ in 1 2 3; do t "$WORK/tsan" "${ARGS[@]}"; done | med)
 RAW=$(for _ in 1 2 3; do rm -rf "$WORK/raw"; mkdir "$WORK/raw"; t env CPRACE_RECORD_DIR="$WORK/raw" "$WORK/rec" "${ARGS[@]}"; done | med)
+BIN=$(for _ in 1 2 3; do t "$CPRACE" record -o "$WORK/t.bin" -- "$WORK/rec" "${ARGS[@]}"; done | med)
 REC=$(for _ in 1 2 3; do t "$CPRACE" record -o "$WORK/t.std" -- "$WORK/rec" "${ARGS[@]}"; done | med)
 EVENTS=$(wc -l < "$WORK/t.std")
-echo "one record, CPU: $(cpu "$CPRACE" record -o "$WORK/t.std" -- "$WORK/rec" "${ARGS[@]}")"
-echo "program: throughput ${ARGS[*]}; $EVENTS events, STD $(du -h "$WORK/t.std" | cut -f1)"
-awk -v e="$EVENTS" -v n="$NATIVE" -v ts="$TSAN" -v r="$RAW" -v c="$REC" 'BEGIN {
-    printf "native %.2fs; TSan %.2fs (%.1fx); runtime only %.2fs (%.1fx native, %.0fM events/s); record incl. STD %.2fs (%.1fx native, %.1fM events/s written)\n",
-        n, ts, ts / n, r, r / n, e / r / 1e6, c, c / n, e / c / 1e6 }'
+[ "$HAVE_TSAN" = 1 ] && echo "one TSan run, CPU: $(cpu "$WORK/tsan" "${ARGS[@]}")"
+echo "one run into event files, CPU: $(cpu env CPRACE_RECORD_DIR="$WORK/raw" "$WORK/rec" "${ARGS[@]}")"
+echo "one record -o t.bin, CPU: $(cpu "$CPRACE" record -o "$WORK/t.bin" -- "$WORK/rec" "${ARGS[@]}")"
+echo "one record -o t.std, CPU: $(cpu "$CPRACE" record -o "$WORK/t.std" -- "$WORK/rec" "${ARGS[@]}")"
+echo "program: throughput ${ARGS[*]}; $EVENTS events, RapidBin $(du -h "$WORK/t.bin" | cut -f1), STD $(du -h "$WORK/t.std" | cut -f1)"
+# A native run under 10 ms reads as 0.00: count it as 0.01 s (slowdowns are then lower bounds).
+awk -v e="$EVENTS" -v n="$(awk -v n="$NATIVE" 'BEGIN { print (n < 0.01 ? 0.01 : n) }')" -v ts="$TSAN" -v r="$RAW" -v b="$BIN" -v c="$REC" 'BEGIN {
+    printf "native %.2fs; TSan %.2fs (%.1fx); runtime only %.2fs (%.1fx native, %.0fM events/s); record -o t.bin %.2fs (%.1fx native, %.1fM events/s written); record -o t.std %.2fs (%.1fx native, %.1fM events/s written)\n",
+        n, ts, ts / n, r, r / n, e / r / 1e6, b, b / n, e / b / 1e6, c, c / n, e / c / 1e6 }'

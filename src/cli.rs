@@ -527,15 +527,18 @@ pub enum Command {
     ///   CC="cprace cc gcc" make
     #[command(verbatim_doc_comment)]
     Cc(crate::record::CcArgs),
-    /// Run a program built with `cprace cc` and write its trace (STD)
+    /// Run a program built with `cprace cc` and write its trace
     ///
     /// Passes the program's exit status through and prints on standard error
     /// how many events were recorded. Locations are `file:line` from the debug
     /// info (build with -g); variables are named after globals where the
-    /// symbol table knows them, addresses otherwise.
+    /// symbol table knows them, addresses otherwise. The trace is STD text,
+    /// or by its name RapidBin (`.bin`, the fastest; zstd-compressed STD
+    /// when the run has volatile accesses) or zstd-compressed STD (`.zst`).
     ///
     /// Examples:
     ///   cprace record -o prog.std -- ./prog arg1 arg2
+    ///   cprace record -o prog.bin -- ./prog arg1 arg2
     ///   cprace record -o prog.std --analyze cp -- ./prog
     #[command(verbatim_doc_comment)]
     Record(crate::record::RecordArgs),

@@ -6,13 +6,17 @@
 //! defines those entry points ([`tsan`]) and interposes the pthread, semaphore
 //! and heap functions whose synchronization the relations must see
 //! ([`intercept`]). Each thread appends fixed-size binary events to its own
-//! buffer ([`buffer`]); a global counter gives every event its place in one
-//! global order. `cprace record` sets `CPRACE_RECORD_DIR`, runs the program,
-//! and merges the per-thread files into an STD trace. Without that variable
+//! buffer ([`buffer`]); a global counter numbers the synchronization events,
+//! and each read or write carries how many had begun before it, which places
+//! every event in one global order consistent with the run's
+//! synchronization. `cprace record` sets `CPRACE_RECORD_DIR`, runs the
+//! program, and merges the per-thread files into a trace. Without that variable
 //! the library records nothing and only forwards calls.
 //!
 //! The file format (read by cprace's `record::events`) is little-endian
-//! 24-byte events: `seq | arg << 40`, `addr`, `pc | kind << 56`, with the
+//! 24-byte events: `seq | arg << 40`, `addr`, `pc | kind << 56` (`seq`: a
+//! synchronization event's number, or for a read or write the number of
+//! synchronization events begun before it), with the
 //! kinds in [`kind`]; `modules` lists the loaded objects for symbolization.
 
 #![cfg(target_os = "linux")]

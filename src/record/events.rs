@@ -3,6 +3,16 @@
 //! Each `t<ID>.bin` holds 24-byte little-endian events in the order the thread
 //! made them: `seq | arg << 40`, `addr`, `pc | kind << 56` (the kinds below
 //! are the runtime's `recorder/src/kind.rs`).
+//!
+//! A synchronization event's `seq` is its number in the run's one order of
+//! synchronization events; a read's or write's is the number of
+//! synchronization events begun before it. The merge places every access
+//! after the synchronization events numbered below its `seq` and before the
+//! one numbered `seq`, in its thread's order, and the accesses that fall
+//! between the same two synchronization events thread by thread (lowest
+//! thread id first). That order keeps each thread's order and the order of
+//! all synchronization (see the runtime's `buffer.rs` for why the numbers
+//! allow it).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -27,6 +37,9 @@ pub const SYNC_VWRITE: u8 = 10;
 /// One recorded event.
 #[derive(Clone, Copy, Debug)]
 pub struct Event {
+    /// Place in the merge: `seq` doubled, plus 1 for a synchronization event
+    /// (so accesses carrying `seq` n come before synchronization event n).
+    pub key: u64,
     /// Position in the global order.
     pub seq: u64,
     /// Recorder thread id.
@@ -47,13 +60,15 @@ struct Stream {
     file: File,
     buf: Vec<u8>,
     pos: usize,
+    /// End of the bytes read into `buf`.
+    end: usize,
 }
 
 impl Stream {
     fn next(&mut self) -> Result<Option<Event>> {
-        if self.buf.len() - self.pos < 24 {
+        if self.end - self.pos < 24 {
             self.refill()?;
-            if self.buf.len() - self.pos < 24 {
+            if self.end - self.pos < 24 {
                 // A partial event at the end: the thread was still writing
                 // when the program exited. Its complete events stand.
                 return Ok(None);
@@ -63,37 +78,44 @@ impl Stream {
         self.pos += 24;
         let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         let (w0, w2) = (w(0), w(2));
+        let seq = w0 & ((1 << 40) - 1);
+        let kind = (w2 >> 56) as u8;
         Ok(Some(Event {
-            seq: w0 & ((1 << 40) - 1),
+            key: seq << 1 | u64::from(kind > WRITE),
+            seq,
             tid: self.tid,
-            kind: (w2 >> 56) as u8,
+            kind,
             arg: (w0 >> 40) as u32,
             addr: w(1),
             pc: w2 & 0x00ff_ffff_ffff_ffff,
         }))
     }
 
-    /// Keeps the unread tail and reads up to 1 MiB more.
+    /// Moves the unread tail (under one event) to the front and reads up to
+    /// the buffer's end (1 MiB), without clearing the buffer first.
     fn refill(&mut self) -> Result<()> {
-        self.buf.drain(..self.pos);
+        if self.buf.len() < BLOCK {
+            self.buf.resize(BLOCK, 0);
+        }
+        self.buf.copy_within(self.pos..self.end, 0);
+        self.end -= self.pos;
         self.pos = 0;
-        let have = self.buf.len();
-        self.buf.resize(have + (1 << 20), 0);
-        let mut got = have;
-        while got < self.buf.len() {
+        while self.end < self.buf.len() {
             let n = self
                 .file
-                .read(&mut self.buf[got..])
+                .read(&mut self.buf[self.end..])
                 .with_context(|| format!("cannot read {}", self.path.display()))?;
             if n == 0 {
                 break;
             }
-            got += n;
+            self.end += n;
         }
-        self.buf.truncate(got);
         Ok(())
     }
 }
+
+/// Bytes read from a thread's file at a time.
+const BLOCK: usize = 1 << 20;
 
 /// Calls `f` on every event of every thread file in `dir`, in the global order.
 pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<()> {
@@ -115,27 +137,30 @@ pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<()> 
             file,
             buf: Vec::new(),
             pos: 0,
+            end: 0,
         });
     }
+    // Accesses between the same two synchronization events go thread by thread.
+    streams.sort_by_key(|s| s.tid);
     let mut heads: Vec<Option<Event>> = Vec::with_capacity(streams.len());
     let mut heap = BinaryHeap::new();
     for (i, s) in streams.iter_mut().enumerate() {
         let e = s.next()?;
         if let Some(e) = &e {
-            heap.push(Reverse((e.seq, i)));
+            heap.push(Reverse((e.key, i)));
         }
         heads.push(e);
     }
     while let Some(Reverse((_, i))) = heap.pop() {
         // Stay on this thread while its events come before every other head.
-        let bound = heap.peek().map_or(u64::MAX, |Reverse((s, _))| *s);
+        let bound = heap.peek().map_or((u64::MAX, usize::MAX), |Reverse(b)| *b);
         loop {
             let e = heads[i].take().expect("a queued stream has a head");
             f(&e)?;
             match streams[i].next()? {
-                Some(n) if n.seq < bound => heads[i] = Some(n),
+                Some(n) if (n.key, i) < bound => heads[i] = Some(n),
                 Some(n) => {
-                    heap.push(Reverse((n.seq, i)));
+                    heap.push(Reverse((n.key, i)));
                     heads[i] = Some(n);
                     break;
                 }

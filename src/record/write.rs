@@ -1,4 +1,6 @@
-//! Recorded events to STD lines: thread, lock and variable names, locations.
+//! Recorded events to a trace: thread, lock and variable names and locations
+//! ([`Namer`]), written as STD lines ([`StdWriter`]) or RapidBin
+//! ([`RapidBinWriter`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,7 +16,7 @@ use super::symbols::Symbolizer;
 pub struct Counts {
     /// Trace events written.
     pub events: u64,
-    /// Threads that made at least one event.
+    /// Threads named (that made events, or were forked or joined).
     pub threads: u64,
     /// Data reads and writes.
     pub accesses: u64,
@@ -28,65 +30,195 @@ pub struct Counts {
     pub frees: u64,
 }
 
-/// Names the run's objects and writes its events as STD.
-pub struct StdWriter {
+/// An event with its names as ids into [`Namer`]'s tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Named {
+    /// Thread id (index into `threads`).
+    pub thread: u32,
+    /// Operation: RapidBin's code (0 acq, 1 rel, 2 r, 3 w, 4 fork, 5 join),
+    /// or 6 volatile read, 7 volatile write (which RapidBin cannot hold).
+    pub op: u8,
+    /// Lock, variable or thread id, by operation.
+    pub target: u32,
+    /// Location id (index into `locations`; 0 is the empty location).
+    pub loc: u32,
+}
+
+/// Operation codes of [`Named::op`] besides RapidBin's.
+pub const OP_VREAD: u8 = 6;
+/// See [`OP_VREAD`].
+pub const OP_VWRITE: u8 = 7;
+
+/// Where a variable comes from: memory (address, number of the last free
+/// covering it) or a synchronization object's variable (address, `arg`).
+#[derive(Clone, Copy, Hash, PartialEq, Eq)]
+enum VarKey {
+    Memory(u64, u64),
+    Sync(u64, u32),
+}
+
+/// Names the run's threads, locks, variables and locations once each, and
+/// turns events into ids into its tables: the work every output format shares.
+pub struct Namer {
     sym: Symbolizer,
     /// Freed heap ranges: start -> (end, number of the free), disjoint; a
     /// later free replaces the parts of earlier ones it covers. A variable
     /// is its address plus the number of the last free covering it, so a
     /// reused block never shares variables with the object freed before.
     freed: BTreeMap<u64, (u64, u64)>,
-    objects: FxHashMap<u64, String>,
-    threads: Vec<Option<String>>,
-    line: Vec<u8>,
+    thread_ids: Vec<u32>,
+    lock_ids: FxHashMap<u64, u32>,
+    var_ids: FxHashMap<VarKey, u32>,
+    /// Direct-mapped cache in front of `var_ids` for memory variables:
+    /// (address, free number, id); most accesses hit a recent address.
+    var_cache: Vec<(u64, u64, u32)>,
+    loc_ids: FxHashMap<u64, u32>,
+    /// Direct-mapped cache in front of `loc_ids`: (pc, id).
+    loc_cache: Vec<(u64, u32)>,
+    /// Thread names, by id.
+    pub threads: Vec<String>,
+    /// Lock names, by id.
+    pub locks: Vec<String>,
+    /// Variable names, by id (two ids may share a name: then they are one
+    /// variable of the trace, as in STD).
+    pub variables: Vec<String>,
+    /// Location texts, by id; 0 is the empty location.
+    pub locations: Vec<String>,
     /// Totals so far.
     pub counts: Counts,
 }
 
-impl StdWriter {
-    /// A writer naming addresses with `sym`.
-    pub fn new(sym: Symbolizer) -> StdWriter {
-        StdWriter {
+impl Namer {
+    /// A namer naming addresses with `sym`.
+    pub fn new(sym: Symbolizer) -> Namer {
+        let mut loc_ids = FxHashMap::default();
+        loc_ids.insert(0, 0);
+        Namer {
             sym,
             freed: BTreeMap::new(),
-            objects: FxHashMap::default(),
+            thread_ids: Vec::new(),
+            lock_ids: FxHashMap::default(),
+            var_ids: FxHashMap::default(),
+            var_cache: vec![(u64::MAX, 0, 0); VAR_CACHE],
+            loc_ids,
+            loc_cache: vec![(u64::MAX, 0); LOC_CACHE],
             threads: Vec::new(),
-            line: Vec::with_capacity(256),
+            locks: Vec::new(),
+            variables: Vec::new(),
+            locations: vec![String::new()],
             counts: Counts::default(),
         }
     }
 
-    fn thread(&mut self, tid: u32) -> &str {
+    fn thread(&mut self, tid: u32) -> u32 {
         let i = tid as usize;
-        if self.threads.len() <= i {
-            self.threads.resize(i + 1, None);
+        if self.thread_ids.len() <= i {
+            self.thread_ids.resize(i + 1, u32::MAX);
         }
-        if self.threads[i].is_none() {
-            self.counts.threads += 1;
+        if self.thread_ids[i] == u32::MAX {
+            self.thread_ids[i] = self.threads.len() as u32;
+            self.threads.push(format!("T{tid}"));
         }
-        self.threads[i].get_or_insert_with(|| format!("T{tid}"))
+        self.thread_ids[i]
     }
 
     /// Name of a lock or synchronization object: its global, else its address.
-    fn object(&mut self, addr: u64) -> &str {
-        let sym = &self.sym;
-        self.objects
-            .entry(addr)
-            .or_insert_with(|| sym.global(addr).unwrap_or_else(|| format!("{addr:#x}")))
+    fn object_name(&self, addr: u64) -> String {
+        self.sym
+            .global(addr)
+            .unwrap_or_else(|| format!("{addr:#x}"))
     }
 
-    /// Appends the name of the variable at `addr`: its global, else its
-    /// address, then `~N` when free number N last covered it.
-    fn variable(&self, addr: u64, line: &mut Vec<u8>) -> Result<()> {
-        if !self.sym.global_into(addr, line) {
-            write!(line, "{addr:#x}")?;
+    fn lock(&mut self, addr: u64) -> u32 {
+        if let Some(&id) = self.lock_ids.get(&addr) {
+            return id;
         }
-        if let Some((_, &(end, n))) = self.freed.range(..=addr).next_back()
-            && addr < end
-        {
-            write!(line, "~{n}")?;
+        let id = self.locks.len() as u32;
+        self.locks.push(self.object_name(addr));
+        self.lock_ids.insert(addr, id);
+        id
+    }
+
+    /// The number of the last free covering `addr` (0: none).
+    #[inline]
+    fn generation(&self, addr: u64) -> u64 {
+        if self.freed.is_empty() {
+            return 0;
         }
-        Ok(())
+        match self.freed.range(..=addr).next_back() {
+            Some((_, &(end, n))) if addr < end => n,
+            _ => 0,
+        }
+    }
+
+    /// The id of the memory variable at `addr` under free number `n`.
+    #[inline]
+    fn memory(&mut self, addr: u64, n: u64) -> u32 {
+        let slot = (addr >> 2) as usize & (VAR_CACHE - 1);
+        let (a, g, id) = self.var_cache[slot];
+        if a == addr && g == n {
+            return id;
+        }
+        let id = self.variable(VarKey::Memory(addr, n));
+        self.var_cache[slot] = (addr, n, id);
+        id
+    }
+
+    fn variable(&mut self, key: VarKey) -> u32 {
+        if let Some(&id) = self.var_ids.get(&key) {
+            return id;
+        }
+        let name = match key {
+            // Its global, else its address, then `~N` when free number N
+            // last covered it.
+            VarKey::Memory(addr, n) => {
+                let mut name = Vec::new();
+                if !self.sym.global_into(addr, &mut name) {
+                    name.extend_from_slice(format!("{addr:#x}").as_bytes());
+                }
+                if n != 0 {
+                    name.extend_from_slice(format!("~{n}").as_bytes());
+                }
+                String::from_utf8_lossy(&name).into_owned()
+            }
+            VarKey::Sync(addr, arg) => {
+                let mut name = self.object_name(addr);
+                match arg {
+                    0 => {}
+                    1 => name.push_str(".w"),
+                    t => name.push_str(&format!(".r.T{}", t - 2)),
+                }
+                name
+            }
+        };
+        let id = self.variables.len() as u32;
+        self.variables.push(name);
+        self.var_ids.insert(key, id);
+        id
+    }
+
+    #[inline]
+    fn location(&mut self, pc: u64) -> u32 {
+        let slot = pc as usize & (LOC_CACHE - 1);
+        if self.loc_cache[slot].0 == pc {
+            return self.loc_cache[slot].1;
+        }
+        let id = self.location_slow(pc);
+        self.loc_cache[slot] = (pc, id);
+        id
+    }
+
+    fn location_slow(&mut self, pc: u64) -> u32 {
+        if let Some(&id) = self.loc_ids.get(&pc) {
+            return id;
+        }
+        let mut text = Vec::new();
+        self.sym.location(pc, &mut text);
+        let id = self.locations.len() as u32;
+        self.locations
+            .push(String::from_utf8_lossy(&text).into_owned());
+        self.loc_ids.insert(pc, id);
+        id
     }
 
     fn free(&mut self, addr: u64, size: u64) {
@@ -115,59 +247,192 @@ impl StdWriter {
         self.freed.insert(addr, (end, n));
     }
 
-    /// Writes `e` (nothing for FREE notes and unknown kinds).
-    pub fn event(&mut self, e: &Event, out: &mut impl Write) -> Result<()> {
-        let op: &[u8] = match e.kind {
-            events::READ => b"|r(",
-            events::WRITE => b"|w(",
-            events::VREAD | events::SYNC_VREAD => b"|vr(",
-            events::VWRITE | events::SYNC_VWRITE => b"|vw(",
-            events::ACQUIRE => b"|acq(",
-            events::RELEASE => b"|rel(",
-            events::FORK => b"|fork(",
-            events::JOIN => b"|join(",
+    /// The trace event `e` is, or None (FREE notes and unknown kinds).
+    #[inline]
+    pub fn event(&mut self, e: &Event) -> Option<Named> {
+        let (op, target) = match e.kind {
+            events::READ | events::WRITE | events::VREAD | events::VWRITE => {
+                let n = self.generation(e.addr);
+                let op = match e.kind {
+                    events::READ => 2,
+                    events::WRITE => 3,
+                    events::VREAD => OP_VREAD,
+                    _ => OP_VWRITE,
+                };
+                (op, self.memory(e.addr, n))
+            }
+            events::SYNC_VREAD => (OP_VREAD, self.variable(VarKey::Sync(e.addr, e.arg))),
+            events::SYNC_VWRITE => (OP_VWRITE, self.variable(VarKey::Sync(e.addr, e.arg))),
+            events::ACQUIRE => (0, self.lock(e.addr)),
+            events::RELEASE => (1, self.lock(e.addr)),
+            events::FORK => (4, self.thread(e.addr as u32)),
+            events::JOIN => (5, self.thread(e.addr as u32)),
             events::FREE => {
                 self.free(e.addr, e.pc);
-                return Ok(());
+                return None;
             }
-            _ => return Ok(()),
+            _ => return None,
         };
-        match e.kind {
-            events::READ | events::WRITE => self.counts.accesses += 1,
-            events::ACQUIRE | events::RELEASE => self.counts.locks += 1,
-            events::FORK | events::JOIN => self.counts.forks_joins += 1,
+        match op {
+            2 | 3 => self.counts.accesses += 1,
+            0 | 1 => self.counts.locks += 1,
+            4 | 5 => self.counts.forks_joins += 1,
             _ => self.counts.volatiles += 1,
         }
         self.counts.events += 1;
-        let mut line = std::mem::take(&mut self.line);
-        line.clear();
-        line.extend_from_slice(self.thread(e.tid).as_bytes());
-        line.extend_from_slice(op);
-        match e.kind {
-            events::READ | events::WRITE | events::VREAD | events::VWRITE => {
-                self.variable(e.addr, &mut line)?
-            }
-            events::ACQUIRE | events::RELEASE => {
-                line.extend_from_slice(self.object(e.addr).as_bytes())
-            }
-            events::FORK | events::JOIN => {
-                write!(line, "T{}", e.addr)?;
-            }
-            _ => {
-                line.extend_from_slice(self.object(e.addr).as_bytes());
-                match e.arg {
-                    0 => {}
-                    1 => line.extend_from_slice(b".w"),
-                    t => write!(line, ".r.T{}", t - 2)?,
-                }
-            }
+        let thread = self.thread(e.tid);
+        self.counts.threads = self.threads.len() as u64;
+        let loc = self.location(e.pc);
+        Some(Named {
+            thread,
+            op,
+            target,
+            loc,
+        })
+    }
+}
+
+/// Entries of [`Namer`]'s variable cache (a power of two).
+const VAR_CACHE: usize = 1 << 14;
+
+/// Entries of [`Namer`]'s location cache (a power of two).
+const LOC_CACHE: usize = 1 << 12;
+
+/// Bytes a writer gathers before handing them to its output.
+const CHUNK: usize = 1 << 20;
+
+/// Writes named events as STD lines.
+pub struct StdWriter {
+    buf: Vec<u8>,
+}
+
+impl Default for StdWriter {
+    fn default() -> Self {
+        StdWriter {
+            buf: Vec::with_capacity(CHUNK + 4096),
         }
-        line.extend_from_slice(b")|");
-        self.sym.location(e.pc, &mut line);
-        line.push(b'\n');
-        out.write_all(&line)?;
-        self.line = line;
+    }
+}
+
+impl StdWriter {
+    /// Appends the line of `e`, flushing to `out` when the buffer is full.
+    #[inline]
+    pub fn event<W: Write + ?Sized>(
+        &mut self,
+        n: &Namer,
+        e: Named,
+        out: &mut W,
+    ) -> std::io::Result<()> {
+        const OPS: [&[u8]; 8] = [
+            b"|acq(", b"|rel(", b"|r(", b"|w(", b"|fork(", b"|join(", b"|vr(", b"|vw(",
+        ];
+        let target = match e.op {
+            0 | 1 => &n.locks[e.target as usize],
+            4 | 5 => &n.threads[e.target as usize],
+            _ => &n.variables[e.target as usize],
+        };
+        let b = &mut self.buf;
+        b.extend_from_slice(n.threads[e.thread as usize].as_bytes());
+        b.extend_from_slice(OPS[e.op as usize]);
+        b.extend_from_slice(target.as_bytes());
+        b.extend_from_slice(b")|");
+        b.extend_from_slice(n.locations[e.loc as usize].as_bytes());
+        b.push(b'\n');
+        if b.len() >= CHUNK {
+            out.write_all(b)?;
+            b.clear();
+        }
         Ok(())
+    }
+
+    /// Writes what is buffered.
+    pub fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+        out.write_all(&self.buf)?;
+        self.buf.clear();
+        out.flush()
+    }
+}
+
+/// Writes named events as RapidBin (see `crate::trace::rapid_bin`).
+pub struct RapidBinWriter {
+    buf: Vec<u8>,
+}
+
+impl Default for RapidBinWriter {
+    fn default() -> Self {
+        RapidBinWriter {
+            buf: Vec::with_capacity(CHUNK),
+        }
+    }
+}
+
+impl RapidBinWriter {
+    /// Appends `e`, or says why RapidBin cannot hold it.
+    #[inline]
+    pub fn event(
+        &mut self,
+        n: &Namer,
+        e: Named,
+        out: &mut impl Write,
+    ) -> Result<std::io::Result<()>, String> {
+        use crate::trace::rapid_bin::{MAX_LOCATIONS, MAX_THREADS};
+        if e.op >= OP_VREAD {
+            return Err(format!(
+                "the run made volatile accesses (atomics, semaphores, barriers, rwlock reads, ...; the first is `{}`), which RapidBin has no operation for",
+                n.variables[e.target as usize]
+            ));
+        }
+        if e.thread as usize >= MAX_THREADS || (e.op >= 4 && e.target as usize >= MAX_THREADS) {
+            return Err(format!("the run has more than {MAX_THREADS} threads"));
+        }
+        if e.loc as usize >= MAX_LOCATIONS {
+            return Err(format!(
+                "the run has more than {} locations",
+                MAX_LOCATIONS - 1
+            ));
+        }
+        let w = u64::from(e.thread)
+            | u64::from(e.op) << 10
+            | u64::from(e.target) << 14
+            | u64::from(e.loc) << 48;
+        self.buf.extend_from_slice(&w.to_be_bytes());
+        if self.buf.len() >= CHUNK {
+            let r = out.write_all(&self.buf);
+            self.buf.clear();
+            return Ok(r);
+        }
+        Ok(Ok(()))
+    }
+
+    /// Writes what is buffered.
+    pub fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+        out.write_all(&self.buf)?;
+        self.buf.clear();
+        out.flush()
+    }
+
+    /// The header of a trace of `events` events named by `n`.
+    pub fn header(n: &Namer, events: u64) -> Vec<u8> {
+        let mut h = Vec::with_capacity(crate::trace::rapid_bin::HEADER_LEN);
+        h.extend((n.threads.len() as i16).to_be_bytes());
+        h.extend((n.locks.len().min(i32::MAX as usize) as i32).to_be_bytes());
+        h.extend((n.variables.len().min(i32::MAX as usize) as i32).to_be_bytes());
+        h.extend((events as i64).to_be_bytes());
+        h
+    }
+
+    /// The side file of names (`TRACE.names.json`) for `n`'s tables.
+    pub fn side_json(n: &Namer) -> String {
+        let side = crate::trace::rapid_bin::SideNames {
+            cprace_rapidbin_names: 1,
+            threads: n.threads.clone(),
+            locks: n.locks.clone(),
+            variables: n.variables.clone(),
+            locations: n.locations.clone(),
+        };
+        let mut s = serde_json::to_string(&side).unwrap_or_default();
+        s.push('\n');
+        s
     }
 }
 
@@ -177,6 +442,7 @@ mod tests {
 
     fn ev(tid: u32, kind: u8, addr: u64, pc: u64) -> Event {
         Event {
+            key: 0,
             seq: 0,
             tid,
             kind,
@@ -187,11 +453,15 @@ mod tests {
     }
 
     fn lines(events: &[Event]) -> Vec<String> {
-        let mut w = StdWriter::new(Symbolizer::from_listing(""));
+        let mut n = Namer::new(Symbolizer::from_listing(""));
+        let mut w = StdWriter::default();
         let mut out = Vec::new();
         for e in events {
-            w.event(e, &mut out).unwrap();
+            if let Some(e) = n.event(e) {
+                w.event(&n, e, &mut out).unwrap();
+            }
         }
+        w.finish(&mut out).unwrap();
         String::from_utf8(out)
             .unwrap()
             .lines()

@@ -284,3 +284,82 @@ fn cc_compiles_objects_and_links_them_in_separate_steps() {
     assert!(out.status.success());
     assert_eq!(races(&trace, "hb").len(), 1);
 }
+
+/// `cprace record --from-events` of one run of `name` into `t.std`, `t.bin`
+/// and `t.zst`: returns the directory and record's stderr per format.
+fn one_run_three_formats(name: &str) -> (tempfile::TempDir, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), name);
+    let events = dir.path().join("events");
+    std::fs::create_dir(&events).unwrap();
+    let out = run(Command::new(&prog).env("CPRACE_RECORD_DIR", &events));
+    assert!(out.status.success());
+    let stderr = ["t.std", "t.bin", "t.zst"]
+        .iter()
+        .map(|t| {
+            let out = run(Command::new(CPRACE)
+                .args(["record", "--from-events"])
+                .arg(&events)
+                .arg("-o")
+                .arg(dir.path().join(t)));
+            let e = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "record -o {t}: {e}");
+            e
+        })
+        .collect();
+    (dir, stderr)
+}
+
+/// `trace` as STD text (through `cprace convert`, which reads every format).
+fn as_std(trace: &Path) -> String {
+    let out = run(Command::new(CPRACE)
+        .arg("convert")
+        .arg(trace)
+        .args(["--to", "std"]));
+    assert!(
+        out.status.success(),
+        "convert {}: {}",
+        trace.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn starts_with_zstd_magic(p: &Path) -> bool {
+    std::fs::read(p)
+        .unwrap()
+        .starts_with(&[0x28, 0xB5, 0x2F, 0xFD])
+}
+
+#[test]
+fn rapidbin_and_zstd_outputs_hold_the_same_trace_as_std() {
+    let (dir, _) = one_run_three_formats("counter");
+    let d = dir.path();
+    let std = std::fs::read_to_string(d.join("t.std")).unwrap();
+    assert!(std.contains(&format!("|w(counter)|{}", line_of("counter", "RACE"))));
+    assert!(
+        !starts_with_zstd_magic(&d.join("t.bin")),
+        "RapidBin expected"
+    );
+    assert!(d.join("t.bin.names.json").exists());
+    assert!(starts_with_zstd_magic(&d.join("t.zst")));
+    assert_eq!(as_std(&d.join("t.bin")), std);
+    assert_eq!(as_std(&d.join("t.zst")), std);
+    assert_eq!(races(&d.join("t.bin"), "hb"), races(&d.join("t.std"), "hb"));
+}
+
+#[test]
+fn rapidbin_falls_back_to_zstd_std_for_volatile_accesses() {
+    let (dir, stderr) = one_run_three_formats("atomics");
+    let d = dir.path();
+    assert!(
+        stderr[1].contains("volatile accesses") && stderr[1].contains("zstd-compressed STD"),
+        "{}",
+        stderr[1]
+    );
+    assert!(starts_with_zstd_magic(&d.join("t.bin")));
+    assert!(!d.join("t.bin.names.json").exists());
+    let std = std::fs::read_to_string(d.join("t.std")).unwrap();
+    assert!(std.contains("|vw("));
+    assert_eq!(as_std(&d.join("t.bin")), std);
+}
