@@ -89,9 +89,8 @@ impl Key {
     /// two kinds apart).
     fn long(name: &[u8]) -> Key {
         debug_assert!(name.len() > INLINE);
-        let word = |i: usize| {
-            u64::from_le_bytes(name[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]))
-        };
+        let word =
+            |i: usize| u64::from_le_bytes(name[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
         let mut h = FxHasher::default();
         h.write(name);
         Key {
@@ -425,7 +424,10 @@ mod tests {
         assert!(table.iter().eq(expected.iter().copied()));
         assert_eq!(table.len(), expected.len());
         assert_eq!(table.get_index_of("absent"), None);
-        assert_eq!(table.get_index_of("some.long.package.Class.field99999"), None);
+        assert_eq!(
+            table.get_index_of("some.long.package.Class.field99999"),
+            None
+        );
         assert!(!table.insert("x0"));
         assert_eq!(table.insert_full("new name"), (expected.len(), true));
     }
