@@ -374,6 +374,8 @@ pub enum Command {
     ///   many-threads  64 threads, 50 locks, 5000 variables
     ///   threads-256   many-threads with 256 threads (vector vs tree clocks)
     ///   bench         8 threads, 20 locks, 1000 variables (benchmark shape)
+    ///   arrays        Java array code: a third of the events touch a new
+    ///                 array element (a0[17]), ~690k variables per 2M events
     ///
     /// Examples:
     ///   cprace gen --profile ftpserver --events 10M --format std -o ftp-10M.std

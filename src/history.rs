@@ -6,6 +6,8 @@
 //! the latest read and the latest write of each thread need checking. The latest
 //! unordered one becomes the race witness, so all engines pick the same witness.
 
+use smallvec::SmallVec;
+
 use crate::report::{Access, Race};
 use crate::trace::{Event, EventId, Op, ThreadId};
 
@@ -28,11 +30,16 @@ struct Entry {
     read: Option<Stamp>,
 }
 
+/// The entries of one variable. Most variables of array code are touched by
+/// one thread only (often once or twice): their one entry lives inline, so a
+/// new variable costs no allocation.
+type Entries = SmallVec<[Entry; 1]>;
+
 /// Latest read and write of every thread, per variable (only those that can
 /// still be a witness: see [`AccessHistory::access`]).
 #[derive(Clone, Debug, Default)]
 pub struct AccessHistory {
-    vars: Vec<Vec<Entry>>,
+    vars: Vec<Entries>,
     window: Option<u64>,
 }
 
@@ -72,7 +79,7 @@ impl AccessHistory {
         debug_assert!(ev.op.is_access());
         let v = ev.target as usize;
         if self.vars.len() <= v {
-            self.vars.resize(v + 1, Vec::new());
+            self.vars.resize(v + 1, Entries::new());
         }
         let entries = &mut self.vars[v];
         let is_write = ev.op == Op::Write;

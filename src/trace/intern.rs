@@ -1,15 +1,24 @@
-//! A lookup cache in front of the name tables for the loaders' hot path.
+//! The name tables: dense ids for thread, lock, variable and location names,
+//! in order of first appearance, with one hash probe per name.
 //!
-//! Interning was half of parsing time: an `IndexSet` lookup hashes the name,
-//! probes its index table, follows the entry to the boxed string and calls
-//! `memcmp`. Names in traces are short (`T3`, `x160`, `Foo.java:12`), so this
-//! table stores names of up to [`INLINE`] bytes inline, as three zero-padded
-//! words next to their id: a lookup is a multiply, one probe in one cache line
-//! and three word compares. Longer names fall through to the `IndexSet`, which
-//! stays the one authority on ids (ids are still assigned in order of first
-//! appearance, so results do not depend on this cache).
+//! Traces of array code name hundreds of thousands of variables (the Java
+//! Grande `sor` kernel: 671,111 in 2M events), a third of the events naming
+//! one for the first time. An `IndexSet<Box<str>>` behind a lookup cache cost
+//! each new name two random DRAM accesses (the cache's slot, the set's index)
+//! plus an allocation and a rehash now and then. Here the open-addressing
+//! table is the one authority: names live back to back in one arena and each
+//! slot holds a name's key and id, so a lookup is a multiply, one probe in one
+//! cache line and three word compares, and a new name is appended to the
+//! arena and written into the slot the probe ended on.
+//!
+//! A name of up to [`INLINE`] bytes is its own key: three zero-padded words
+//! and its length, read straight out of the input block with masked word
+//! loads. A longer name's key is its first 16 bytes, a hash of all of it and
+//! its length; a matching slot is confirmed against the arena.
 
-use super::model::{Interner, intern};
+use std::hash::Hasher;
+
+use rustc_hash::FxHasher;
 
 /// Longest name kept inline.
 pub const INLINE: usize = 24;
@@ -34,7 +43,7 @@ const MASKS: [[u64; 3]; INLINE + 1] = {
     m
 };
 
-/// A name as three little-endian words, zero-padded, plus its length.
+/// A short name as three little-endian words, zero-padded, plus its length.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Key {
     words: [u64; 3],
@@ -50,7 +59,11 @@ impl Key {
         }
         let mut b = [0u8; INLINE];
         b[..name.len()].copy_from_slice(name);
-        Some(Key::from_padded(&b, name.len()))
+        let word = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
+        Some(Key {
+            words: [word(0), word(1), word(2)],
+            len: name.len() as u32,
+        })
     }
 
     /// The key of `buf[start..start + len]`, reading whole words past the end
@@ -72,13 +85,24 @@ impl Key {
         })
     }
 
-    #[inline]
-    fn from_padded(b: &[u8; INLINE], len: usize) -> Key {
-        let word = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
+    /// The key of a name longer than [`INLINE`] bytes (its length tells the
+    /// two kinds apart).
+    fn long(name: &[u8]) -> Key {
+        debug_assert!(name.len() > INLINE);
+        let word =
+            |i: usize| u64::from_le_bytes(name[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
+        let mut h = FxHasher::default();
+        h.write(name);
         Key {
-            words: [word(0), word(1), word(2)],
-            len: len as u32,
+            words: [word(0), word(1), h.finish()],
+            len: name.len() as u32,
         }
+    }
+
+    /// The key of any name.
+    #[inline]
+    fn of(name: &[u8]) -> Key {
+        Key::new(name).unwrap_or_else(|| Key::long(name))
     }
 
     #[inline]
@@ -100,150 +124,247 @@ struct Slot {
     id1: u32,
 }
 
-impl Slot {
-    fn key(&self) -> Key {
-        Key {
-            words: self.words,
-            len: self.len,
-        }
-    }
-}
-
 const EMPTY: Slot = Slot {
     words: [0; 3],
     len: 0,
     id1: 0,
 };
 
-/// Names cached per table at most. Traces of C programs can name millions of
-/// distinct addresses; past this many, new names go straight to the
-/// `IndexSet`, so the cache costs at most 2^22 slots × 32 bytes = 128 MiB per
-/// table while still covering the hot names (those seen first and often).
-/// Java traces of array code name hundreds of thousands of elements (the
-/// Java Grande `sor` kernel: 671,111 in 2M events), each read again soon
-/// after it is first seen: a name the cache cannot hold costs four cache
-/// misses per access instead of one, which made them 5x slower to load than
-/// traces of a few thousand names.
-pub const MAX_CACHED: usize = 1 << 21;
-
-/// Open-addressing (linear probing) map from short names to ids, kept at most
-/// half full.
+/// Names and their dense ids, in order of first appearance; the index of a
+/// name is its id. An open-addressing (linear probing) table, kept at most
+/// half full, maps keys to ids; the names themselves sit in one arena.
 #[derive(Clone)]
-pub struct FastTable {
+pub struct Interner {
+    /// Every name, back to back.
+    text: String,
+    /// Where name `i` ends in `text` (it starts where name `i - 1` ends).
+    ends: Vec<usize>,
     slots: Vec<Slot>,
     /// 64 - log2(slots.len()): the hash's top bits pick the first slot.
     shift: u32,
-    len: usize,
-    /// Cache no more names than this.
-    cap: usize,
-    /// Long names this cache put in its table (never cached).
-    long_added: usize,
-    /// Short names it put in its table without caching them (once full).
-    short_uncached: usize,
 }
 
-impl Default for FastTable {
+impl Default for Interner {
     fn default() -> Self {
-        FastTable::with_cap(MAX_CACHED)
+        Interner {
+            text: String::new(),
+            ends: Vec::new(),
+            slots: vec![EMPTY; 64],
+            shift: 64 - 6,
+        }
     }
 }
 
-impl FastTable {
-    /// An empty table caching at most `cap` names.
-    fn with_cap(cap: usize) -> FastTable {
-        FastTable {
-            slots: vec![EMPTY; 64],
-            shift: 64 - 6,
-            len: 0,
-            cap,
-            long_added: 0,
-            short_uncached: 0,
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Interner {
+    fn eq(&self, other: &Self) -> bool {
+        self.ends == other.ends && self.text == other.text
+    }
+}
+
+impl Eq for Interner {}
+
+impl Interner {
+    /// Number of names.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when there are no names.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The name with id `i`.
+    #[inline]
+    pub fn get_index(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.text.get(start..end)
+    }
+
+    /// The id of `name`, if it has one.
+    pub fn get_index_of(&self, name: &str) -> Option<usize> {
+        let name = name.as_bytes();
+        match self.find(&Key::of(name), name) {
+            Ok(id) => Some(id as usize),
+            Err(_) => None,
         }
     }
 
-    /// The id of `key`, if cached.
+    /// Whether `name` has an id.
+    pub fn contains(&self, name: &str) -> bool {
+        self.get_index_of(name).is_some()
+    }
+
+    /// The names in id order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            table: self,
+            range: 0..self.len(),
+        }
+    }
+
+    /// The id of `name`, giving it the next one if it is new.
+    pub fn intern(&mut self, name: &str) -> u32 {
+        self.insert_full(name).0 as u32
+    }
+
+    /// The id of `name` and whether it is new (it gets the next id).
+    pub fn insert_full(&mut self, name: &str) -> (usize, bool) {
+        let b = name.as_bytes();
+        let key = Key::of(b);
+        match self.find(&key, b) {
+            Ok(id) => (id as usize, false),
+            Err(at) => (self.add(at, key, name) as usize, true),
+        }
+    }
+
+    /// Add `name` if it is new; true when it was.
+    pub fn insert(&mut self, name: &str) -> bool {
+        self.insert_full(name).1
+    }
+
+    /// The loaders' hot path: the id of `name` (UTF-8 bytes; `key` its
+    /// [`Key`] when it is short, None when it is longer than [`INLINE`]).
+    #[inline(always)]
+    pub fn intern_keyed(&mut self, key: Option<Key>, name: &[u8]) -> u32 {
+        if let Some(k) = key {
+            debug_assert_eq!(Some(k), Key::new(name));
+            // Short: the key is the name, no arena compare.
+            let mask = self.slots.len() - 1;
+            let mut i = (k.hash() >> self.shift) as usize;
+            loop {
+                let s = &self.slots[i & mask];
+                if s.id1 == 0 {
+                    return self.add_bytes(i & mask, k, name);
+                }
+                if s.words == k.words && s.len == k.len {
+                    return s.id1 - 1;
+                }
+                i += 1;
+            }
+        }
+        self.intern_long(name)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn intern_long(&mut self, name: &[u8]) -> u32 {
+        let key = Key::of(name);
+        match self.find(&key, name) {
+            Ok(id) => id,
+            Err(at) => self.add_bytes(at, key, name),
+        }
+    }
+
+    /// The id of `key` (the key of `name`), or the empty slot where it would go.
     #[inline]
-    fn get(&self, key: &Key) -> Option<u32> {
+    fn find(&self, key: &Key, name: &[u8]) -> Result<u32, usize> {
         let mask = self.slots.len() - 1;
         let mut i = (key.hash() >> self.shift) as usize;
         loop {
             let s = &self.slots[i & mask];
             if s.id1 == 0 {
-                return None;
+                return Err(i & mask);
             }
-            if s.words == key.words && s.len == key.len {
-                return Some(s.id1 - 1);
+            if s.words == key.words
+                && s.len == key.len
+                && (key.len as usize <= INLINE
+                    || self.get_index(s.id1 as usize - 1).map(str::as_bytes) == Some(name))
+            {
+                return Ok(s.id1 - 1);
             }
             i += 1;
         }
     }
 
-    /// Cache `key -> id`; `key` must not be cached yet.
-    fn insert(&mut self, key: Key, id: u32) {
-        if 2 * (self.len + 1) > self.slots.len() {
-            self.grow();
+    /// A new name from the input (valid UTF-8: the loaders check every block).
+    #[cold]
+    #[inline(never)]
+    fn add_bytes(&mut self, at: usize, key: Key, name: &[u8]) -> u32 {
+        match std::str::from_utf8(name) {
+            Ok(s) => self.add(at, key, s),
+            // Not reached from the loaders; a lossy name keeps the raw key, so
+            // the same bytes still find it.
+            Err(_) => self.add(at, key, &String::from_utf8_lossy(name)),
         }
-        self.put(Slot {
+    }
+
+    /// Give `name` (key `key`, absent, to go in empty slot `at`) the next id.
+    fn add(&mut self, at: usize, key: Key, name: &str) -> u32 {
+        let id = self.ends.len() as u32;
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+        self.slots[at] = Slot {
             words: key.words,
             len: key.len,
             id1: id + 1,
-        });
-        self.len += 1;
-    }
-
-    fn put(&mut self, slot: Slot) {
-        let mask = self.slots.len() - 1;
-        let mut i = (slot.key().hash() >> self.shift) as usize;
-        while self.slots[i & mask].id1 != 0 {
-            i += 1;
+        };
+        if 2 * self.ends.len() > self.slots.len() {
+            self.grow();
         }
-        let at = i & mask;
-        self.slots[at] = slot;
+        id
     }
 
     fn grow(&mut self) {
         let bigger = vec![EMPTY; 2 * self.slots.len()];
         let old = std::mem::replace(&mut self.slots, bigger);
         self.shift -= 1;
+        let mask = self.slots.len() - 1;
         for s in old.into_iter().filter(|s| s.id1 != 0) {
-            self.put(s);
+            let k = Key {
+                words: s.words,
+                len: s.len,
+            };
+            let mut i = (k.hash() >> self.shift) as usize;
+            while self.slots[i & mask].id1 != 0 {
+                i += 1;
+            }
+            self.slots[i & mask] = s;
         }
     }
+}
 
-    /// Intern `name` (whose key is `key`, if it is short) in `table`, using
-    /// and filling this cache.
-    #[inline(always)]
-    pub fn intern(&mut self, table: &mut Interner, key: Option<Key>, name: &[u8]) -> u32 {
-        if let Some(id) = key.as_ref().and_then(|k| self.get(k)) {
-            return id;
-        }
-        self.intern_new(table, key, name)
+/// The names of an [`Interner`] in id order.
+#[derive(Clone)]
+pub struct Iter<'a> {
+    table: &'a Interner,
+    range: std::ops::Range<usize>,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a str;
+    #[inline]
+    fn next(&mut self) -> Option<&'a str> {
+        let i = self.range.next()?;
+        self.table.get_index(i)
     }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.range.size_hint()
+    }
+}
 
-    /// The first sighting of a short name, or any long one.
-    #[cold]
-    #[inline(never)]
-    fn intern_new(&mut self, table: &mut Interner, key: Option<Key>, name: &[u8]) -> u32 {
-        // Loaders hand over UTF-8 (they check it per block); lossy is a no-op then.
-        let text = String::from_utf8_lossy(name);
-        // When every name of `table` is either cached or long, a short name
-        // the cache misses is new: insert it without looking it up first (a
-        // second cache miss on big tables).
-        let complete = self.short_uncached == 0 && table.len() == self.len + self.long_added;
-        let before = table.len();
-        let id = if key.is_some() && complete {
-            table.insert_full(text.into()).0 as u32
-        } else {
-            intern(table, &text)
-        };
-        let added = table.len() > before;
-        match key {
-            // Only called on a cache miss, so `key` is not cached yet.
-            Some(k) if self.len < self.cap => self.insert(k, id),
-            Some(_) => self.short_uncached += usize::from(added),
-            None => self.long_added += usize::from(added),
-        }
-        id
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let i = self.range.next_back()?;
+        self.table.get_index(i)
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+impl<'a> IntoIterator for &'a Interner {
+    type Item = &'a str;
+    type IntoIter = Iter<'a>;
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
     }
 }
 
@@ -272,31 +393,51 @@ mod tests {
     }
 
     #[test]
-    fn ids_match_the_index_set_through_growth() {
-        for cap in [MAX_CACHED, 100] {
-            ids_match_with_cap(cap);
-        }
-    }
-
-    fn ids_match_with_cap(cap: usize) {
+    fn ids_are_first_appearances_through_growth() {
         let mut table = Interner::default();
-        let mut fast = FastTable::with_cap(cap);
         let names: Vec<String> = (0..5000)
-            .map(|i| match i % 3 {
+            .map(|i| match i % 4 {
                 0 => format!("x{i}"),
                 1 => format!("some.long.package.Class.method:{i}"),
+                // Long names sharing their first 16 bytes and length.
+                2 => format!("some.long.package.Class.field{:05}", i % 701),
                 _ => format!("T{}", i % 97),
             })
             .collect();
+        let mut expected: Vec<&str> = Vec::new();
         for round in 0..2 {
             for n in &names {
-                let id = fast.intern(&mut table, Key::new(n.as_bytes()), n.as_bytes());
-                assert_eq!(table.get_index(id as usize).map(|s| &**s), Some(n.as_str()));
-                if round == 1 {
-                    assert_eq!(Some(id as usize), table.get_index_of(n.as_str()));
+                let key = Key::new(n.as_bytes());
+                let id = if round == 0 && n.len() % 2 == 0 {
+                    table.intern(n)
+                } else {
+                    table.intern_keyed(key, n.as_bytes())
+                };
+                if round == 0 && id as usize == expected.len() {
+                    expected.push(n);
                 }
+                assert_eq!(expected.get(id as usize), Some(&n.as_str()), "{n}");
+                assert_eq!(table.get_index(id as usize), Some(n.as_str()));
+                assert_eq!(table.get_index_of(n), Some(id as usize));
             }
         }
-        assert!(fast.len <= cap && fast.len > 0);
+        assert!(table.iter().eq(expected.iter().copied()));
+        assert_eq!(table.len(), expected.len());
+        assert_eq!(table.get_index_of("absent"), None);
+        assert_eq!(
+            table.get_index_of("some.long.package.Class.field99999"),
+            None
+        );
+        assert!(!table.insert("x0"));
+        assert_eq!(table.insert_full("new name"), (expected.len(), true));
+    }
+
+    #[test]
+    fn the_empty_name_is_a_name() {
+        let mut table = Interner::default();
+        assert_eq!(table.intern(""), 0);
+        assert_eq!(table.intern_keyed(Key::new(b""), b""), 0);
+        assert_eq!(table.get_index(0), Some(""));
+        assert_eq!(table.intern("a"), 1);
     }
 }

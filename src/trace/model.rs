@@ -1,8 +1,5 @@
 //! The trace model: events, operations and interned names.
 
-use indexmap::IndexSet;
-use rustc_hash::FxBuildHasher;
-
 /// Dense id of an event: its 0-based position in the input trace.
 pub type EventId = u32;
 /// Dense id of a thread (index into [`Names::threads`]).
@@ -123,15 +120,11 @@ pub struct Event {
     pub op: Op,
 }
 
-/// Interning table from names to dense ids, in order of first appearance.
-pub type Interner = IndexSet<Box<str>, FxBuildHasher>;
+pub use super::intern::Interner;
 
 /// Intern `name` in `table`, returning its dense id.
 pub fn intern(table: &mut Interner, name: &str) -> u32 {
-    if let Some(i) = table.get_index_of(name) {
-        return i as u32;
-    }
-    table.insert_full(name.into()).0 as u32
+    table.intern(name)
 }
 
 /// The original names behind the dense ids.
@@ -150,7 +143,7 @@ pub struct Names {
 impl Default for Names {
     fn default() -> Self {
         let mut locs = Interner::default();
-        locs.insert("".into());
+        locs.intern("");
         Names {
             threads: Interner::default(),
             locks: Interner::default(),

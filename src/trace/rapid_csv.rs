@@ -93,7 +93,7 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
         ("variable", &n.vars),
     ] {
         for name in table {
-            if name.contains(['(', ')', '\n', '\r']) || name.trim_ascii() != &**name {
+            if name.contains(['(', ')', '\n', '\r']) || name.trim_ascii() != name {
                 anyhow::bail!(
                     "{what} name `{name}` cannot be written in RAPID CSV: it contains `(`, `)`, a line break or edge spaces"
                 );

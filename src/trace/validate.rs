@@ -5,7 +5,7 @@
 //! re-entrant acquires and passes each event on. One place, so all formats agree.
 
 use super::error::LoadError;
-use super::intern::{FastTable, Key};
+use super::intern::Key;
 use super::model::{Event, EventId, LoadStats, Names, Op, TargetKind};
 
 /// A check every event must pass besides well-formedness (e.g. an output
@@ -39,8 +39,6 @@ pub struct Builder<'a, S: FnMut(EventId, &Event)> {
     next_id: u64,
     /// The id and key of the last thread seen (short names only).
     last_thread: Option<(u32, Key)>,
-    /// Lookup caches in front of `names` (threads, locks, variables, locations).
-    fast: [FastTable; 4],
     check: Option<Check<'a>>,
     sink: S,
 }
@@ -105,7 +103,6 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             locks: Vec::new(),
             next_id: 0,
             last_thread: None,
-            fast: Default::default(),
             check: None,
             sink,
         }
@@ -192,13 +189,12 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                 u32::MAX
             ));
         }
-        let [ft, fl, fv, floc] = &mut self.fast;
         let n = &mut self.names;
         // Consecutive events of one thread are common: skip even the cache.
         let t = match self.last_thread {
             Some((id, k)) if thread.key == Some(k) => id,
             _ => {
-                let id = ft.intern(&mut n.threads, thread.key, thread.name);
+                let id = n.threads.intern_keyed(thread.key, thread.name);
                 self.last_thread = thread.key.map(|k| (id, k));
                 id
             }
@@ -206,12 +202,12 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
         let loc = if loc.name.is_empty() {
             0
         } else {
-            floc.intern(&mut n.locs, loc.key, loc.name)
+            n.locs.intern_keyed(loc.key, loc.name)
         };
         let target = match op.target_kind() {
-            TargetKind::Variable => fv.intern(&mut n.vars, target.key, target.name),
-            TargetKind::Lock => fl.intern(&mut n.locks, target.key, target.name),
-            TargetKind::Thread => ft.intern(&mut n.threads, target.key, target.name),
+            TargetKind::Variable => n.vars.intern_keyed(target.key, target.name),
+            TargetKind::Lock => n.locks.intern_keyed(target.key, target.name),
+            TargetKind::Thread => n.threads.intern_keyed(target.key, target.name),
         };
         self.accept(t, op, target, loc)
     }
