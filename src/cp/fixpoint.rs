@@ -120,21 +120,14 @@ impl<'a> CandidateSections<'a> {
         let ends = &input.lock_end_event[lock];
         let lo = partition_point_near(ends, self.cursor[lock] as usize, |&e| e < sync.event(a));
         self.cursor[lock] = lo as u32;
-        let hi = match input.window {
-            Some(k) => {
-                let limit = (sync.event(r) as u64).saturating_add(k);
-                lo + partition_point_near(&ends[lo..], 0, |&e| (e as u64) < limit)
-            }
-            None => list.len(),
-        };
-        if lo >= hi {
-            return;
-        }
-        let f = lo
-            + partition_point_near(&input.lock_end_slot[lock][lo..hi], 0, |&s| {
-                !sync.hb_leq(a, s)
-            });
-        if f >= hi {
+        // f: the first section from lo whose end is HB-after a (a suffix of
+        // the lock's sections); it must also end before r + K under a window.
+        let f =
+            lo + partition_point_near(&input.lock_end_slot[lock][lo..], 0, |&s| !sync.hb_leq(a, s));
+        let limit = input
+            .window
+            .map(|k| (sync.event(r) as u64).saturating_add(k));
+        if f >= list.len() || limit.is_some_and(|l| ends[f] as u64 >= l) {
             return;
         }
         let clock_r = sync.clock(r);
@@ -158,6 +151,11 @@ impl<'a> CandidateSections<'a> {
             }
             return;
         }
+        // Sections ending at r + K or later are the window rule's.
+        let hi = match limit {
+            Some(l) => f + partition_point_near(&ends[f..], 0, |&e| (e as u64) < l),
+            None => list.len(),
+        };
         // r comes before a in the trace, so the sections HB-before r end
         // around where those after a begin.
         let g = input.prefix_hb_before(lock, hi, r, lo);

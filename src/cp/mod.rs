@@ -101,7 +101,9 @@ pub fn analyze_spilled(
 ) -> std::io::Result<Report> {
     let mut sink = Report::new("cp", "datalog", window, trace.len() as u64);
     sink.spill_races()?;
-    let report = analyze_into(trace, window, max_distance, reporting, &mut |r| sink.push(r));
+    let report = analyze_into(trace, window, max_distance, reporting, &mut |r| {
+        sink.push(r)
+    });
     sink.max_distance = report.max_distance;
     sink.stats = report.stats;
     sink.notes = report.notes;
