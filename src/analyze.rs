@@ -235,6 +235,9 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
         (Relation::Hb | Relation::Lockset, _) => crate::hb::hb_trace(engine, distance, t)?,
         (Relation::Cp, "reference") => crate::reference::cp::analyze_within(t, window, distance)?,
         (Relation::Cp, "compare") => compare_cp(t, opts)?,
+        (Relation::Cp, _) if opts.spill => {
+            crate::cp::analyze_spilled(t, window, distance, opts.reporting)?
+        }
         (Relation::Cp, _) => crate::cp::analyze_within(t, window, distance, opts.reporting),
         (Relation::Wcp, "reference") => {
             if t.len() > crate::wcp::reference::MAX_EVENTS {

@@ -90,6 +90,27 @@ pub fn analyze_within(
     report
 }
 
+/// [`analyze_within`] with the races written to a temporary file as the
+/// final pass finds them ([`Report::spill_races`]), for the output formats
+/// that stream: the report holds no race in memory, however many there are.
+pub fn analyze_spilled(
+    trace: &Trace,
+    window: Option<u64>,
+    max_distance: Option<u64>,
+    reporting: Reporting,
+) -> std::io::Result<Report> {
+    let mut sink = Report::new("cp", "datalog", window, trace.len() as u64);
+    sink.spill_races()?;
+    let report = analyze_into(trace, window, max_distance, reporting, &mut |r| {
+        sink.push(r)
+    });
+    sink.max_distance = report.max_distance;
+    sink.stats = report.stats;
+    sink.notes = report.notes;
+    sink.normalize();
+    Ok(sink)
+}
+
 /// [`analyze_within`], handing each race to `on_race` as the final pass finds
 /// it, in trace order of the racy event (one witness each), instead of
 /// collecting them: the returned report holds no races, only the statistics

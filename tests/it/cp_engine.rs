@@ -261,3 +261,32 @@ fn races_stream_in_trace_order_through_the_callback() {
         }
     }
 }
+
+#[test]
+fn spilled_reports_read_back_the_collected_races() {
+    for cfg in configs().take(200) {
+        let t = trace(&cfg);
+        for (k, d) in [(None, None), (Some(4), None), (Some(6), Some(6))] {
+            for reporting in [Reporting::All, Reporting::FirstRace, Reporting::OrderRaces] {
+                let collected = analyze_within(&t, k, d, reporting);
+                let spilled = cprace::cp::analyze_spilled(&t, k, d, reporting).unwrap();
+                assert!(spilled.is_spilled() && spilled.races.is_empty());
+                let mut back = Vec::new();
+                spilled
+                    .each_race(|r| {
+                        back.push(*r);
+                        Ok(())
+                    })
+                    .unwrap();
+                assert_eq!(back, collected.races, "seed {} {reporting:?}", cfg.seed);
+                let counters = |r: &cprace::report::Report| {
+                    let mut s = r.stats.clone();
+                    s.remove("seconds");
+                    s
+                };
+                assert_eq!(counters(&spilled), counters(&collected));
+                assert_eq!(spilled.notes, collected.notes);
+            }
+        }
+    }
+}
