@@ -38,6 +38,7 @@
 //! For the CP engine's per-point clock matrix, store `VectorClock`s (O(1)
 //! copies share structure) or flatten with [`VectorClock::to_dense`].
 
+mod store;
 mod tree;
 mod vector;
 
