@@ -237,7 +237,10 @@ impl TreeClock {
             // as nothing of `other` is known), sharing every other node.
             self.nodes = other.nodes.clone();
             self.detach(r);
-            *self.slot(r) = Node { clk: own.clk, ..ABSENT };
+            *self.slot(r) = Node {
+                clk: own.clk,
+                ..ABSENT
+            };
             self.push_child(z, r, own.clk);
             return;
         }
