@@ -13,6 +13,10 @@
 //!   before the next event instead). Joins happen before the event that
 //!   receives the edge. So the events of one epoch (one own-entry value) are
 //!   interchangeable for every ordering question.
+//! - Exception, CP (`crate::cp::sync`): its fixpoint relates single events,
+//!   so its clocks tick at *every* event: an entry is the 1-based position of
+//!   the latest known event within its thread, and the epoch test reads
+//!   `C.get(u) >= position`.
 //! - Clocks only grow: [`VectorClock::join`] is the pointwise maximum, and a
 //!   copy ([`Clone`], `clone_from`) replaces one clock by another that is at
 //!   least as large wherever engines use it (a release copies the releaser's
@@ -29,15 +33,20 @@
 //!   any relation (HB, WCP, CP) can use it; with up to 16 threads a clock is
 //!   one block.
 //! - [`TreeClock`] (tree.rs): the tree clocks of Mathur, Pavlogiannis, Tunç
-//!   and Viswanathan (ASPLOS 2022): join and monotone copy in time
-//!   proportional to the entries that change. Valid only for clocks whose
-//!   knowledge is transitively closed, as HB's is (if a clock knows thread u
-//!   up to time c, it knows everything u knew at c); the HB `treeclock`
-//!   engine uses it.
+//!   and Viswanathan (ASPLOS 2022): join in time proportional to the entries
+//!   that change. Valid only for clocks whose knowledge is transitively
+//!   closed, as HB's is (if a clock knows thread u up to time c, it knows
+//!   everything u knew at c); the HB `treeclock` engine uses it. Its nodes
+//!   live in a persistent copy-on-write store (store.rs, the block layout of
+//!   `VectorClock`), so a copy is O(1) and clocks share the nodes they agree
+//!   on: memory follows what differs, not threads x clocks.
 //!
-//! For the CP engine's per-point clock matrix, store `VectorClock`s (O(1)
-//! copies share structure) or flatten with [`VectorClock::to_dense`].
+//! Every engine uses these: HB (`vc`, `epoch`, `treeclock`), WCP, SHB, and
+//! CP, whose sync points each store a `VectorClock` (O(1) copies sharing
+//! structure; [`VectorClock::diff`] walks only the blocks two clocks do not
+//! share).
 
+mod store;
 mod tree;
 mod vector;
 

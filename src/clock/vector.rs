@@ -210,6 +210,21 @@ impl VectorClock {
         v
     }
 
+    /// Call `f(t, self[t], other[t])` for every thread `t` whose entries
+    /// differ, by thread id. Subtrees both clocks share are skipped, so the
+    /// cost follows the blocks that differ (a counter carried from one clock
+    /// to the next pays for what changed, not for every thread).
+    pub fn diff(&self, other: &VectorClock, mut f: impl FnMut(u32, u32, u32)) {
+        let level = self.height.max(other.height);
+        diff_nodes(
+            (self.root.as_ref(), self.height),
+            (other.root.as_ref(), other.height),
+            level,
+            0,
+            &mut f,
+        );
+    }
+
     /// Whether `self` and `other` are the same shared clock (O(1); equal
     /// clocks built separately are not).
     pub fn ptr_eq(&self, other: &VectorClock) -> bool {
@@ -246,6 +261,54 @@ impl FromIterator<(u32, u32)> for VectorClock {
             }
         }
         c
+    }
+}
+
+type At<'a> = (Option<&'a Arc<Node>>, u32);
+
+/// Child `i` of `n` seen at `level`: a node below `level` is child 0 of the
+/// levels above it (a lower root covers the first ids).
+fn child_at(n: At<'_>, level: u32, i: usize) -> At<'_> {
+    match n {
+        (Some(x), l) if l == level => match &**x {
+            Node::Inner(c) => (c[i].as_ref(), level - 1),
+            Node::Leaf(_) => unreachable!("inner levels hold inner nodes"),
+        },
+        (x, l) if l < level => (if i == 0 { x } else { None }, l),
+        _ => (None, level - 1),
+    }
+}
+
+/// [`VectorClock::diff`] over the subtrees `a` and `b` covering ids from
+/// `base` at `level`.
+fn diff_nodes(a: At<'_>, b: At<'_>, level: u32, base: u32, f: &mut impl FnMut(u32, u32, u32)) {
+    match (a.0, b.0) {
+        (None, None) => return,
+        (Some(x), Some(y)) if a.1 == b.1 && Arc::ptr_eq(x, y) => return,
+        _ => {}
+    }
+    if level == 0 {
+        let entries = |n: Option<&Arc<Node>>| match n.map(|x| &**x) {
+            Some(Node::Leaf(v)) => *v,
+            _ => [0; FAN],
+        };
+        let (x, y) = (entries(a.0), entries(b.0));
+        for i in 0..FAN {
+            if x[i] != y[i] {
+                f(base + i as u32, x[i], y[i]);
+            }
+        }
+        return;
+    }
+    for i in 0..FAN {
+        let b2 = base + ((i as u64) << (BITS * level)) as u32;
+        diff_nodes(
+            child_at(a, level, i),
+            child_at(b, level, i),
+            level - 1,
+            b2,
+            f,
+        );
     }
 }
 
@@ -386,6 +449,13 @@ mod tests {
                     .map(|x| (x, model[i][x as usize]))
                     .collect();
                 assert_eq!(clocks[i].entries().collect::<Vec<_>>(), nz);
+                let mut d = Vec::new();
+                clocks[i].diff(&clocks[j], |t, a, b| d.push((t, a, b)));
+                let want: Vec<_> = (0..n as u32)
+                    .map(|x| (x, model[i][x as usize], model[j][x as usize]))
+                    .filter(|&(_, a, b)| a != b)
+                    .collect();
+                assert_eq!(d, want);
             }
             for (c, m) in clocks.iter().zip(&model) {
                 assert_eq!(&dense(c, n), m);

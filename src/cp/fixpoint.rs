@@ -256,7 +256,7 @@ impl CpInput {
     fn prefix_hb_before(&self, lock: usize, upto: usize, r: u32, hint: usize) -> usize {
         let clock = self.sync.clock(r);
         partition_point_near(&self.lock_acq[lock][..upto], hint, |&(t, local)| {
-            clock[t as usize] >= local
+            clock.get(t) >= local
         })
     }
 

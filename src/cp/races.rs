@@ -15,7 +15,8 @@
 //! only limits which unordered pairs are reported.
 
 use super::input::CpInput;
-use super::sync::{Clocks, NONE, VolatileOrder, join_into};
+use super::sync::{Clocks, NONE, VolatileOrder};
+use crate::clock::VectorClock;
 use crate::history::AccessHistory;
 use crate::report::Race;
 use crate::trace::{EventId, Trace};
@@ -25,7 +26,7 @@ pub struct RacePass {
     /// Race witnesses, by racy event (empty when they went to a callback).
     pub races: Vec<Race>,
     /// CP clock at each sync slot (only when asked for: `query` dumps them).
-    pub cp_clocks: Vec<u32>,
+    pub cp_clocks: Vec<VectorClock>,
     /// Ordered pairs of sync events (less than K apart under a window) that
     /// CP orders, and that HB orders (statistics).
     pub cp_pairs: u64,
@@ -99,7 +100,7 @@ pub fn race_pass_with(
     // Ordered races (`--order-races`) inject the CP clock of their source.
     let keep_clocks = opts.keep_clocks || !input.extra_edges.is_empty();
     if keep_clocks {
-        cp_clocks.reserve(sync.len() * nt);
+        cp_clocks.reserve(sync.len());
     }
     let mut history = AccessHistory::new(opts.max_distance);
     let mut found = false;
@@ -129,10 +130,10 @@ pub fn race_pass_with(
         };
         let (clock, local) = clocks.step(ev, |c| {
             for &r in incoming {
-                join_into(c, sync.clock(r));
+                c.join(sync.clock(r));
             }
             for &(_, r) in ordered {
-                join_into(c, &cp_clocks[r as usize * nt..(r as usize + 1) * nt]);
+                c.join(&cp_clocks[r as usize]);
             }
         });
         let hb_slot = last_slot[ev.thread as usize];
@@ -141,12 +142,12 @@ pub fn race_pass_with(
                 .window
                 .is_some_and(|k| (i as EventId - e1) as u64 >= k)
                 && hb_slot != NONE
-                && sync.clock(hb_slot)[u as usize] >= c
+                && sync.clock(hb_slot).get(u) >= c
         };
         if ev.op.is_access()
             && !(opts.first_only && found)
             && let Some(r) = history.access_at(i as EventId, ev, local, |u, c, e1| {
-                clock[u as usize] >= c || far_ordered(u, c, e1)
+                clock.get(u) >= c || far_ordered(u, c, e1)
             })
         {
             found = true;
@@ -155,7 +156,7 @@ pub fn race_pass_with(
         if is_point {
             counter.count(slot as u32, clock);
             if keep_clocks {
-                cp_clocks.extend_from_slice(clock);
+                cp_clocks.push(clock.clone());
             }
             slot += 1;
         }
@@ -171,46 +172,92 @@ pub fn race_pass_with(
 /// Counts ordered pairs `(x, y)` of sync events, `x` before `y` and (under a
 /// window) less than K apart, that CP orders and that HB orders, from the
 /// clock of each `y` as the pass reaches it (no clock is kept).
+///
+/// Thread t contributes `max(0, F_t - G_t)` pairs to `y`, where `F_t` counts
+/// t's points the clock of `y` covers and `G_t` those K or more events before
+/// `y` (the first ones of the thread). The sum is carried from one point to
+/// the next through the entries where the clocks differ (shared blocks are
+/// skipped) and the points that leave the window, so the work follows what
+/// changed, not the number of threads.
 struct PairCounter<'a> {
     input: &'a CpInput,
-    /// Per thread, the (local, event) of its sync points in order.
-    per_thread: Vec<Vec<(u32, u32)>>,
+    /// Per thread, the local positions of its sync points in order.
+    per_thread: Vec<Vec<u32>>,
     cp: u64,
     hb: u64,
+    /// Per thread, how many of its points are K or more events behind.
+    gone: Vec<u32>,
+    /// The first slot not yet counted in `gone`.
+    next_gone: u32,
+    /// The previous point's HB and CP clocks, and the sums over threads for
+    /// them.
+    prev: [VectorClock; 2],
+    sums: [u64; 2],
 }
 
 impl<'a> PairCounter<'a> {
     fn new(input: &'a CpInput) -> PairCounter<'a> {
         let sync = &input.sync;
-        let mut per_thread: Vec<Vec<(u32, u32)>> = vec![Vec::new(); sync.nthreads];
+        let mut per_thread: Vec<Vec<u32>> = vec![Vec::new(); sync.nthreads];
         for s in 0..sync.len() {
-            per_thread[sync.thread[s] as usize].push((sync.local[s], sync.events[s]));
+            per_thread[sync.thread[s] as usize].push(sync.local[s]);
         }
         PairCounter {
             input,
+            gone: vec![0; per_thread.len()],
             per_thread,
             cp: 0,
             hb: 0,
+            next_gone: 0,
+            prev: Default::default(),
+            sums: [0; 2],
         }
     }
 
-    fn count(&mut self, s: u32, cp_clock: &[u32]) {
-        let sync = &self.input.sync;
-        let window = self.input.window;
+    /// Thread t's term for a clock entry `b`.
+    fn term(&self, t: u32, b: u32) -> u64 {
+        let f = self.per_thread[t as usize].partition_point(|&l| l <= b) as u64;
+        f.saturating_sub(u64::from(self.gone[t as usize]))
+    }
+
+    fn count(&mut self, s: u32, cp_clock: &VectorClock) {
+        let input = self.input;
+        let sync = &input.sync;
         let y = sync.event(s);
-        let hbc = sync.clock(s);
-        // Points with local <= bound, event < y, and event > y - K.
-        let count = |list: &Vec<(u32, u32)>, bound: u32| -> u64 {
-            let upto = list.partition_point(|&(l, e)| l <= bound && e < y);
-            let from = match window {
-                Some(k) => list[..upto].partition_point(|&(_, e)| (y - e) as u64 >= k),
-                None => 0,
-            };
-            (upto - from) as u64
-        };
-        for (t, list) in self.per_thread.iter().enumerate() {
-            self.hb += count(list, hbc[t]);
-            self.cp += count(list, cp_clock[t]);
+        let clocks = [sync.clock(s), cp_clock];
+        for (i, c) in clocks.into_iter().enumerate() {
+            let mut sum = self.sums[i];
+            c.diff(&self.prev[i], |t, new, old| {
+                sum = sum + self.term(t, new) - self.term(t, old);
+            });
+            self.sums[i] = sum;
+            self.prev[i] = c.clone();
+        }
+        if let Some(k) = input.window {
+            while self.next_gone < s && ((y - sync.event(self.next_gone)) as u64) >= k {
+                let t = sync.thread[self.next_gone as usize];
+                for (i, c) in clocks.into_iter().enumerate() {
+                    let before = self.term(t, c.get(t));
+                    self.gone[t as usize] += 1;
+                    self.sums[i] = self.sums[i] - before + self.term(t, c.get(t));
+                    self.gone[t as usize] -= 1;
+                }
+                self.gone[t as usize] += 1;
+                self.next_gone += 1;
+            }
+        }
+        // Own points count only before `y` (every other thread's points a
+        // clock covers are earlier).
+        let own = sync.thread[s as usize];
+        let below = sync.local[s as usize] - 1;
+        for (i, c) in clocks.into_iter().enumerate() {
+            let mine = c.get(own);
+            let n = self.sums[i] - self.term(own, mine) + self.term(own, mine.min(below));
+            if i == 0 {
+                self.hb += n;
+            } else {
+                self.cp += n;
+            }
         }
     }
 }

@@ -4,9 +4,18 @@
 //! forks, joins, volatile accesses, the first and last events of forked/joined
 //! threads (ends of fork/join edges) and the last event of critical sections
 //! never released. One streaming HB pass stores the vector clock of each such
-//! point, so any HB test between them is O(1): `x <=HB y` iff
+//! point, so any HB test between them is a clock lookup: `x <=HB y` iff
 //! `V(y)[thread(x)] >= local(x)`.
+//!
+//! The clocks are [`VectorClock`]s of the one clock module (`crate::clock`),
+//! with its conventions except one: an entry is the 1-based *position* of the
+//! latest known event within its thread (every event ticks, as the fixpoint
+//! relates single events, not epochs). A point stores its clock by sharing
+//! (O(1)), so memory follows the distinct blocks alive: 100,000 threads
+//! passing one lock along cost one path of blocks per point, not a row of
+//! 100,000 entries.
 
+use crate::clock::VectorClock;
 use crate::facts::Facts;
 use crate::trace::{EventId, Op, Trace};
 
@@ -38,9 +47,9 @@ pub struct SyncPoints {
     pub local: Vec<u32>,
     /// Threads in the trace (clock width).
     pub nthreads: usize,
-    /// HB clocks (HBv clocks under [`VolatileOrder::Conflicting`]),
-    /// `nthreads` entries per slot.
-    pub hb: Vec<u32>,
+    /// HB clocks (HBv clocks under [`VolatileOrder::Conflicting`]), one per
+    /// slot (sharing blocks with each other).
+    pub hb: Vec<VectorClock>,
     /// The volatile edges `hb` follows.
     pub order: VolatileOrder,
 }
@@ -105,7 +114,7 @@ impl SyncPoints {
             thread: Vec::with_capacity(count),
             local: Vec::with_capacity(count),
             nthreads: nt,
-            hb: Vec::with_capacity(count * nt),
+            hb: Vec::with_capacity(count),
             order,
         };
         let mut hb = Clocks::with_order(trace, true, order);
@@ -122,14 +131,14 @@ impl SyncPoints {
                         .events
                         .binary_search(&src)
                         .expect("edge sources are points");
-                    join_into(c, &sp.hb[s * nt..(s + 1) * nt]);
+                    c.join(&sp.hb[s]);
                 }
             });
             if is_point[i] {
                 sp.events.push(i as EventId);
                 sp.thread.push(ev.thread);
                 sp.local.push(local);
-                sp.hb.extend_from_slice(clock);
+                sp.hb.push(clock.clone());
             }
         }
         sp
@@ -152,16 +161,14 @@ impl SyncPoints {
 
     /// HB clock of slot `s`.
     #[inline]
-    pub fn clock(&self, s: u32) -> &[u32] {
-        let w = self.nthreads;
-        &self.hb[s as usize * w..(s as usize + 1) * w]
+    pub fn clock(&self, s: u32) -> &VectorClock {
+        &self.hb[s as usize]
     }
 
     /// `x <=HB y` (reflexive) for slots.
     #[inline]
     pub fn hb_leq(&self, x: u32, y: u32) -> bool {
-        self.hb[y as usize * self.nthreads + self.thread[x as usize] as usize]
-            >= self.local[x as usize]
+        self.hb[y as usize].get(self.thread[x as usize]) >= self.local[x as usize]
     }
 
     /// Event id of slot `s`.
@@ -181,16 +188,19 @@ impl SyncPoints {
 /// clock. Without it, only what arrives along edges or through `inject` enters:
 /// the CP clock (CP is not reflexive), into which base edges inject the HB clock
 /// of their source. One propagation serves both so they cannot drift apart.
+///
+/// Every clock is a shared [`VectorClock`]: a release makes the lock's clock
+/// the thread's (O(1)), a fork or join shares the other thread's clock, and
+/// nothing is sized by the number of threads.
 pub struct Clocks {
-    nt: usize,
     reflexive: bool,
-    threads: Vec<u32>,
-    locks: Vec<u32>,
-    volatile_writes: Vec<u32>,
+    threads: Vec<VectorClock>,
+    locks: Vec<VectorClock>,
+    volatile_writes: Vec<VectorClock>,
     /// Per variable, the join of every volatile access so far (only under
     /// [`VolatileOrder::Conflicting`]; empty otherwise).
-    volatile_accesses: Vec<u32>,
-    fork_pending: Vec<Option<Vec<u32>>>,
+    volatile_accesses: Vec<VectorClock>,
+    fork_pending: Vec<Option<VectorClock>>,
     local: Vec<u32>,
 }
 
@@ -205,13 +215,12 @@ impl Clocks {
         let nt = trace.num_threads();
         let conflicting = order == VolatileOrder::Conflicting;
         Clocks {
-            nt,
             reflexive,
-            threads: vec![0; nt * nt],
-            locks: vec![0; trace.num_locks() * nt],
-            volatile_writes: vec![0; trace.num_vars() * nt],
+            threads: vec![VectorClock::default(); nt],
+            locks: vec![VectorClock::default(); trace.num_locks()],
+            volatile_writes: vec![VectorClock::default(); trace.num_vars()],
             volatile_accesses: if conflicting {
-                vec![0; trace.num_vars() * nt]
+                vec![VectorClock::default(); trace.num_vars()]
             } else {
                 Vec::new()
             },
@@ -226,67 +235,50 @@ impl Clocks {
     pub fn step(
         &mut self,
         ev: &crate::trace::Event,
-        inject: impl FnOnce(&mut [u32]),
-    ) -> (&[u32], u32) {
-        let nt = self.nt;
+        inject: impl FnOnce(&mut VectorClock),
+    ) -> (&VectorClock, u32) {
         let t = ev.thread as usize;
         self.local[t] += 1;
         let local = self.local[t];
-        let (lo, hi) = (t * nt, (t + 1) * nt);
         // A thread's first event receives its fork's clock.
         if local == 1
             && let Some(p) = self.fork_pending[t].take()
         {
-            join_into(&mut self.threads[lo..hi], &p);
+            self.threads[t].join(&p);
         }
         if self.reflexive {
-            self.threads[lo + t] = local;
+            self.threads[t].set(ev.thread, local);
         }
-        inject(&mut self.threads[lo..hi]);
+        inject(&mut self.threads[t]);
         let tg = ev.target as usize;
         match ev.op {
-            Op::Acquire => join_into(
-                &mut self.threads[lo..hi],
-                &self.locks[tg * nt..(tg + 1) * nt],
-            ),
-            Op::Release => {
-                self.locks[tg * nt..(tg + 1) * nt].copy_from_slice(&self.threads[lo..hi])
-            }
-            Op::Fork => self.fork_pending[tg] = Some(self.threads[lo..hi].to_vec()),
+            Op::Acquire => self.threads[t].join(&self.locks[tg]),
+            Op::Release => self.locks[tg].clone_from(&self.threads[t]),
+            Op::Fork => self.fork_pending[tg] = Some(self.threads[t].clone()),
             Op::Join => {
-                let child: Vec<u32> = self.threads[tg * nt..(tg + 1) * nt].to_vec();
-                join_into(&mut self.threads[lo..hi], &child);
+                let child = self.threads[tg].clone();
+                self.threads[t].join(&child);
             }
             // Joining a thread's own earlier accesses is harmless here: they
             // are program-order-before, so already in the clock.
             Op::VolatileWrite => {
-                let me = &mut self.threads[lo..hi];
-                if !self.volatile_accesses.is_empty() {
-                    let all = &mut self.volatile_accesses[tg * nt..(tg + 1) * nt];
-                    join_into(me, all);
-                    join_into(all, me);
+                let me = &mut self.threads[t];
+                if let Some(all) = self.volatile_accesses.get_mut(tg) {
+                    me.join(all);
+                    // `me` now covers every access so far: share it.
+                    all.clone_from(me);
                 }
-                join_into(&mut self.volatile_writes[tg * nt..(tg + 1) * nt], me);
+                self.volatile_writes[tg].join(me);
             }
             Op::VolatileRead => {
-                let me = &mut self.threads[lo..hi];
-                join_into(me, &self.volatile_writes[tg * nt..(tg + 1) * nt]);
-                if !self.volatile_accesses.is_empty() {
-                    join_into(&mut self.volatile_accesses[tg * nt..(tg + 1) * nt], me);
+                let me = &mut self.threads[t];
+                me.join(&self.volatile_writes[tg]);
+                if let Some(all) = self.volatile_accesses.get_mut(tg) {
+                    all.join(me);
                 }
             }
             _ => {}
         }
-        (&self.threads[lo..hi], local)
-    }
-}
-
-/// Pointwise maximum of `dst` and `src` into `dst`.
-#[inline]
-pub fn join_into(dst: &mut [u32], src: &[u32]) {
-    for (a, &b) in dst.iter_mut().zip(src) {
-        if b > *a {
-            *a = b;
-        }
+        (&self.threads[t], local)
     }
 }

@@ -96,7 +96,7 @@ impl<'s> HbIndex<'s> {
     /// The HB clock of event `e` of thread `t`, except its own component: the
     /// clock of the thread's latest sync point at or before `e` (None: no
     /// sync point yet, so nothing of another thread happens before `e`).
-    fn clock_at(&self, t: u32, e: EventId) -> Option<&[u32]> {
+    fn clock_at(&self, t: u32, e: EventId) -> Option<&crate::clock::VectorClock> {
         let slots = &self.thread_slots[t as usize];
         let p = slots.partition_point(|&s| self.sync.event(s) <= e);
         (p > 0).then(|| self.sync.clock(slots[p - 1]))
@@ -118,7 +118,7 @@ impl<'s> HbIndex<'s> {
             return true;
         }
         self.clock_at(ty, y)
-            .is_some_and(|c| c[tx as usize] >= self.local(tx, x))
+            .is_some_and(|c| c.get(tx) >= self.local(tx, x))
     }
 
     /// The latest event of thread `t` that happens before (or is) event `y`.
@@ -129,7 +129,7 @@ impl<'s> HbIndex<'s> {
             let p = events.partition_point(|&e| e <= y);
             return (p > 0).then(|| events[p - 1]);
         }
-        let l = self.clock_at(ty, y).map_or(0, |c| c[t as usize]);
+        let l = self.clock_at(ty, y).map_or(0, |c| c.get(t));
         (l > 0).then(|| events[l as usize - 1])
     }
 
@@ -208,7 +208,7 @@ impl<'s> HbIndex<'s> {
             let slots = &self.thread_slots[tc as usize];
             let upto = slots.partition_point(|&s| self.sync.event(s) <= cur);
             let lx = self.local(tx, x);
-            let k = slots[..upto].partition_point(|&s| self.sync.clock(s)[tx as usize] < lx);
+            let k = slots[..upto].partition_point(|&s| self.sync.clock(s).get(tx) < lx);
             let s = *slots[..upto].get(k)?;
             let se = self.sync.event(s);
             if se != cur {

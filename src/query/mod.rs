@@ -310,12 +310,12 @@ impl DumpSink for JsonDump<'_, '_> {
 /// Enumerate, sorted by `(from, to)`, the pairs `(x, y)` of synchronization
 /// events with `x` before `y`, less than `window` apart, and
 /// `clock(y)[thread(x)] >= local(x)`, where `clocks` holds one clock per sync
-/// slot (`nthreads` entries each) that never decreases along a thread. This
+/// slot that never decreases along a thread. This
 /// is how HB and CP pairs come out of their vector clocks.
 pub fn clock_pairs(
     trace: &Trace,
     sync: &crate::cp::sync::SyncPoints,
-    clocks: &[u32],
+    clocks: &[crate::clock::VectorClock],
     window: Option<u64>,
     mut emit: impl FnMut(EventId, EventId) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -344,7 +344,8 @@ pub fn clock_pairs(
             if lo >= hi {
                 continue;
             }
-            let from = lo + list[lo..hi].partition_point(|&y| clocks[y as usize * nt + tx] < lx);
+            let from =
+                lo + list[lo..hi].partition_point(|&y| clocks[y as usize].get(tx as u32) < lx);
             ys.extend(list[from..hi].iter().map(|&y| sync.event(y)));
         }
         ys.sort_unstable();

@@ -64,7 +64,8 @@ use super::{
     Answer, Dropped, DumpSink, Justification, Kind, QueryEngine, Step, WcpEdge, clock_pairs,
     hb_only_text, show,
 };
-use crate::cp::sync::{Clocks, NONE, SyncPoints, VolatileOrder, join_into};
+use crate::clock::VectorClock;
+use crate::cp::sync::{Clocks, NONE, SyncPoints, VolatileOrder};
 use crate::facts::{CriticalSection, Facts};
 use crate::trace::{EventId, Op, Trace};
 
@@ -114,10 +115,10 @@ pub struct WcpQuery<'a> {
     sync: SyncPoints,
     /// Base edges sorted by `(from, to)`.
     base: Vec<BaseEdge>,
-    /// WCP clock after each sync point (slot-major, `nthreads` each).
-    w_sync: Vec<u32>,
+    /// WCP clock after each sync point, by slot.
+    w_sync: Vec<VectorClock>,
     /// WCP clocks after accesses that received a rule (a) edge.
-    w_extra: Vec<u32>,
+    w_extra: Vec<VectorClock>,
     /// Per thread, the events whose clock is stored, ascending, with the
     /// row: a slot, or `EXTRA | index into w_extra`.
     rows: Vec<Vec<(EventId, u32)>>,
@@ -175,8 +176,8 @@ struct Sec {
 /// What the pass produces.
 struct Pass {
     base: Vec<BaseEdge>,
-    w_sync: Vec<u32>,
-    w_extra: Vec<u32>,
+    w_sync: Vec<VectorClock>,
+    w_extra: Vec<VectorClock>,
     rows: Vec<Vec<(EventId, u32)>>,
 }
 
@@ -196,7 +197,7 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
     let mut clocks = Clocks::with_order(trace, false, VolatileOrder::Conflicting);
     let mut out = Pass {
         base: Vec::new(),
-        w_sync: Vec::with_capacity(sync.len() * nt),
+        w_sync: Vec::with_capacity(sync.len()),
         w_extra: Vec::new(),
         rows: vec![Vec::new(); nt],
     };
@@ -274,13 +275,13 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
         let mut injected = false;
         let (w, _) = clocks.step(ev, |cur| {
             // Covered: `s` is already WCP-before this event.
-            let covered = |cur: &[u32], s: u32| {
-                cur[sync.thread[s as usize] as usize] >= sync.local[s as usize]
+            let covered = |cur: &VectorClock, s: u32| {
+                cur.get(sync.thread[s as usize]) >= sync.local[s as usize]
             };
             for &u in &hard {
                 let s = slot(u);
                 if s != NONE {
-                    join_into(cur, sync.clock(s));
+                    cur.join(sync.clock(s));
                 }
                 base.push(BaseEdge {
                     from: u,
@@ -300,7 +301,7 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
                 .collect();
             for k in keep {
                 let (rel, s, c1, c2) = cands[k];
-                join_into(cur, sync.clock(s));
+                cur.join(sync.clock(s));
                 injected = true;
                 base.push(BaseEdge {
                     from: rel,
@@ -315,11 +316,11 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
             // sections (an earlier section's acquire is HB-before a later one's).
             if let Some((l, pos, c2)) = closing_sec {
                 let secs = &lock_secs_ref[l][..pos];
-                let q = secs.partition_point(|s| cur[s.thread as usize] >= s.local_acq);
+                let q = secs.partition_point(|s| cur.get(s.thread) >= s.local_acq);
                 if q > 0 {
                     let s1 = secs[q - 1];
                     if s1.rel != NONE && !covered(cur, s1.rel_slot) {
-                        join_into(cur, sync.clock(s1.rel_slot));
+                        cur.join(sync.clock(s1.rel_slot));
                         base.push(BaseEdge {
                             from: s1.rel,
                             to: i,
@@ -332,12 +333,12 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
             }
         });
         if next_slot < sync.len() && sync.event(next_slot as u32) == i {
-            out.w_sync.extend_from_slice(w);
+            out.w_sync.push(w.clone());
             out.rows[t].push((i, next_slot as u32));
             next_slot += 1;
         } else if injected {
-            out.rows[t].push((i, EXTRA | (out.w_extra.len() / nt.max(1)) as u32));
-            out.w_extra.extend_from_slice(w);
+            out.rows[t].push((i, EXTRA | out.w_extra.len() as u32));
+            out.w_extra.push(w.clone());
         }
         match ev.op {
             Op::Acquire => {
@@ -426,19 +427,18 @@ impl Cx<'_> {
     }
 
     /// The WCP clock of event `y` (None: nothing is WCP-before it).
-    fn clock(&self, y: EventId) -> Option<&[u32]> {
+    fn clock(&self, y: EventId) -> Option<&VectorClock> {
         let q = self.q;
         let t = q.trace.events[y as usize].thread as usize;
         let rows = &q.rows[t];
         let p = rows.partition_point(|&(e, _)| e <= y);
         let (_, row) = *rows.get(p.checked_sub(1)?)?;
-        let nt = q.sync.nthreads;
         let (store, r) = if row & EXTRA != 0 {
             (&q.w_extra, (row & !EXTRA) as usize)
         } else {
             (&q.w_sync, row as usize)
         };
-        store.get(r * nt..(r + 1) * nt)
+        store.get(r)
     }
 
     /// `x ≺WCP y`.
@@ -448,7 +448,7 @@ impl Cx<'_> {
         }
         let tx = self.q.trace.events[x as usize].thread;
         self.clock(y)
-            .is_some_and(|c| c[tx as usize] >= self.hb.local(tx, x))
+            .is_some_and(|c| c.get(tx) >= self.hb.local(tx, x))
     }
 
     /// The preferred base edge ordering `x` before `y` (`x <=HB from`,

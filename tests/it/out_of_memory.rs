@@ -5,24 +5,29 @@
 
 use std::process::Command;
 
-/// A trace that needs far more than the limit: the tree clock engine keeps
-/// one node per known thread per clock, and 30,000 threads passing one lock
-/// along give each thread a clock of all earlier threads (about 10 GB).
+/// A trace that needs far more than the limit: `--engine datalog` of HB
+/// materialises the HB relation among sync events, and 10,000 volatile
+/// writers followed by 10,000 readers of another thread each put 100 million
+/// pairs in it (several GB; 6,000 of each already take 1.1 GB).
 #[test]
 fn allocation_failure_exits_2_with_a_sentence() {
     let dir = std::env::temp_dir().join(format!("cprace-oom-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let trace = dir.join("chain.std");
+    let trace = dir.join("volatiles.std");
     let mut text = String::new();
-    for i in 0..30_000 {
-        text.push_str(&format!("T{i}|acq(L)|1\nT{i}|w(x)|2\nT{i}|rel(L)|3\n"));
+    let k = 10_000;
+    for i in 0..k {
+        text.push_str(&format!("T{i}|vw(v)|1\n"));
+    }
+    for i in k..2 * k {
+        text.push_str(&format!("T{i}|vr(v)|2\n"));
     }
     std::fs::write(&trace, text).unwrap();
     let bin = env!("CARGO_BIN_EXE_cprace");
     let out = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "ulimit -v 400000 && exec '{bin}' analyze '{}' --relation hb --engine treeclock",
+            "ulimit -v 400000 && exec '{bin}' analyze '{}' --relation hb --engine datalog",
             trace.display()
         ))
         .output()

@@ -18,7 +18,7 @@ pub fn hbv_racy(t: &Trace, window: Option<u64>) -> Vec<EventId> {
         let (clock, local) = clocks.step(ev, |_| {});
         if ev.op.is_access()
             && history
-                .access(i as EventId, ev, local, |u, c| clock[u as usize] >= c)
+                .access(i as EventId, ev, local, |u, c| clock.get(u) >= c)
                 .is_some()
         {
             out.push(i as EventId);
