@@ -133,7 +133,7 @@ impl<'a> CandidateSections<'a> {
         let clock_r = sync.clock(r);
         let acq_hb_before_r = |p: usize| {
             let (t, local) = input.lock_acq[lock][p];
-            clock_r[t as usize] >= local
+            clock_r.get(t) >= local
         };
         if f > 0 && !acq_hb_before_r(f - 1) {
             // g < f: only f itself can be a candidate, with CS1 at g - 1,
