@@ -7,9 +7,8 @@
 
 use std::sync::Arc;
 
-const BITS: u32 = 4;
-const FAN: usize = 1 << BITS;
-const MASK: u32 = FAN as u32 - 1;
+// The same radix layout as the vector clocks: one definition of it.
+use super::vector::{BITS, FAN, MASK, fits, slot};
 
 #[derive(Clone, Debug)]
 enum Node<T> {
@@ -24,16 +23,6 @@ pub(super) struct Store<T> {
     /// Level of the root (0: the root is a block of ids 0..16).
     height: u32,
     zero: T,
-}
-
-#[inline]
-fn slot(t: u32, level: u32) -> usize {
-    ((u64::from(t) >> (BITS * level)) as u32 & MASK) as usize
-}
-
-#[inline]
-fn fits(t: u32, height: u32) -> bool {
-    u64::from(t) >> (BITS * (height + 1)) == 0
 }
 
 impl<T: Copy> Store<T> {

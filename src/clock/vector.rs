@@ -10,9 +10,9 @@
 
 use std::sync::Arc;
 
-const BITS: u32 = 4;
-const FAN: usize = 1 << BITS;
-const MASK: u32 = FAN as u32 - 1;
+pub(super) const BITS: u32 = 4;
+pub(super) const FAN: usize = 1 << BITS;
+pub(super) const MASK: u32 = FAN as u32 - 1;
 
 #[derive(Clone, Debug)]
 enum Node {
@@ -41,13 +41,13 @@ pub struct VectorClock {
 
 /// Index of `t`'s child at `level`.
 #[inline]
-fn slot(t: u32, level: u32) -> usize {
+pub(super) fn slot(t: u32, level: u32) -> usize {
     ((u64::from(t) >> (BITS * level)) as u32 & MASK) as usize
 }
 
 /// Whether ids up to `t` fit under a root at `height`.
 #[inline]
-fn fits(t: u32, height: u32) -> bool {
+pub(super) fn fits(t: u32, height: u32) -> bool {
     u64::from(t) >> (BITS * (height + 1)) == 0
 }
 
