@@ -115,13 +115,10 @@ impl TreeClock {
 
     /// The non-zero entries `(thread, time)`, by thread id.
     pub fn entries(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let mut v = Vec::new();
-        self.nodes.for_each(|t, n| {
-            if n.clk != 0 {
-                v.push((t, n.clk));
-            }
-        });
-        v.into_iter()
+        self.nodes
+            .iter()
+            .filter(|e| e.1.clk != 0)
+            .map(|(t, n)| (t, n.clk))
     }
 
     #[inline]
@@ -296,8 +293,7 @@ mod tests {
     /// Check the structural invariants: every present node is reachable from
     /// the root exactly once and children are in non-increasing `aclk` order.
     fn check(c: &TreeClock) {
-        let mut len = 0;
-        c.nodes.for_each(|t, _| len = len.max(t as usize + 1));
+        let len = c.nodes.iter().last().map_or(0, |(t, _)| t as usize + 1);
         let mut seen = vec![false; len];
         let mut stack = vec![c.root];
         while let Some(u) = stack.pop() {
@@ -315,11 +311,11 @@ mod tests {
                 ch = n.next;
             }
         }
-        c.nodes.for_each(|t, n| {
+        for (t, n) in c.nodes.iter() {
             if n.clk != 0 {
                 assert!(seen[t as usize], "entry {t} not in the tree");
             }
-        });
+        }
     }
 
     /// Threads passing one lock along (each learns the whole chain through

@@ -1,54 +1,24 @@
-//! Vector clocks as persistent radix trees of 16-entry blocks.
-//!
-//! Thread id `t` lives in block `t >> 4`, entry `t & 15`; a tree of height `h`
-//! covers ids below `16^(h+1)`. Nodes are reference counted ([`Arc`], so
-//! detectors stay `Send`) and copied on write: cloning a clock is O(1), and a
-//! write copies only the path to the written entry when that path is shared.
-//! A join adopts every subtree the target lacks by reference and skips
+//! Vector clocks: a [`Store`] of times, the persistent radix tree of 16-entry
+//! blocks shared copy-on-write (cloning a clock is O(1), a write copies only
+//! the shared part of the path to the written entry). A join adopts every subtree the target lacks by reference and skips
 //! subtrees both clocks share, so clocks that are passed along (release ->
 //! acquire, fork, join) share everything but the paths where they differ.
 
 use std::sync::Arc;
 
-pub(super) const BITS: u32 = 4;
-pub(super) const FAN: usize = 1 << BITS;
-pub(super) const MASK: u32 = FAN as u32 - 1;
-
-#[derive(Clone, Debug)]
-enum Node {
-    Leaf([u32; FAN]),
-    Inner([Option<Arc<Node>>; FAN]),
-}
-
-impl Node {
-    fn empty(level: u32) -> Node {
-        if level == 0 {
-            Node::Leaf([0; FAN])
-        } else {
-            Node::Inner(Default::default())
-        }
-    }
-}
+use super::store::{BITS, FAN, Node, Store};
 
 /// A vector clock indexed by thread id; missing entries are 0. See the
 /// [module conventions](super).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct VectorClock {
-    root: Option<Arc<Node>>,
-    /// Level of the root (0: the root is a block of ids 0..16).
-    height: u32,
+    s: Store<u32>,
 }
 
-/// Index of `t`'s child at `level`.
-#[inline]
-pub(super) fn slot(t: u32, level: u32) -> usize {
-    ((u64::from(t) >> (BITS * level)) as u32 & MASK) as usize
-}
-
-/// Whether ids up to `t` fit under a root at `height`.
-#[inline]
-pub(super) fn fits(t: u32, height: u32) -> bool {
-    u64::from(t) >> (BITS * (height + 1)) == 0
+impl Default for VectorClock {
+    fn default() -> Self {
+        VectorClock { s: Store::new(0) }
+    }
 }
 
 impl VectorClock {
@@ -61,87 +31,34 @@ impl VectorClock {
     /// Entry of thread `t`.
     #[inline]
     pub fn get(&self, t: u32) -> u32 {
-        let Some(mut n) = self.root.as_deref() else {
-            return 0;
-        };
-        if !fits(t, self.height) {
-            return 0;
-        }
-        let mut level = self.height;
-        loop {
-            match n {
-                Node::Leaf(a) => return a[(t & MASK) as usize],
-                Node::Inner(c) => match c[slot(t, level)].as_deref() {
-                    Some(x) => {
-                        n = x;
-                        level -= 1;
-                    }
-                    None => return 0,
-                },
-            }
-        }
-    }
-
-    /// Raise the root to `height`, the old tree becoming child 0.
-    fn grow(&mut self, height: u32) {
-        while self.height < height {
-            if let Some(r) = self.root.take() {
-                let mut c: [Option<Arc<Node>>; FAN] = Default::default();
-                c[0] = Some(r);
-                self.root = Some(Arc::new(Node::Inner(c)));
-            }
-            self.height += 1;
-        }
+        self.s.get(t)
     }
 
     /// Set the entry of thread `t` (copying the shared part of its path).
     #[inline]
     pub fn set(&mut self, t: u32, v: u32) {
-        if !fits(t, self.height) {
-            let mut h = self.height;
-            while !fits(t, h) {
-                h += 1;
-            }
-            self.grow(h);
-        }
-        let mut level = self.height;
-        let mut n = self
-            .root
-            .get_or_insert_with(|| Arc::new(Node::empty(level)));
-        loop {
-            match Arc::make_mut(n) {
-                Node::Leaf(a) => {
-                    a[(t & MASK) as usize] = v;
-                    return;
-                }
-                Node::Inner(c) => {
-                    level -= 1;
-                    n = c[slot(t, level + 1)].get_or_insert_with(|| Arc::new(Node::empty(level)));
-                }
-            }
-        }
+        *self.s.get_mut(t) = v;
     }
 
     /// Increment the entry of thread `t`.
     #[inline]
     pub fn tick(&mut self, t: u32) {
-        let v = self.get(t) + 1;
-        self.set(t, v);
+        *self.s.get_mut(t) += 1;
     }
 
     /// Pointwise maximum with `other`. Blocks only `other` has are shared,
     /// blocks both share are skipped, and a shared block is copied only when
     /// `other` raises one of its entries.
     pub fn join(&mut self, other: &VectorClock) {
-        let Some(o) = &other.root else {
+        let Some(o) = &other.s.root else {
             return;
         };
-        self.grow(other.height);
+        self.s.grow(other.s.height);
         // The slot of `self` covering the ids `other` covers.
-        let mut level = self.height;
-        let mut s = &mut self.root;
-        while level > other.height {
-            let n = s.get_or_insert_with(|| Arc::new(Node::empty(level)));
+        let mut level = self.s.height;
+        let mut s = &mut self.s.root;
+        while level > other.s.height {
+            let n = s.get_or_insert_with(|| Arc::new(Node::empty(level, 0)));
             if let Node::Inner(c) = &**n
                 && c[0].as_ref().is_some_and(|x| Arc::ptr_eq(x, o))
             {
@@ -166,37 +83,7 @@ impl VectorClock {
 
     /// The non-zero entries `(thread, time)`, by thread id.
     pub fn entries(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let mut stack: Vec<(&Node, u32, u32)> = Vec::new();
-        if let Some(r) = self.root.as_deref() {
-            stack.push((r, self.height, 0));
-        }
-        let mut leaf: Option<(&[u32; FAN], u32, usize)> = None;
-        std::iter::from_fn(move || {
-            loop {
-                if let Some((a, base, i)) = &mut leaf {
-                    while *i < FAN {
-                        let k = *i;
-                        *i += 1;
-                        if a[k] != 0 {
-                            return Some((*base + k as u32, a[k]));
-                        }
-                    }
-                    leaf = None;
-                }
-                let (n, level, base) = stack.pop()?;
-                match n {
-                    Node::Leaf(a) => leaf = Some((a, base, 0)),
-                    Node::Inner(c) => {
-                        for (i, ch) in c.iter().enumerate().rev() {
-                            if let Some(ch) = ch.as_deref() {
-                                let b = base + ((i as u64) << (BITS * level)) as u32;
-                                stack.push((ch, level - 1, b));
-                            }
-                        }
-                    }
-                }
-            }
-        })
+        self.s.iter().filter(|e| *e.1 != 0).map(|(t, &v)| (t, v))
     }
 
     /// The entries of threads `0..n` as a dense slice (for flat matrices).
@@ -215,10 +102,10 @@ impl VectorClock {
     /// cost follows the blocks that differ (a counter carried from one clock
     /// to the next pays for what changed, not for every thread).
     pub fn diff(&self, other: &VectorClock, mut f: impl FnMut(u32, u32, u32)) {
-        let level = self.height.max(other.height);
+        let level = self.s.height.max(other.s.height);
         diff_nodes(
-            (self.root.as_ref(), self.height),
-            (other.root.as_ref(), other.height),
+            (self.s.root.as_ref(), self.s.height),
+            (other.s.root.as_ref(), other.s.height),
             level,
             0,
             &mut f,
@@ -228,8 +115,8 @@ impl VectorClock {
     /// Whether `self` and `other` are the same shared clock (O(1); equal
     /// clocks built separately are not).
     pub fn ptr_eq(&self, other: &VectorClock) -> bool {
-        match (&self.root, &other.root) {
-            (Some(a), Some(b)) => self.height == other.height && Arc::ptr_eq(a, b),
+        match (&self.s.root, &other.s.root) {
+            (Some(a), Some(b)) => self.s.height == other.s.height && Arc::ptr_eq(a, b),
             (None, None) => true,
             _ => false,
         }
@@ -264,7 +151,7 @@ impl FromIterator<(u32, u32)> for VectorClock {
     }
 }
 
-type At<'a> = (Option<&'a Arc<Node>>, u32);
+type At<'a> = (Option<&'a Arc<Node<u32>>>, u32);
 
 /// Child `i` of `n` seen at `level`: a node below `level` is child 0 of the
 /// levels above it (a lower root covers the first ids).
@@ -288,7 +175,7 @@ fn diff_nodes(a: At<'_>, b: At<'_>, level: u32, base: u32, f: &mut impl FnMut(u3
         _ => {}
     }
     if level == 0 {
-        let entries = |n: Option<&Arc<Node>>| match n.map(|x| &**x) {
+        let entries = |n: Option<&Arc<Node<u32>>>| match n.map(|x| &**x) {
             Some(Node::Leaf(v)) => *v,
             _ => [0; FAN],
         };
@@ -313,7 +200,7 @@ fn diff_nodes(a: At<'_>, b: At<'_>, level: u32, base: u32, f: &mut impl FnMut(u3
 }
 
 /// Join node `o` into `s` (same level), copying `s` only where it changes.
-fn join_node(s: &mut Arc<Node>, o: &Arc<Node>) {
+fn join_node(s: &mut Arc<Node<u32>>, o: &Arc<Node<u32>>) {
     if Arc::ptr_eq(s, o) {
         return;
     }
@@ -345,7 +232,7 @@ fn join_node(s: &mut Arc<Node>, o: &Arc<Node>) {
 /// The join of a shared node `s` with `o`, as a new node sharing every
 /// unchanged child, or None when `o` adds nothing (one visit per node, so the
 /// cost follows the part of `o` that `s` does not share).
-fn joined(s: &Arc<Node>, o: &Arc<Node>) -> Option<Arc<Node>> {
+fn joined(s: &Arc<Node<u32>>, o: &Arc<Node<u32>>) -> Option<Arc<Node<u32>>> {
     if Arc::ptr_eq(s, o) {
         return None;
     }
@@ -365,7 +252,7 @@ fn joined(s: &Arc<Node>, o: &Arc<Node>) -> Option<Arc<Node>> {
             Some(Arc::new(Node::Leaf(c)))
         }
         (Node::Inner(a), Node::Inner(b)) => {
-            let mut out: Option<[Option<Arc<Node>>; FAN]> = None;
+            let mut out: Option<[Option<Arc<Node<u32>>>; FAN]> = None;
             for i in 0..FAN {
                 let new = match (&a[i], &b[i]) {
                     (_, None) => None,
@@ -479,10 +366,10 @@ mod tests {
         }
         assert_eq!(lock.entries().count(), 1000);
         assert_eq!(threads[10].entries().count(), 11);
-        let Some(Node::Inner(a)) = threads[999].root.as_deref() else {
+        let Some(Node::Inner(a)) = threads[999].s.root.as_deref() else {
             panic!("three levels")
         };
-        let Some(Node::Inner(b)) = threads[998].root.as_deref() else {
+        let Some(Node::Inner(b)) = threads[998].s.root.as_deref() else {
             panic!("three levels")
         };
         // The first block-of-256 subtree is shared between the two threads.
