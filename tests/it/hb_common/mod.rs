@@ -173,21 +173,8 @@ pub fn generated(seed: u64, events: u64) -> Trace {
     generate::trace(&config(seed, events))
 }
 
-/// One line per event, for failure messages.
-pub fn dump(t: &Trace) -> String {
-    t.events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            format!(
-                "{i}: {}|{}({})\n",
-                t.names.thread(e.thread),
-                e.op.as_str(),
-                t.names.target(e)
-            )
-        })
-        .collect()
-}
+/// One line per event, for failure messages (the suite's one dump).
+pub use crate::common::traces::dump;
 
 /// First race per variable as comparable tuples.
 pub fn firsts(r: &Report) -> Vec<Race> {
