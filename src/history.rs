@@ -105,6 +105,14 @@ impl AccessHistory {
                     return;
                 }
                 let near = window.is_none_or(|k| ((id - s.id) as u64) < k);
+                // A stamp K or more events back is never a witness again
+                // (later accesses are farther still): it goes unasked, so a
+                // window bounds the history whatever the order answers.
+                if !near {
+                    *slot = None;
+                    pruned = true;
+                    return;
+                }
                 let candidate = conflicts && near && best.is_none_or(|(b, _, _)| s.id > b.id);
                 if !candidate && !prunable {
                     return;

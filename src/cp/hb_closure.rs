@@ -14,6 +14,14 @@
 //! thread at or before it: every inter-thread HB edge starts and ends at a point.
 //! This is what `query --relation hb` shows and what `--relation hb --engine
 //! datalog` reports races from; it must equal the vector clocks within K.
+//!
+//! [`HbClosure`] derives every pair. The race engine ([`analyze`]) evaluates
+//! the same rules on demand instead (the magic-set form of the program: `hb`
+//! is only derived from the sources the race check asks about, and only up to
+//! the targets it asks about), because the whole relation is quadratic in the
+//! points: 100,000 threads passing one lock along have 2·10^10 pairs, which no
+//! memory holds. Restricting a source's derivation to targets before a slot
+//! `hi` is exact for those targets, since paths only move forward.
 
 use datafrog::{Iteration, Relation, RelationLeaper, ValueFilter};
 use rustc_hash::FxHashMap;
@@ -24,7 +32,85 @@ use crate::history::AccessHistory;
 use crate::report::Report;
 use crate::trace::{EventId, Op, Trace};
 
-/// The strict HB relation among sync points within the window.
+/// The points of a trace and the generating edges among them: the input
+/// of every evaluation of the rules.
+pub struct HbEdges {
+    /// Sync points (slots) the edges refer to (no clocks: the order is
+    /// derived here, independently of the vector-clock engines).
+    pub sync: SyncPoints,
+    /// Generating edges `(x, y)` between slots, sorted, deduplicated.
+    pub edges: Vec<(u32, u32)>,
+    /// The window K (None: none).
+    pub window: Option<u64>,
+}
+
+impl HbEdges {
+    /// The points and generating edges of `trace`.
+    pub fn new(trace: &Trace, window: Option<u64>) -> HbEdges {
+        let facts = Facts::new(trace);
+        let sync = SyncPoints::without_clocks(trace, &facts);
+        let edges = generating_edges(trace, &facts, &sync);
+        HbEdges {
+            sync,
+            edges,
+            window,
+        }
+    }
+
+    /// Whether `x` and `y` lie less than K apart (every pair without a window).
+    fn within(&self, x: u32, y: u32) -> bool {
+        let d = (self.sync.event(y) - self.sync.event(x)) as u64;
+        self.window.is_none_or(|k| d < k)
+    }
+
+    /// The first slot at least K events after `x` (the number of slots
+    /// without a window): no pair from `x` reaches it.
+    fn cap(&self, x: u32) -> u32 {
+        let Some(k) = self.window else {
+            return self.sync.len() as u32;
+        };
+        let limit = self.sync.event(x) as u64 + k;
+        self.sync.events.partition_point(|&e| (e as u64) < limit) as u32
+    }
+
+    /// Evaluate the rules for the sources `from` (one slot, or every slot
+    /// when None), deriving only targets below slot `hi`. Returns the pairs
+    /// `(x, y)`, sorted, and the fixpoint rounds.
+    fn derive(&self, from: Option<u32>, hi: u32) -> (Vec<(u32, u32)>, u64) {
+        let lo = from.unwrap_or(0);
+        let first = self.edges.partition_point(|&(x, _)| x < lo);
+        let last = self.edges.partition_point(|&(x, _)| x < hi);
+        let slice = &self.edges[first..last];
+        let edge_rel: Relation<(u32, u32)> =
+            Relation::from_iter(slice.iter().copied().filter(|&(_, y)| y < hi));
+        let mut iteration = Iteration::new();
+        // Keyed by the later point, to extend along edges out of it.
+        let hb = iteration.variable::<(u32, u32)>("hb");
+        hb.extend(
+            slice
+                .iter()
+                .filter(|&&(x, y)| from.is_none_or(|s| x == s) && y < hi && self.within(x, y))
+                .map(|&(x, y)| (y, x)),
+        );
+        let mut rounds = 0;
+        while iteration.changed() {
+            rounds += 1;
+            hb.from_leapjoin(
+                &hb,
+                (
+                    edge_rel.extend_with(|&(y, _)| y),
+                    ValueFilter::from(|&(_, x): &(u32, u32), &z: &u32| self.within(x, z)),
+                ),
+                |&(_, x), &z| (z, x),
+            );
+        }
+        let mut pairs: Vec<(u32, u32)> = hb.complete().iter().map(|&(y, x)| (x, y)).collect();
+        pairs.sort_unstable();
+        (pairs, rounds)
+    }
+}
+
+/// The strict HB relation among sync points within the window, whole.
 pub struct HbClosure {
     /// Sync points (slots) the pairs refer to.
     pub sync: SyncPoints,
@@ -39,39 +125,12 @@ pub struct HbClosure {
 impl HbClosure {
     /// Compute the closure of `trace` under `window`.
     pub fn new(trace: &Trace, window: Option<u64>) -> HbClosure {
-        let facts = Facts::new(trace);
-        let sync = SyncPoints::new(trace, &facts, &[]);
-        let edges = generating_edges(trace, &facts, &sync);
-        let within =
-            |x: u32, y: u32| window.is_none_or(|k| ((sync.event(y) - sync.event(x)) as u64) < k);
-        let edge_rel: Relation<(u32, u32)> = Relation::from_iter(edges.iter().copied());
-        let mut iteration = Iteration::new();
-        // Keyed by the later point, to extend along edges out of it.
-        let hb = iteration.variable::<(u32, u32)>("hb");
-        hb.extend(
-            edges
-                .iter()
-                .filter(|&&(x, y)| within(x, y))
-                .map(|&(x, y)| (y, x)),
-        );
-        let mut rounds = 0;
-        while iteration.changed() {
-            rounds += 1;
-            hb.from_leapjoin(
-                &hb,
-                (
-                    edge_rel.extend_with(|&(y, _)| y),
-                    ValueFilter::from(|&(_, x): &(u32, u32), &z: &u32| within(x, z)),
-                ),
-                |&(_, x), &z| (z, x),
-            );
-        }
-        let mut pairs: Vec<(u32, u32)> = hb.complete().iter().map(|&(y, x)| (x, y)).collect();
-        pairs.sort_unstable();
+        let input = HbEdges::new(trace, window);
+        let (pairs, rounds) = input.derive(None, input.sync.len() as u32);
         HbClosure {
-            sync,
+            edges: input.edges.len(),
+            sync: input.sync,
             pairs,
-            edges: edges.len(),
             rounds,
         }
     }
@@ -79,6 +138,87 @@ impl HbClosure {
     /// `x <=HB y` for slots (reflexive).
     pub fn ordered(&self, x: u32, y: u32) -> bool {
         x == y || self.pairs.binary_search(&(x, y)).is_ok()
+    }
+}
+
+/// The rows of the closure the race check asks for, derived on demand.
+///
+/// A row is the set of slots a source reaches below some bound `hi`. A
+/// question beyond the bound re-derives the row with the bound at least
+/// doubled (so a row costs a constant factor over its final size). Rows are
+/// dropped wholesale when they hold more than `budget` slots together:
+/// the check moves forward through the trace, so old rows are rarely asked
+/// again, and one asked again is derived again.
+struct Rows<'a> {
+    input: &'a HbEdges,
+    rows: FxHashMap<u32, Row>,
+    held: usize,
+    /// Slots held across rows before they are all dropped.
+    budget: usize,
+    /// The least span (in slots) of a new row.
+    min_span: u32,
+    /// Rows derived, pairs derived in them, and the most fixpoint rounds one took.
+    derived_rows: u64,
+    derived_pairs: u64,
+    rounds: u64,
+}
+
+struct Row {
+    hi: u32,
+    reach: Vec<u32>,
+}
+
+impl<'a> Rows<'a> {
+    /// Rows of at least 64 slots, dropped past 2^24 slots held (64 MB).
+    fn new(input: &'a HbEdges) -> Self {
+        Self::with_limits(input, 64, 1 << 24)
+    }
+
+    fn with_limits(input: &'a HbEdges, min_span: u32, budget: usize) -> Self {
+        Rows {
+            input,
+            rows: FxHashMap::default(),
+            held: 0,
+            budget,
+            min_span,
+            derived_rows: 0,
+            derived_pairs: 0,
+            rounds: 0,
+        }
+    }
+
+    /// `x <=HB y` for slots `x <= y`, within the window.
+    fn ordered(&mut self, x: u32, y: u32) -> bool {
+        if x == y {
+            return true;
+        }
+        let cap = self.input.cap(x);
+        if y >= cap {
+            return false;
+        }
+        if let Some(row) = self.rows.get(&x)
+            && y < row.hi
+        {
+            return row.reach.binary_search(&y).is_ok();
+        }
+        let old = self.rows.get(&x).map_or(x, |r| r.hi);
+        let span = (y - x + 1).max(2 * (old - x)).max(self.min_span);
+        let hi = (x as u64 + span as u64).min(cap as u64) as u32;
+        let (pairs, rounds) = self.input.derive(Some(x), hi);
+        self.derived_rows += 1;
+        self.derived_pairs += pairs.len() as u64;
+        self.rounds = self.rounds.max(rounds);
+        let reach: Vec<u32> = pairs.into_iter().map(|(_, y)| y).collect();
+        let answer = reach.binary_search(&y).is_ok();
+        if self.held + reach.len() > self.budget {
+            self.rows.clear();
+            self.held = 0;
+        }
+        self.held += reach.len();
+        if let Some(old) = self.rows.insert(x, Row { hi, reach }) {
+            self.held -= old.reach.len();
+        }
+        answer
     }
 }
 
@@ -95,7 +235,11 @@ fn generating_edges(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Vec<(u32
         last_of_thread[t] = s;
     }
     let mut last_release: FxHashMap<u32, u32> = FxHashMap::default();
-    let mut volatile_writes: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    // Per volatile variable, the latest write of each thread that wrote it
+    // (only those: a row per variable of every thread would be threads x
+    // variables).
+    let mut volatile_writes: FxHashMap<u32, Vec<(u32, u32)>> = FxHashMap::default();
+    let mut writer_at: FxHashMap<(u32, u32), usize> = FxHashMap::default();
     for (i, ev) in trace.events.iter().enumerate() {
         let i = i as EventId;
         match ev.op {
@@ -108,15 +252,19 @@ fn generating_edges(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Vec<(u32
                 }
             }
             Op::VolatileWrite => {
-                let w = volatile_writes
-                    .entry(ev.target)
-                    .or_insert_with(|| vec![NONE; trace.num_threads()]);
-                w[ev.thread as usize] = slot(i);
+                let w = volatile_writes.entry(ev.target).or_default();
+                match writer_at.entry((ev.target, ev.thread)) {
+                    std::collections::hash_map::Entry::Occupied(at) => w[*at.get()].1 = slot(i),
+                    std::collections::hash_map::Entry::Vacant(at) => {
+                        at.insert(w.len());
+                        w.push((ev.thread, slot(i)));
+                    }
+                }
             }
             Op::VolatileRead => {
                 if let Some(w) = volatile_writes.get(&ev.target) {
-                    for (t, &s) in w.iter().enumerate() {
-                        if s != NONE && t != ev.thread as usize {
+                    for &(t, s) in w {
+                        if t != ev.thread {
                             edges.push((s, slot(i)));
                         }
                     }
@@ -136,8 +284,9 @@ fn generating_edges(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Vec<(u32
 /// Races from the closure (`--relation hb --engine datalog`).
 pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     let started = std::time::Instant::now();
-    let c = HbClosure::new(trace, window);
-    let sync = &c.sync;
+    let input = HbEdges::new(trace, window);
+    let sync = &input.sync;
+    let mut rows = Rows::new(&input);
     // Point slots of each thread, ascending.
     let mut per_thread: Vec<Vec<u32>> = vec![Vec::new(); trace.num_threads()];
     for s in 0..sync.len() as u32 {
@@ -160,7 +309,7 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
         let ordered = |t: u32, e1: u32| {
             let list = &per_thread[t as usize];
             let p = list.partition_point(|&s| sync.event(s) < e1);
-            s2 != NONE && p < list.len() && c.ordered(list[p], s2)
+            s2 != NONE && p < list.len() && list[p] <= s2 && rows.ordered(list[p], s2)
         };
         if let Some(r) = history.access(i, ev, i, ordered) {
             report.races.push(r);
@@ -170,14 +319,59 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     report.stats.insert("sync_events".into(), sync.len().into());
     report
         .stats
-        .insert("generating_edges".into(), c.edges.into());
-    report.stats.insert("hb_pairs".into(), c.pairs.len().into());
+        .insert("generating_edges".into(), input.edges.len().into());
+    // What the on-demand evaluation derived (see `Rows`).
     report
         .stats
-        .insert("fixpoint_rounds".into(), c.rounds.into());
+        .insert("rows_derived".into(), rows.derived_rows.into());
+    report
+        .stats
+        .insert("hb_pairs_derived".into(), rows.derived_pairs.into());
+    report
+        .stats
+        .insert("fixpoint_rounds".into(), rows.rounds.into());
     report.stats.insert(
         "seconds".into(),
         serde_json::json!({"total": started.elapsed().as_secs_f64()}),
     );
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::{Config, Rng, trace};
+
+    /// Rows derived on demand, with tiny spans and budgets so that rows grow
+    /// and are dropped and derived again, answer exactly as the whole closure,
+    /// whatever order the questions come in.
+    #[test]
+    fn rows_on_demand_equal_the_whole_closure() {
+        for seed in 0..60 {
+            let cfg = Config {
+                events: 40 + seed % 60,
+                threads: 2 + (seed % 4) as u32,
+                seed,
+                ..Config::default()
+            };
+            let t = trace(&cfg);
+            for window in [None, Some(4), Some(15)] {
+                let whole = HbClosure::new(&t, window);
+                let input = HbEdges::new(&t, window);
+                let mut rows = Rows::with_limits(&input, 1, 1 + (seed % 7) as usize);
+                let n = input.sync.len() as u64;
+                let mut rng = Rng::new(seed);
+                for _ in 0..4 * n * n {
+                    let a = rng.below(n) as u32;
+                    let b = rng.below(n) as u32;
+                    let (x, y) = (a.min(b), a.max(b));
+                    assert_eq!(
+                        rows.ordered(x, y),
+                        whole.ordered(x, y),
+                        "seed {seed} window {window:?} slots {x} {y}"
+                    );
+                }
+            }
+        }
+    }
 }

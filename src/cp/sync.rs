@@ -75,28 +75,44 @@ impl SyncPoints {
         Self::build(trace, facts, &extra, order, edges)
     }
 
-    fn build(
-        trace: &Trace,
-        facts: &Facts,
-        extra: &[EventId],
-        order: VolatileOrder,
-        edges: &[(EventId, EventId)],
-    ) -> SyncPoints {
-        let n = trace.len();
-        let mut is_point = vec![false; n];
+    /// The points of `trace` without their clocks (`hb` stays empty, so
+    /// [`SyncPoints::clock`] and [`SyncPoints::hb_leq`] must not be used): for
+    /// engines that derive the order themselves, as the Datalog HB closure does.
+    pub fn without_clocks(trace: &Trace, facts: &Facts) -> SyncPoints {
+        let is_point = Self::mark(trace, facts, &[]);
+        let mut sp = SyncPoints {
+            nthreads: trace.num_threads(),
+            ..SyncPoints::default()
+        };
+        let mut local = vec![0u32; trace.num_threads()];
         for (i, ev) in trace.events.iter().enumerate() {
-            if matches!(
-                ev.op,
-                Op::Acquire
-                    | Op::Release
-                    | Op::Fork
-                    | Op::Join
-                    | Op::VolatileRead
-                    | Op::VolatileWrite
-            ) {
-                is_point[i] = true;
+            local[ev.thread as usize] += 1;
+            if is_point[i] {
+                sp.events.push(i as EventId);
+                sp.thread.push(ev.thread);
+                sp.local.push(local[ev.thread as usize]);
             }
         }
+        sp
+    }
+
+    /// Which events are points (see the module docs), plus `extra`.
+    fn mark(trace: &Trace, facts: &Facts, extra: &[EventId]) -> Vec<bool> {
+        let mut is_point: Vec<bool> = trace
+            .events
+            .iter()
+            .map(|ev| {
+                matches!(
+                    ev.op,
+                    Op::Acquire
+                        | Op::Release
+                        | Op::Fork
+                        | Op::Join
+                        | Op::VolatileRead
+                        | Op::VolatileWrite
+                )
+            })
+            .collect();
         for &(f, c) in facts.fork_edges.iter().chain(&facts.join_edges) {
             is_point[f as usize] = true;
             is_point[c as usize] = true;
@@ -107,6 +123,17 @@ impl SyncPoints {
         for &e in extra {
             is_point[e as usize] = true;
         }
+        is_point
+    }
+
+    fn build(
+        trace: &Trace,
+        facts: &Facts,
+        extra: &[EventId],
+        order: VolatileOrder,
+        edges: &[(EventId, EventId)],
+    ) -> SyncPoints {
+        let is_point = Self::mark(trace, facts, extra);
         let nt = trace.num_threads();
         let count = is_point.iter().filter(|&&b| b).count();
         let mut sp = SyncPoints {
