@@ -210,3 +210,14 @@ impl Relations {
         r
     }
 }
+
+/// Feed pair relations into a crepe runtime, one fact type each: every
+/// generated program has its own types, so the reference engines name the
+/// fields and types and this writes the loops.
+/// `feed!(runtime, relations; field => Fact, ...)`.
+macro_rules! feed {
+    ($rt:expr, $rel:expr; $($field:ident => $fact:ident),* $(,)?) => {
+        $( $rt.extend($rel.$field.iter().map(|&(a, b)| $fact(a, b))); )*
+    };
+}
+pub(crate) use feed;

@@ -46,31 +46,17 @@ pub fn derive(rel: &Relations, hb: HbRelations, window: Option<u64>) -> CpRelati
     rt.extend(hb.hb.iter().map(|&(a, b)| Hb(a, b)));
     rt.extend(hb.edges.iter().map(|&(a, b)| HbEdge(a, b)));
     rt.extend(hb.hard_edges.iter().map(|&(a, b)| HardEdge(a, b)));
-    rt.extend(
-        rel.thread_for_event
-            .iter()
-            .map(|&(a, b)| ThreadForEvent(a, b)),
+    crate::facts::feed!(rt, rel;
+        thread_for_event => ThreadForEvent,
+        acq_event => AcqEvent,
+        rel_event => RelEvent,
+        read_event => ReadEvent,
+        write_event => WriteEvent,
+        volatile_read_event => VolatileReadEvent,
+        volatile_write_event => VolatileWriteEvent,
+        matching => MatchingCriticalSecBoundary,
+        in_cs => InSameCriticalSec,
     );
-    rt.extend(rel.acq_event.iter().map(|&(a, b)| AcqEvent(a, b)));
-    rt.extend(rel.rel_event.iter().map(|&(a, b)| RelEvent(a, b)));
-    rt.extend(rel.read_event.iter().map(|&(a, b)| ReadEvent(a, b)));
-    rt.extend(rel.write_event.iter().map(|&(a, b)| WriteEvent(a, b)));
-    rt.extend(
-        rel.volatile_read_event
-            .iter()
-            .map(|&(a, b)| VolatileReadEvent(a, b)),
-    );
-    rt.extend(
-        rel.volatile_write_event
-            .iter()
-            .map(|&(a, b)| VolatileWriteEvent(a, b)),
-    );
-    rt.extend(
-        rel.matching
-            .iter()
-            .map(|&(a, b)| MatchingCriticalSecBoundary(a, b)),
-    );
-    rt.extend(rel.in_cs.iter().map(|&(a, b)| InSameCriticalSec(a, b)));
     if let Some(k) = window {
         // Event ids are u32, so a K beyond u32 orders nothing more than u32::MAX.
         rt.extend([Window(u32::try_from(k).unwrap_or(u32::MAX))]);

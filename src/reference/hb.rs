@@ -40,26 +40,16 @@ impl HbRelations {
 pub fn derive(rel: &Relations) -> HbRelations {
     use rules::*;
     let mut rt = Crepe::new();
-    rt.extend(rel.trace_next.iter().map(|&(a, b)| TraceNext(a, b)));
-    rt.extend(
-        rel.thread_for_event
-            .iter()
-            .map(|&(a, b)| ThreadForEvent(a, b)),
+    crate::facts::feed!(rt, rel;
+        trace_next => TraceNext,
+        thread_for_event => ThreadForEvent,
+        acq_event => AcqEvent,
+        rel_event => RelEvent,
+        volatile_read_event => VolatileReadEvent,
+        volatile_write_event => VolatileWriteEvent,
+        fork_event => ForkEvent,
+        join_event => JoinEvent,
     );
-    rt.extend(rel.acq_event.iter().map(|&(a, b)| AcqEvent(a, b)));
-    rt.extend(rel.rel_event.iter().map(|&(a, b)| RelEvent(a, b)));
-    rt.extend(
-        rel.volatile_read_event
-            .iter()
-            .map(|&(a, b)| VolatileReadEvent(a, b)),
-    );
-    rt.extend(
-        rel.volatile_write_event
-            .iter()
-            .map(|&(a, b)| VolatileWriteEvent(a, b)),
-    );
-    rt.extend(rel.fork_event.iter().map(|&(a, b)| ForkEvent(a, b)));
-    rt.extend(rel.join_event.iter().map(|&(a, b)| JoinEvent(a, b)));
     let (po_next, hard, edges, hb) = rt.run_with_hasher::<rustc_hash::FxBuildHasher>();
     HbRelations {
         po_next: po_next.into_iter().map(|PoNext(a, b)| (a, b)).collect(),

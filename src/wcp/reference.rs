@@ -19,8 +19,9 @@ use crate::facts::{Facts, Relations};
 use crate::report::{Access, Race, Report};
 use crate::trace::{EventId, Op, Trace};
 
-/// Longest trace the command line lets this engine analyse.
-pub const MAX_EVENTS: usize = 2000;
+/// Longest trace the command line lets this engine analyse (the reference
+/// engines' one limit).
+pub use crate::reference::MAX_EVENTS;
 
 #[allow(clippy::all, dead_code, unused_parens)]
 mod rules {
@@ -29,32 +30,18 @@ mod rules {
     /// Evaluate the program; returns (WCP pairs, strict HBv pairs).
     pub(super) fn run(r: &crate::facts::Relations) -> (Vec<(u32, u32)>, Vec<(u32, u32)>) {
         let mut rt = Crepe::new();
-        rt.extend(
-            r.thread_for_event
-                .iter()
-                .map(|&(e, t)| ThreadForEvent(e, t)),
+        crate::facts::feed!(rt, r;
+            thread_for_event => ThreadForEvent,
+            acq_event => AcqEvent,
+            rel_event => RelEvent,
+            read_event => ReadEvent,
+            write_event => WriteEvent,
+            volatile_read_event => VolatileReadEvent,
+            volatile_write_event => VolatileWriteEvent,
+            matching => MatchingCriticalSecBoundary,
+            in_cs => InSameCriticalSec,
+            fork_join_edge => ForkJoinEdge,
         );
-        rt.extend(r.acq_event.iter().map(|&(e, l)| AcqEvent(e, l)));
-        rt.extend(r.rel_event.iter().map(|&(e, l)| RelEvent(e, l)));
-        rt.extend(r.read_event.iter().map(|&(e, x)| ReadEvent(e, x)));
-        rt.extend(r.write_event.iter().map(|&(e, x)| WriteEvent(e, x)));
-        rt.extend(
-            r.volatile_read_event
-                .iter()
-                .map(|&(e, x)| VolatileReadEvent(e, x)),
-        );
-        rt.extend(
-            r.volatile_write_event
-                .iter()
-                .map(|&(e, x)| VolatileWriteEvent(e, x)),
-        );
-        rt.extend(
-            r.matching
-                .iter()
-                .map(|&(rel, acq)| MatchingCriticalSecBoundary(rel, acq)),
-        );
-        rt.extend(r.in_cs.iter().map(|&(e, acq)| InSameCriticalSec(e, acq)));
-        rt.extend(r.fork_join_edge.iter().map(|&(a, b)| ForkJoinEdge(a, b)));
         let (hbv, wcp) = rt.run_with_hasher::<rustc_hash::FxBuildHasher>();
         (
             wcp.into_iter().map(|Wcp(a, b)| (a, b)).collect(),
