@@ -7,8 +7,11 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-/// Events a thread buffers before writing them out (24 bytes each: 1.5 MiB).
-const CAP: usize = 1 << 16;
+use crate::kind::*;
+
+/// Words a thread buffers before writing them out (1 MiB: at least 32k
+/// events, up to 128k plain accesses).
+const CAP: usize = 1 << 17;
 
 // The event files are written straight from memory and read as little-endian.
 const _: () = assert!(cfg!(target_endian = "little"));
@@ -40,8 +43,13 @@ static DIR: OnceLock<PathBuf> = OnceLock::new();
 pub struct Buf {
     tid: u32,
     len: usize,
+    /// The `seq` the reader gives this thread's next plain access.
+    seq: u64,
     file: Option<File>,
-    ev: Box<[[u64; 3]]>,
+    /// The words to write (see [`crate::kind`] for the format).
+    ev: Box<[u64]>,
+    /// The thread's pc table, as the reader will rebuild it.
+    pcs: Box<[u64; PC_SLOTS]>,
 }
 
 /// Buffer pointer states besides a live buffer.
@@ -98,8 +106,10 @@ pub fn begin_thread(tid: u32) {
     let b = Box::new(Buf {
         tid,
         len: 0,
+        seq: 0,
         file: None,
-        ev: vec![[0u64; 3]; CAP].into_boxed_slice(),
+        ev: vec![0u64; CAP].into_boxed_slice(),
+        pcs: Box::new([0; PC_SLOTS]),
     });
     BUF.with(|c| c.set(Box::into_raw(b)));
     EXIT_GUARD.with(|_| ());
@@ -140,34 +150,68 @@ pub fn record(kind: u64, addr: u64, pc: u64, arg: u64) {
     // SAFETY: only this thread touches its buffer (until `finish`, which runs
     // with recording disabled).
     let b = unsafe { &mut *b };
-    if b.len == CAP {
+    // Room for the longest record (a `seq`, a pc and an access, or a long
+    // event), so a record never straddles a flush.
+    if b.len > CAP - LONG_WORDS {
         b.flush();
     }
-    // `kind` is a constant at every call site, so this branch folds away.
-    let seq = if kind <= crate::kind::WRITE {
-        SEQ.load(Relaxed)
+    // `kind` is a constant at every call site, so these branches fold away.
+    if kind <= WRITE {
+        let seq = SEQ.load(Relaxed);
+        if (addr | pc) < SHORT_LIMIT {
+            if seq != b.seq {
+                b.seq = seq;
+                b.push(TAG_SEQ << TAG_SHIFT | (seq & SEQ_MASK));
+            }
+            let slot = pc_slot(pc);
+            if b.pcs[slot] != pc {
+                b.pcs[slot] = pc;
+                b.push(TAG_PC << TAG_SHIFT | (slot as u64) << 48 | pc);
+            }
+            b.push(kind << TAG_SHIFT | (slot as u64) << 48 | addr);
+        } else {
+            b.long(kind, addr, pc, seq, arg);
+        }
     } else {
-        SEQ.fetch_add(1, Relaxed)
-    };
-    b.ev[b.len] = [
-        seq | arg << 40,
-        addr,
-        (pc & 0x00ff_ffff_ffff_ffff) | kind << 56,
-    ];
-    b.len += 1;
+        let seq = SEQ.fetch_add(1, Relaxed);
+        b.long(kind, addr, pc, seq, arg);
+    }
 }
 
-/// Takes back the event this thread recorded last (a release whose unlock
-/// then failed). Flushes happen before appends, so it is still buffered.
+/// `seq` keeps 40 bits in the files.
+const SEQ_MASK: u64 = (1 << 40) - 1;
+
+/// Takes back the event this thread recorded last, which must be a
+/// synchronization event (a release whose unlock then failed). Flushes
+/// happen before appends, so it is still buffered.
 pub fn unrecord_last() {
     if let Some(b) = buf() {
         // SAFETY: as in `record`.
         let b = unsafe { &mut *b };
-        b.len = b.len.saturating_sub(1);
+        if b.len >= LONG_WORDS && b.ev[b.len - LONG_WORDS] >> TAG_SHIFT == TAG_LONG {
+            b.len -= LONG_WORDS;
+        }
     }
 }
 
 impl Buf {
+    #[inline(always)]
+    fn push(&mut self, w: u64) {
+        // SAFETY: `record` flushed when fewer than LONG_WORDS words were
+        // free, and it pushes at most that many.
+        unsafe { *self.ev.get_unchecked_mut(self.len) = w };
+        self.len += 1;
+    }
+
+    /// Appends an event in the four-word form.
+    #[inline(always)]
+    fn long(&mut self, kind: u64, addr: u64, pc: u64, seq: u64, arg: u64) {
+        self.push(TAG_LONG << TAG_SHIFT | kind);
+        self.push(addr);
+        self.push(pc);
+        self.push((seq & SEQ_MASK) | arg << 40);
+    }
+
     fn flush(&mut self) {
         if self.len == 0 {
             return;
@@ -182,9 +226,9 @@ impl Buf {
         }
         // The file is little-endian, as the buffer is in memory on x86-64:
         // written as it stands, with no copy.
-        // SAFETY: `len` events of three initialized u64s, viewed as bytes.
+        // SAFETY: `len` initialized u64s, viewed as bytes.
         let bytes =
-            unsafe { std::slice::from_raw_parts(self.ev.as_ptr() as *const u8, self.len * 24) };
+            unsafe { std::slice::from_raw_parts(self.ev.as_ptr() as *const u8, self.len * 8) };
         let r = match &mut self.file {
             Some(f) => f.write_all(bytes),
             None => Ok(()),
@@ -222,11 +266,11 @@ fn finish() {
     end_thread();
     ENABLED.store(false, Relaxed);
     if let Some(dir) = DIR.get() {
-        let _ = std::fs::write(dir.join("modules"), modules());
+        let _ = std::fs::write(dir.join("modules"), format!("{FORMAT}\n{}", modules()));
     }
 }
 
-/// One line per loadable segment: `start end base path` (hex addresses), so
+/// One line per loadable segment (after the [`FORMAT`] line): `start end base path` (hex addresses), so
 /// cprace can map a pc or data address to a file and an address inside it.
 fn modules() -> String {
     unsafe extern "C" fn each(

@@ -164,9 +164,9 @@ pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
     }
 }
 
-/// Merges the event files in `dir` into the trace `output` in `format`
-/// (written to a temporary file next to it, renamed over it only when
-/// complete). RapidBin that the run does not fit becomes zstd-compressed STD,
+/// Merges the event files in `dir` (with `listing`, the run's `modules`
+/// file) into the trace `output` in `format` (written to a temporary file
+/// next to it, renamed over it only when complete). RapidBin that the run does not fit becomes zstd-compressed STD,
 /// with a note on stderr.
 pub fn write_trace(
     dir: &std::path::Path,
@@ -174,6 +174,7 @@ pub fn write_trace(
     output: &std::path::Path,
     format: OutFormat,
 ) -> Result<write::Counts> {
+    let listing = events::segments(listing)?;
     let parent = match output.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

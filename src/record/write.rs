@@ -442,8 +442,6 @@ mod tests {
 
     fn ev(tid: u32, kind: u8, addr: u64, pc: u64) -> Event {
         Event {
-            key: 0,
-            seq: 0,
             tid,
             kind,
             arg: 0,
