@@ -67,10 +67,14 @@ pub struct Namer {
     /// reused block never shares variables with the object freed before.
     freed: BTreeMap<u64, (u64, u64)>,
     thread_ids: Vec<u32>,
+    /// The last (recorder thread, id) an event came from: most events come
+    /// from the thread of the one before.
+    last_thread: Option<(u32, u32)>,
     lock_ids: FxHashMap<u64, u32>,
     var_ids: FxHashMap<VarKey, u32>,
     /// Direct-mapped cache in front of `var_ids` for memory variables:
-    /// (address, free number, id); most accesses hit a recent address.
+    /// (address, frees seen when it was filled, id); most accesses hit a
+    /// recent address, and an entry holds until the next free.
     var_cache: Vec<(u64, u64, u32)>,
     loc_ids: FxHashMap<u64, u32>,
     /// Direct-mapped cache in front of `loc_ids`: (pc, id).
@@ -97,9 +101,11 @@ impl Namer {
             sym,
             freed: BTreeMap::new(),
             thread_ids: Vec::new(),
+            last_thread: None,
             lock_ids: FxHashMap::default(),
             var_ids: FxHashMap::default(),
-            var_cache: vec![(u64::MAX, 0, 0); VAR_CACHE],
+            // No free count reaches u64::MAX: every entry starts empty.
+            var_cache: vec![(0, u64::MAX, 0); VAR_CACHE],
             loc_ids,
             loc_cache: vec![(u64::MAX, 0); LOC_CACHE],
             threads: Vec::new(),
@@ -118,8 +124,22 @@ impl Namer {
         if self.thread_ids[i] == u32::MAX {
             self.thread_ids[i] = self.threads.len() as u32;
             self.threads.push(format!("T{tid}"));
+            self.counts.threads = self.threads.len() as u64;
         }
         self.thread_ids[i]
+    }
+
+    /// The id of the thread that made an event.
+    #[inline(always)]
+    fn event_thread(&mut self, tid: u32) -> u32 {
+        match self.last_thread {
+            Some((t, id)) if t == tid => id,
+            _ => {
+                let id = self.thread(tid);
+                self.last_thread = Some((tid, id));
+                id
+            }
+        }
     }
 
     /// Name of a lock or synchronization object: its global, else its address.
@@ -151,16 +171,22 @@ impl Namer {
         }
     }
 
-    /// The id of the memory variable at `addr` under free number `n`.
+    /// The id of the memory variable at `addr` (under the number of the
+    /// last free covering it), accessed by recorder thread `tid`.
     #[inline]
-    fn memory(&mut self, addr: u64, n: u64) -> u32 {
-        let slot = (addr >> 2) as usize & (VAR_CACHE - 1);
-        let (a, g, id) = self.var_cache[slot];
-        if a == addr && g == n {
+    fn memory(&mut self, addr: u64, tid: u32) -> u32 {
+        // Neighbouring addresses in neighbouring slots, and a part of the
+        // cache per thread (modulo VAR_CACHE_PARTS): threads' heaps put
+        // their objects at the same offsets (glibc aligns them to 64 MiB).
+        let slot = (tid as usize % VAR_CACHE_PARTS) * VAR_CACHE_PART
+            + ((addr >> 2) as usize & (VAR_CACHE_PART - 1));
+        let (a, frees, id) = self.var_cache[slot];
+        if a == addr && frees == self.counts.frees {
             return id;
         }
+        let n = self.generation(addr);
         let id = self.variable(VarKey::Memory(addr, n));
-        self.var_cache[slot] = (addr, n, id);
+        self.var_cache[slot] = (addr, self.counts.frees, id);
         id
     }
 
@@ -252,14 +278,13 @@ impl Namer {
     pub fn event(&mut self, e: &Event) -> Option<Named> {
         let (op, target) = match e.kind {
             events::READ | events::WRITE | events::VREAD | events::VWRITE => {
-                let n = self.generation(e.addr);
                 let op = match e.kind {
                     events::READ => 2,
                     events::WRITE => 3,
                     events::VREAD => OP_VREAD,
                     _ => OP_VWRITE,
                 };
-                (op, self.memory(e.addr, n))
+                (op, self.memory(e.addr, e.tid))
             }
             events::SYNC_VREAD => (OP_VREAD, self.variable(VarKey::Sync(e.addr, e.arg))),
             events::SYNC_VWRITE => (OP_VWRITE, self.variable(VarKey::Sync(e.addr, e.arg))),
@@ -280,8 +305,7 @@ impl Namer {
             _ => self.counts.volatiles += 1,
         }
         self.counts.events += 1;
-        let thread = self.thread(e.tid);
-        self.counts.threads = self.threads.len() as u64;
+        let thread = self.event_thread(e.tid);
         let loc = self.location(e.pc);
         Some(Named {
             thread,
@@ -292,8 +316,10 @@ impl Namer {
     }
 }
 
-/// Entries of [`Namer`]'s variable cache (a power of two).
-const VAR_CACHE: usize = 1 << 14;
+/// Parts of [`Namer`]'s variable cache and entries of each (a power of two).
+const VAR_CACHE_PARTS: usize = 4;
+const VAR_CACHE_PART: usize = 1 << 13;
+const VAR_CACHE: usize = VAR_CACHE_PARTS * VAR_CACHE_PART;
 
 /// Entries of [`Namer`]'s location cache (a power of two).
 const LOC_CACHE: usize = 1 << 12;
