@@ -57,6 +57,17 @@ enum VarKey {
     Sync(u64, u32),
 }
 
+/// An entry of [`Namer`]'s variable cache: memory variable `id` is `addr`
+/// under free number `n`, which was the last free covering it when `frees`
+/// blocks had been freed (so until the next free, `addr` is `id`).
+#[derive(Clone, Copy)]
+struct VarSlot {
+    addr: u64,
+    frees: u64,
+    n: u64,
+    id: u32,
+}
+
 /// Names the run's threads, locks, variables and locations once each, and
 /// turns events into ids into its tables: the work every output format shares.
 pub struct Namer {
@@ -73,9 +84,8 @@ pub struct Namer {
     lock_ids: FxHashMap<u64, u32>,
     var_ids: FxHashMap<VarKey, u32>,
     /// Direct-mapped cache in front of `var_ids` for memory variables:
-    /// (address, frees seen when it was filled, id); most accesses hit a
-    /// recent address, and an entry holds until the next free.
-    var_cache: Vec<(u64, u64, u32)>,
+    /// most accesses hit a recent address.
+    var_cache: Vec<VarSlot>,
     loc_ids: FxHashMap<u64, u32>,
     /// Direct-mapped cache in front of `loc_ids`: (pc, id).
     loc_cache: Vec<(u64, u32)>,
@@ -105,7 +115,15 @@ impl Namer {
             lock_ids: FxHashMap::default(),
             var_ids: FxHashMap::default(),
             // No free count reaches u64::MAX: every entry starts empty.
-            var_cache: vec![(0, u64::MAX, 0); VAR_CACHE],
+            var_cache: vec![
+                VarSlot {
+                    addr: 0,
+                    frees: u64::MAX,
+                    n: u64::MAX,
+                    id: 0
+                };
+                VAR_CACHE
+            ],
             loc_ids,
             loc_cache: vec![(u64::MAX, 0); LOC_CACHE],
             threads: Vec::new(),
@@ -180,13 +198,22 @@ impl Namer {
         // their objects at the same offsets (glibc aligns them to 64 MiB).
         let slot = (tid as usize % VAR_CACHE_PARTS) * VAR_CACHE_PART
             + ((addr >> 2) as usize & (VAR_CACHE_PART - 1));
-        let (a, frees, id) = self.var_cache[slot];
-        if a == addr && frees == self.counts.frees {
-            return id;
+        let c = self.var_cache[slot];
+        if c.addr == addr && c.frees == self.counts.frees {
+            return c.id;
         }
         let n = self.generation(addr);
-        let id = self.variable(VarKey::Memory(addr, n));
-        self.var_cache[slot] = (addr, self.counts.frees, id);
+        let id = if c.addr == addr && c.n == n {
+            c.id
+        } else {
+            self.variable(VarKey::Memory(addr, n))
+        };
+        self.var_cache[slot] = VarSlot {
+            addr,
+            frees: self.counts.frees,
+            n,
+            id,
+        };
         id
     }
 
