@@ -1,6 +1,5 @@
 //! Per-thread event buffers, the global order, and the files they go to.
 
-use std::cell::Cell;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
@@ -57,8 +56,77 @@ const NONE: usize = 0;
 const DEAD: usize = 1;
 
 thread_local! {
-    static BUF: Cell<*mut Buf> = const { Cell::new(NONE as *mut Buf) };
     static EXIT_GUARD: ExitGuard = const { ExitGuard };
+}
+
+/// The calling thread's buffer pointer (or [`NONE`], [`DEAD`]).
+#[cfg(target_arch = "x86_64")]
+mod tls {
+    // In static TLS, read with the initial-exec model: one load relative to
+    // %fs per event, where a `thread_local!` of a shared library costs a
+    // call to __tls_get_addr (about a tenth of the runtime's time). The
+    // library is loaded with the program (or has glibc's spare static TLS
+    // when dlopened), which is what the model needs.
+    core::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        // Global (the accesses may be in another codegen unit) but hidden:
+        // resolved inside the library.
+        ".globl cprace_rt_buf",
+        ".hidden cprace_rt_buf",
+        ".type cprace_rt_buf, @object",
+        ".size cprace_rt_buf, 8",
+        "cprace_rt_buf:",
+        ".zero 8",
+        ".popsection",
+    );
+
+    #[inline(always)]
+    pub fn get() -> *mut super::Buf {
+        let p: *mut super::Buf;
+        // SAFETY: reads this thread's 8-byte TLS slot defined above.
+        unsafe {
+            core::arch::asm!(
+                "mov {off}, qword ptr [rip + cprace_rt_buf@GOTTPOFF]",
+                "mov {p}, qword ptr fs:[{off}]",
+                off = out(reg) _,
+                p = out(reg) p,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        p
+    }
+
+    #[inline(always)]
+    pub fn set(p: *mut super::Buf) {
+        // SAFETY: writes this thread's 8-byte TLS slot defined above.
+        unsafe {
+            core::arch::asm!(
+                "mov {off}, qword ptr [rip + cprace_rt_buf@GOTTPOFF]",
+                "mov qword ptr fs:[{off}], {p}",
+                off = out(reg) _,
+                p = in(reg) p,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod tls {
+    use std::cell::Cell;
+
+    thread_local! {
+        static BUF: Cell<*mut super::Buf> = const { Cell::new(super::NONE as *mut super::Buf) };
+    }
+
+    pub fn get() -> *mut super::Buf {
+        BUF.with(|c| c.get())
+    }
+
+    pub fn set(p: *mut super::Buf) {
+        BUF.with(|c| c.set(p))
+    }
 }
 
 /// Flushes the thread's buffer when the thread ends (return or pthread_exit).
@@ -111,7 +179,7 @@ pub fn begin_thread(tid: u32) {
         ev: vec![0u64; CAP].into_boxed_slice(),
         pcs: Box::new([0; PC_SLOTS]),
     });
-    BUF.with(|c| c.set(Box::into_raw(b)));
+    tls::set(Box::into_raw(b));
     EXIT_GUARD.with(|_| ());
 }
 
@@ -124,7 +192,7 @@ pub fn current_tid() -> Option<u32> {
 
 #[inline(always)]
 fn buf() -> Option<*mut Buf> {
-    let b = BUF.with(|c| c.get());
+    let b = tls::get();
     match b as usize {
         NONE => {
             // A thread created before recording started or by code whose
@@ -133,7 +201,7 @@ fn buf() -> Option<*mut Buf> {
                 return None;
             }
             begin_thread(new_tid());
-            Some(BUF.with(|c| c.get()))
+            Some(tls::get())
         }
         DEAD => None,
         _ => Some(b),
@@ -249,7 +317,8 @@ fn fail(msg: &str) {
 }
 
 fn end_thread() {
-    let b = BUF.with(|c| c.replace(DEAD as *mut Buf));
+    let b = tls::get();
+    tls::set(DEAD as *mut Buf);
     if (b as usize) > DEAD {
         // SAFETY: the buffer was this thread's and is no longer reachable.
         let mut b = unsafe { Box::from_raw(b) };
