@@ -8,9 +8,10 @@
 # wall time and, separately, of CPU time (user + sys), since on a loaded
 # machine wall time measures the load; the load average is printed too.
 # Usage: scripts/record_throughput.sh [THREADS ITERS] (default 2 10000: ~41M events)
+# CPRACE=/path/to/cprace measures another build (its runtime next to it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CPRACE=$PWD/target/release/cprace
+CPRACE=${CPRACE:-$PWD/target/release/cprace}
 [ -x "$CPRACE" ] || { echo "build first: cargo build --release" >&2; exit 2; }
 ARGS=("${1:-2}" "${2:-10000}")
 RUNS=${RUNS:-5}
