@@ -335,7 +335,12 @@ mod tests {
         TAG_PC << TAG_SHIFT | slot << 48 | pc
     }
     fn long(kind: u8, addr: u64, pc: u64, seq: u64, arg: u64) -> [u64; 4] {
-        [TAG_LONG << TAG_SHIFT | u64::from(kind), addr, pc, seq | arg << 40]
+        [
+            TAG_LONG << TAG_SHIFT | u64::from(kind),
+            addr,
+            pc,
+            seq | arg << 40,
+        ]
     }
 
     fn file(dir: &Path, name: &str, words: &[u64], extra: &[u8]) {
