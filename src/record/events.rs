@@ -382,6 +382,8 @@ mod tests {
         t2.extend([seq(3), short(READ, 5, 0x10)]);
         t2.extend(long(WRITE, big, 0x2020, 3, 0));
         t2.extend(long(RELEASE, 0x99, 0x2030, 3, 0));
+        // Kinds the reader does not know pass through (the namer skips them).
+        t2.extend(long(0xff, 0x99, u64::MAX, 4, 0));
         // A long event the thread was still writing at exit: dropped.
         t2.extend(&long(ACQUIRE, 0x99, 0x2040, 4, 0)[..2]);
         file(dir.path(), "t1.bin", &t1, &[]);
@@ -404,6 +406,7 @@ mod tests {
                 ev(2, WRITE, big, 0x2020, 0),
                 // Synchronization event 3 after the accesses carrying 3.
                 ev(2, RELEASE, 0x99, 0x2030, 0),
+                ev(2, 0xff, 0x99, u64::MAX, 0),
             ]
         );
     }
