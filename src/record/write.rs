@@ -301,7 +301,7 @@ impl Namer {
     }
 
     /// The trace event `e` is, or None (FREE notes and unknown kinds).
-    #[inline]
+    #[inline(always)]
     pub fn event(&mut self, e: &Event) -> Option<Named> {
         let (op, target) = match e.kind {
             events::READ | events::WRITE | events::VREAD | events::VWRITE => {
