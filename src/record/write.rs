@@ -191,7 +191,7 @@ impl Namer {
 
     /// The id of the memory variable at `addr` (under the number of the
     /// last free covering it), accessed by recorder thread `tid`.
-    #[inline]
+    #[inline(always)]
     fn memory(&mut self, addr: u64, tid: u32) -> u32 {
         // Neighbouring addresses in neighbouring slots, and a part of the
         // cache per thread (modulo VAR_CACHE_PARTS): threads' heaps put
@@ -250,7 +250,7 @@ impl Namer {
         id
     }
 
-    #[inline]
+    #[inline(always)]
     fn location(&mut self, pc: u64) -> u32 {
         let slot = pc as usize & (LOC_CACHE - 1);
         if self.loc_cache[slot].0 == pc {
@@ -421,7 +421,7 @@ impl Default for RapidBinWriter {
 
 impl RapidBinWriter {
     /// Appends `e`, or says why RapidBin cannot hold it.
-    #[inline]
+    #[inline(always)]
     pub fn event(
         &mut self,
         n: &Namer,
