@@ -221,7 +221,7 @@ impl Stream {
 /// Bytes read from a thread's file at a time.
 const BLOCK: usize = 1 << 20;
 /// Events handed from the merge to the callback at a time.
-const BATCH: usize = 1 << 13;
+const BATCH: usize = 1 << 15;
 /// Batches the merge may run ahead of the callback.
 const QUEUE: usize = 4;
 
