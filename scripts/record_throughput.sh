@@ -69,6 +69,7 @@ echo "$RESULTS" | awk -v e="$EVENTS" '
             r = order[i]
             vt = ("tsan" in wall) ? sprintf("%.2fx", wall[r] / wall["tsan"]) : "-"
             rate = (r == "native" || r == "tsan") ? "-" : sprintf("%.1f", e / wall[r] / 1e6)
-            printf "%-12s %8.2f %8.2f %9.1fx %10s %14s\n", r, wall[r], cpu[r], wall[r] / n, vt, rate
+            vn = r == "native" ? 1 : wall[r] / n
+            printf "%-12s %8.2f %8.2f %9.1fx %10s %14s\n", r, wall[r], cpu[r], vn, vt, rate
         }
     }'
