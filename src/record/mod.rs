@@ -190,8 +190,11 @@ pub fn write_trace(
             Ok(()) => {
                 let side_tmp = tempfile::NamedTempFile::new_in(&parent)
                     .with_context(|| format!("cannot create a file in {}", parent.display()))?;
-                std::fs::write(side_tmp.path(), write::RapidBinWriter::side_json(&n))
-                    .with_context(|| format!("cannot write {}", side.display()))?;
+                write::RapidBinWriter::write_side(
+                    &n,
+                    &mut std::io::BufWriter::with_capacity(1 << 20, side_tmp.as_file()),
+                )
+                .with_context(|| format!("cannot write {}", side.display()))?;
                 side_tmp
                     .persist(&side)
                     .with_context(|| format!("cannot write {}", side.display()))?;

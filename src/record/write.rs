@@ -83,6 +83,10 @@ pub struct Namer {
     last_thread: Option<(u32, u32)>,
     lock_ids: FxHashMap<u64, u32>,
     var_ids: FxHashMap<VarKey, u32>,
+    /// Memory variables no free has covered (most of them), by address: a
+    /// map of 16-byte entries, half those of `var_ids`, so runs with
+    /// millions of variables probe and grow half the memory.
+    fresh_ids: FxHashMap<u64, u32>,
     /// Direct-mapped cache in front of `var_ids` for memory variables:
     /// most accesses hit a recent address.
     var_cache: Vec<VarSlot>,
@@ -114,6 +118,7 @@ impl Namer {
             last_thread: None,
             lock_ids: FxHashMap::default(),
             var_ids: FxHashMap::default(),
+            fresh_ids: FxHashMap::default(),
             // No free count reaches u64::MAX: every entry starts empty.
             var_cache: vec![
                 VarSlot {
@@ -218,21 +223,26 @@ impl Namer {
     }
 
     fn variable(&mut self, key: VarKey) -> u32 {
-        if let Some(&id) = self.var_ids.get(&key) {
+        let known = match key {
+            VarKey::Memory(addr, 0) => self.fresh_ids.get(&addr),
+            _ => self.var_ids.get(&key),
+        };
+        if let Some(&id) = known {
             return id;
         }
         let name = match key {
             // Its global, else its address, then `~N` when free number N
             // last covered it.
             VarKey::Memory(addr, n) => {
-                let mut name = Vec::new();
+                let mut name = Vec::with_capacity(24);
                 if !self.sym.global_into(addr, &mut name) {
-                    name.extend_from_slice(format!("{addr:#x}").as_bytes());
+                    let _ = write!(name, "{addr:#x}");
                 }
                 if n != 0 {
-                    name.extend_from_slice(format!("~{n}").as_bytes());
+                    let _ = write!(name, "~{n}");
                 }
-                String::from_utf8_lossy(&name).into_owned()
+                String::from_utf8(name)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
             }
             VarKey::Sync(addr, arg) => {
                 let mut name = self.object_name(addr);
@@ -246,7 +256,10 @@ impl Namer {
         };
         let id = self.variables.len() as u32;
         self.variables.push(name);
-        self.var_ids.insert(key, id);
+        match key {
+            VarKey::Memory(addr, 0) => self.fresh_ids.insert(addr, id),
+            _ => self.var_ids.insert(key, id),
+        };
         id
     }
 
@@ -474,18 +487,30 @@ impl RapidBinWriter {
         h
     }
 
-    /// The side file of names (`TRACE.names.json`) for `n`'s tables.
-    pub fn side_json(n: &Namer) -> String {
-        let side = crate::trace::rapid_bin::SideNames {
+    /// Writes the side file of names (`TRACE.names.json`) for `n`'s tables
+    /// to `out`: the JSON of [`crate::trace::rapid_bin::SideNames`], written
+    /// from the tables as they stand (no copy of millions of names).
+    pub fn write_side(n: &Namer, out: &mut impl Write) -> std::io::Result<()> {
+        /// [`crate::trace::rapid_bin::SideNames`] borrowing its tables
+        /// (same fields, same order: the same JSON).
+        #[derive(serde::Serialize)]
+        struct Side<'a> {
+            cprace_rapidbin_names: u32,
+            threads: &'a [String],
+            locks: &'a [String],
+            variables: &'a [String],
+            locations: &'a [String],
+        }
+        let side = Side {
             cprace_rapidbin_names: 1,
-            threads: n.threads.clone(),
-            locks: n.locks.clone(),
-            variables: n.variables.clone(),
-            locations: n.locations.clone(),
+            threads: &n.threads,
+            locks: &n.locks,
+            variables: &n.variables,
+            locations: &n.locations,
         };
-        let mut s = serde_json::to_string(&side).unwrap_or_default();
-        s.push('\n');
-        s
+        serde_json::to_writer(&mut *out, &side)?;
+        out.write_all(b"\n")?;
+        out.flush()
     }
 }
 
