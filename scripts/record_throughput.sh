@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Recording throughput of `cprace record` on scripts/record/throughput.c:
-# events per second through the runtime alone (binary event files) and through
-# the whole record (run + merge + symbolize + trace written: RapidBin with
-# `-o t.bin`, STD text with `-o t.std`), against the native and
-# ThreadSanitizer builds of the same program. Wall times are medians of 3;
-# CPU (user + sys) is printed too, since on a loaded machine wall time
-# measures the load.
+# events per second through the runtime alone (binary event files), the trace
+# writing alone (`cprace record --from-events` on those files), and the whole
+# record (run + merge + symbolize + trace written: RapidBin with `-o t.bin`,
+# STD text with `-o t.std`), against the native and ThreadSanitizer builds of
+# the same program. Every figure is the median of RUNS runs (default 5) of
+# wall time and, separately, of CPU time (user + sys), since on a loaded
+# machine wall time measures the load; the load average is printed too.
 # Usage: scripts/record_throughput.sh [THREADS ITERS] (default 2 10000: ~41M events)
+# CPRACE=/path/to/cprace measures another build (its runtime next to it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CPRACE=$PWD/target/release/cprace
+CPRACE=${CPRACE:-$PWD/target/release/cprace}
 [ -x "$CPRACE" ] || { echo "build first: cargo build --release" >&2; exit 2; }
 ARGS=("${1:-2}" "${2:-10000}")
+RUNS=${RUNS:-5}
 # Traces go to memory (/dev/shm) when it exists, so the numbers measure the
 # recorder rather than the disk (this VM's disk writes ~110 MB/s); set
 # TRACE_DIR=/tmp to include the disk.
@@ -24,22 +27,49 @@ gcc -O1 -g "$SRC" -o "$WORK/native" -pthread
 HAVE_TSAN=1
 gcc -O1 -g -fsanitize=thread "$SRC" -o "$WORK/tsan" -pthread 2>/dev/null || HAVE_TSAN=0
 
-med() { sort -n | sed -n 2p; }
-t() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -1; }
-cpu() { /usr/bin/time -f "%e s wall, %U s user, %S s sys, %M KB" "$@" 2>&1 >/dev/null | tail -1; }
-NATIVE=$(for _ in 1 2 3; do t "$WORK/native" "${ARGS[@]}"; done | med)
-TSAN=0
-[ "$HAVE_TSAN" = 1 ] && TSAN=$(for _ in 1 2 3; do t "$WORK/tsan" "${ARGS[@]}"; done | med)
-RAW=$(for _ in 1 2 3; do rm -rf "$WORK/raw"; mkdir "$WORK/raw"; t env CPRACE_RECORD_DIR="$WORK/raw" "$WORK/rec" "${ARGS[@]}"; done | med)
-BIN=$(for _ in 1 2 3; do t "$CPRACE" record -o "$WORK/t.bin" -- "$WORK/rec" "${ARGS[@]}"; done | med)
-REC=$(for _ in 1 2 3; do t "$CPRACE" record -o "$WORK/t.std" -- "$WORK/rec" "${ARGS[@]}"; done | med)
+# measure NAME CMD...: RUNS runs; prints "NAME WALL CPU" (medians, seconds).
+# A command containing @RAW@ gets a fresh, empty event directory each run.
+measure() {
+    local name=$1; shift
+    local walls=() cpus=() i
+    for ((i = 0; i < RUNS; i++)); do
+        rm -rf "$WORK/raw"; mkdir "$WORK/raw"
+        local cmd=("${@//@RAW@/$WORK/raw}")
+        local t
+        t=$(/usr/bin/time -f "%e %U %S" "${cmd[@]}" 2>&1 >/dev/null | tail -1)
+        read -r e u s <<<"$t"
+        walls+=("$e"); cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }')")
+    done
+    local m=$(( (RUNS + 1) / 2 ))
+    echo "$name $(printf '%s\n' "${walls[@]}" | sort -n | sed -n ${m}p) $(printf '%s\n' "${cpus[@]}" | sort -n | sed -n ${m}p)"
+}
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+RESULTS=$(
+    measure native "$WORK/native" "${ARGS[@]}"
+    [ "$HAVE_TSAN" = 1 ] && measure tsan "$WORK/tsan" "${ARGS[@]}"
+    measure runtime env CPRACE_RECORD_DIR=@RAW@ "$WORK/rec" "${ARGS[@]}"
+    # The event files of one run, for the trace writing alone.
+    rm -rf "$WORK/events"; mkdir "$WORK/events"
+    CPRACE_RECORD_DIR="$WORK/events" "$WORK/rec" "${ARGS[@]}" >/dev/null
+    measure from-events "$CPRACE" record --from-events "$WORK/events" -o "$WORK/f.bin"
+    measure record-bin "$CPRACE" record -o "$WORK/t.bin" -- "$WORK/rec" "${ARGS[@]}"
+    measure record-std "$CPRACE" record -o "$WORK/t.std" -- "$WORK/rec" "${ARGS[@]}"
+)
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 EVENTS=$(wc -l < "$WORK/t.std")
-[ "$HAVE_TSAN" = 1 ] && echo "one TSan run, CPU: $(cpu "$WORK/tsan" "${ARGS[@]}")"
-echo "one run into event files, CPU: $(cpu env CPRACE_RECORD_DIR="$WORK/raw" "$WORK/rec" "${ARGS[@]}")"
-echo "one record -o t.bin, CPU: $(cpu "$CPRACE" record -o "$WORK/t.bin" -- "$WORK/rec" "${ARGS[@]}")"
-echo "one record -o t.std, CPU: $(cpu "$CPRACE" record -o "$WORK/t.std" -- "$WORK/rec" "${ARGS[@]}")"
-echo "program: throughput ${ARGS[*]}; $EVENTS events, RapidBin $(du -h "$WORK/t.bin" | cut -f1), STD $(du -h "$WORK/t.std" | cut -f1)"
+echo "program: throughput ${ARGS[*]}; $EVENTS events, event files $(du -sh "$WORK/events" | cut -f1), RapidBin $(du -h "$WORK/t.bin" | cut -f1), STD $(du -h "$WORK/t.std" | cut -f1); medians of $RUNS runs"
 # A native run under 10 ms reads as 0.00: count it as 0.01 s (slowdowns are then lower bounds).
-awk -v e="$EVENTS" -v n="$(awk -v n="$NATIVE" 'BEGIN { print (n < 0.01 ? 0.01 : n) }')" -v ts="$TSAN" -v r="$RAW" -v b="$BIN" -v c="$REC" 'BEGIN {
-    printf "native %.2fs; TSan %.2fs (%.1fx); runtime only %.2fs (%.1fx native, %.0fM events/s); record -o t.bin %.2fs (%.1fx native, %.1fM events/s written); record -o t.std %.2fs (%.1fx native, %.1fM events/s written)\n",
-        n, ts, ts / n, r, r / n, e / r / 1e6, b, b / n, e / b / 1e6, c, c / n, e / c / 1e6 }'
+echo "$RESULTS" | awk -v e="$EVENTS" '
+    { wall[$1] = $2; cpu[$1] = $3; order[NR] = $1 }
+    END {
+        n = wall["native"] < 0.01 ? 0.01 : wall["native"]
+        printf "%-12s %8s %8s %10s %10s %14s\n", "run", "wall s", "CPU s", "vs native", "vs TSan", "M events/s"
+        for (i = 1; i <= NR; i++) {
+            r = order[i]
+            vt = ("tsan" in wall) ? sprintf("%.2fx", wall[r] / wall["tsan"]) : "-"
+            rate = (r == "native" || r == "tsan") ? "-" : sprintf("%.1f", e / wall[r] / 1e6)
+            vn = r == "native" ? 1 : wall[r] / n
+            printf "%-12s %8.2f %8.2f %9.1fx %10s %14s\n", r, wall[r], cpu[r], vn, vt, rate
+        }
+    }'

@@ -1,14 +1,16 @@
 //! Per-thread event buffers, the global order, and the files they go to.
 
-use std::cell::Cell;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-/// Events a thread buffers before writing them out (24 bytes each: 1.5 MiB).
-const CAP: usize = 1 << 16;
+use crate::kind::*;
+
+/// Words a thread buffers before writing them out (1 MiB: at least 32k
+/// events, up to 128k plain accesses).
+const CAP: usize = 1 << 17;
 
 // The event files are written straight from memory and read as little-endian.
 const _: () = assert!(cfg!(target_endian = "little"));
@@ -40,8 +42,13 @@ static DIR: OnceLock<PathBuf> = OnceLock::new();
 pub struct Buf {
     tid: u32,
     len: usize,
+    /// The `seq` the reader gives this thread's next plain access.
+    seq: u64,
     file: Option<File>,
-    ev: Box<[[u64; 3]]>,
+    /// The words to write (see [`crate::kind`] for the format).
+    ev: Box<[u64]>,
+    /// The thread's pc table, as the reader will rebuild it.
+    pcs: Box<[u64; PC_SLOTS]>,
 }
 
 /// Buffer pointer states besides a live buffer.
@@ -49,8 +56,77 @@ const NONE: usize = 0;
 const DEAD: usize = 1;
 
 thread_local! {
-    static BUF: Cell<*mut Buf> = const { Cell::new(NONE as *mut Buf) };
     static EXIT_GUARD: ExitGuard = const { ExitGuard };
+}
+
+/// The calling thread's buffer pointer (or [`NONE`], [`DEAD`]).
+#[cfg(target_arch = "x86_64")]
+mod tls {
+    // In static TLS, read with the initial-exec model: one load relative to
+    // %fs per event, where a `thread_local!` of a shared library costs a
+    // call to __tls_get_addr (about a tenth of the runtime's time). The
+    // library is loaded with the program (or has glibc's spare static TLS
+    // when dlopened), which is what the model needs.
+    core::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        // Global (the accesses may be in another codegen unit) but hidden:
+        // resolved inside the library.
+        ".globl cprace_rt_buf",
+        ".hidden cprace_rt_buf",
+        ".type cprace_rt_buf, @object",
+        ".size cprace_rt_buf, 8",
+        "cprace_rt_buf:",
+        ".zero 8",
+        ".popsection",
+    );
+
+    #[inline(always)]
+    pub fn get() -> *mut super::Buf {
+        let p: *mut super::Buf;
+        // SAFETY: reads this thread's 8-byte TLS slot defined above.
+        unsafe {
+            core::arch::asm!(
+                "mov {off}, qword ptr [rip + cprace_rt_buf@GOTTPOFF]",
+                "mov {p}, qword ptr fs:[{off}]",
+                off = out(reg) _,
+                p = out(reg) p,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        p
+    }
+
+    #[inline(always)]
+    pub fn set(p: *mut super::Buf) {
+        // SAFETY: writes this thread's 8-byte TLS slot defined above.
+        unsafe {
+            core::arch::asm!(
+                "mov {off}, qword ptr [rip + cprace_rt_buf@GOTTPOFF]",
+                "mov qword ptr fs:[{off}], {p}",
+                off = out(reg) _,
+                p = in(reg) p,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod tls {
+    use std::cell::Cell;
+
+    thread_local! {
+        static BUF: Cell<*mut super::Buf> = const { Cell::new(super::NONE as *mut super::Buf) };
+    }
+
+    pub fn get() -> *mut super::Buf {
+        BUF.with(|c| c.get())
+    }
+
+    pub fn set(p: *mut super::Buf) {
+        BUF.with(|c| c.set(p))
+    }
 }
 
 /// Flushes the thread's buffer when the thread ends (return or pthread_exit).
@@ -98,10 +174,12 @@ pub fn begin_thread(tid: u32) {
     let b = Box::new(Buf {
         tid,
         len: 0,
+        seq: 0,
         file: None,
-        ev: vec![[0u64; 3]; CAP].into_boxed_slice(),
+        ev: vec![0u64; CAP].into_boxed_slice(),
+        pcs: Box::new([0; PC_SLOTS]),
     });
-    BUF.with(|c| c.set(Box::into_raw(b)));
+    tls::set(Box::into_raw(b));
     EXIT_GUARD.with(|_| ());
 }
 
@@ -114,7 +192,7 @@ pub fn current_tid() -> Option<u32> {
 
 #[inline(always)]
 fn buf() -> Option<*mut Buf> {
-    let b = BUF.with(|c| c.get());
+    let b = tls::get();
     match b as usize {
         NONE => {
             // A thread created before recording started or by code whose
@@ -123,7 +201,7 @@ fn buf() -> Option<*mut Buf> {
                 return None;
             }
             begin_thread(new_tid());
-            Some(BUF.with(|c| c.get()))
+            Some(tls::get())
         }
         DEAD => None,
         _ => Some(b),
@@ -140,34 +218,68 @@ pub fn record(kind: u64, addr: u64, pc: u64, arg: u64) {
     // SAFETY: only this thread touches its buffer (until `finish`, which runs
     // with recording disabled).
     let b = unsafe { &mut *b };
-    if b.len == CAP {
+    // Room for the longest record (a `seq`, a pc and an access, or a long
+    // event), so a record never straddles a flush.
+    if b.len > CAP - LONG_WORDS {
         b.flush();
     }
-    // `kind` is a constant at every call site, so this branch folds away.
-    let seq = if kind <= crate::kind::WRITE {
-        SEQ.load(Relaxed)
+    // `kind` is a constant at every call site, so these branches fold away.
+    if kind <= WRITE {
+        let seq = SEQ.load(Relaxed);
+        if (addr | pc) < SHORT_LIMIT {
+            if seq != b.seq {
+                b.seq = seq;
+                b.push(TAG_SEQ << TAG_SHIFT | (seq & SEQ_MASK));
+            }
+            let slot = pc_slot(pc);
+            if b.pcs[slot] != pc {
+                b.pcs[slot] = pc;
+                b.push(TAG_PC << TAG_SHIFT | (slot as u64) << 48 | pc);
+            }
+            b.push(kind << TAG_SHIFT | (slot as u64) << 48 | addr);
+        } else {
+            b.long(kind, addr, pc, seq, arg);
+        }
     } else {
-        SEQ.fetch_add(1, Relaxed)
-    };
-    b.ev[b.len] = [
-        seq | arg << 40,
-        addr,
-        (pc & 0x00ff_ffff_ffff_ffff) | kind << 56,
-    ];
-    b.len += 1;
+        let seq = SEQ.fetch_add(1, Relaxed);
+        b.long(kind, addr, pc, seq, arg);
+    }
 }
 
-/// Takes back the event this thread recorded last (a release whose unlock
-/// then failed). Flushes happen before appends, so it is still buffered.
+/// `seq` keeps 40 bits in the files.
+const SEQ_MASK: u64 = (1 << 40) - 1;
+
+/// Takes back the event this thread recorded last, which must be a
+/// synchronization event (a release whose unlock then failed). Flushes
+/// happen before appends, so it is still buffered.
 pub fn unrecord_last() {
     if let Some(b) = buf() {
         // SAFETY: as in `record`.
         let b = unsafe { &mut *b };
-        b.len = b.len.saturating_sub(1);
+        if b.len >= LONG_WORDS && b.ev[b.len - LONG_WORDS] >> TAG_SHIFT == TAG_LONG {
+            b.len -= LONG_WORDS;
+        }
     }
 }
 
 impl Buf {
+    #[inline(always)]
+    fn push(&mut self, w: u64) {
+        // SAFETY: `record` flushed when fewer than LONG_WORDS words were
+        // free, and it pushes at most that many.
+        unsafe { *self.ev.get_unchecked_mut(self.len) = w };
+        self.len += 1;
+    }
+
+    /// Appends an event in the four-word form.
+    #[inline(always)]
+    fn long(&mut self, kind: u64, addr: u64, pc: u64, seq: u64, arg: u64) {
+        self.push(TAG_LONG << TAG_SHIFT | kind);
+        self.push(addr);
+        self.push(pc);
+        self.push((seq & SEQ_MASK) | arg << 40);
+    }
+
     fn flush(&mut self) {
         if self.len == 0 {
             return;
@@ -182,9 +294,9 @@ impl Buf {
         }
         // The file is little-endian, as the buffer is in memory on x86-64:
         // written as it stands, with no copy.
-        // SAFETY: `len` events of three initialized u64s, viewed as bytes.
+        // SAFETY: `len` initialized u64s, viewed as bytes.
         let bytes =
-            unsafe { std::slice::from_raw_parts(self.ev.as_ptr() as *const u8, self.len * 24) };
+            unsafe { std::slice::from_raw_parts(self.ev.as_ptr() as *const u8, self.len * 8) };
         let r = match &mut self.file {
             Some(f) => f.write_all(bytes),
             None => Ok(()),
@@ -205,7 +317,8 @@ fn fail(msg: &str) {
 }
 
 fn end_thread() {
-    let b = BUF.with(|c| c.replace(DEAD as *mut Buf));
+    let b = tls::get();
+    tls::set(DEAD as *mut Buf);
     if (b as usize) > DEAD {
         // SAFETY: the buffer was this thread's and is no longer reachable.
         let mut b = unsafe { Box::from_raw(b) };
@@ -222,11 +335,11 @@ fn finish() {
     end_thread();
     ENABLED.store(false, Relaxed);
     if let Some(dir) = DIR.get() {
-        let _ = std::fs::write(dir.join("modules"), modules());
+        let _ = std::fs::write(dir.join("modules"), format!("{FORMAT}\n{}", modules()));
     }
 }
 
-/// One line per loadable segment: `start end base path` (hex addresses), so
+/// One line per loadable segment (after the [`FORMAT`] line): `start end base path` (hex addresses), so
 /// cprace can map a pc or data address to a file and an address inside it.
 fn modules() -> String {
     unsafe extern "C" fn each(

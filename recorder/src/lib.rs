@@ -13,11 +13,14 @@
 //! program, and merges the per-thread files into a trace. Without that variable
 //! the library records nothing and only forwards calls.
 //!
-//! The file format (read by cprace's `record::events`) is little-endian
-//! 24-byte events: `seq | arg << 40`, `addr`, `pc | kind << 56` (`seq`: a
-//! synchronization event's number, or for a read or write the number of
-//! synchronization events begun before it), with the
-//! kinds in [`kind`]; `modules` lists the loaded objects for symbolization.
+//! The file format (read by cprace's `record::events`, described in
+//! [`kind`]) is little-endian 64-bit words: a plain read or write is one word
+//! (its address and the slot of its pc in a per-thread table of pcs), with
+//! words that change the thread's pc table or its current `seq` (the number
+//! of synchronization events begun before the accesses that follow) only
+//! when they change; every other event is four words (kind, address, pc,
+//! `seq | arg << 40`, `seq` being its number). `modules` lists the loaded
+//! objects for symbolization.
 
 #![cfg(target_os = "linux")]
 

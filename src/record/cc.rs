@@ -17,7 +17,7 @@ pub const RUNTIME: &str = "libcprace_rt.so";
 
 /// The directory holding the runtime: `$CPRACE_RT_DIR`, else the directory of
 /// the running `cprace` executable or its `deps` (where cargo builds it as a
-/// dependency of cprace).
+/// dependency of cprace), whichever holds the newer runtime.
 pub fn runtime_dir() -> Result<PathBuf> {
     let dir = match std::env::var_os("CPRACE_RT_DIR") {
         Some(d) => PathBuf::from(d),
@@ -27,11 +27,19 @@ pub fn runtime_dir() -> Result<PathBuf> {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default();
+            // `cargo build` puts the runtime in both (one file, hard-linked),
+            // `cargo test` only updates `deps`: take the newer, so a test run
+            // never links a runtime older than the cprace it runs.
             let deps = exe_dir.join("deps");
-            if !exe_dir.join(RUNTIME).is_file() && deps.join(RUNTIME).is_file() {
-                deps
-            } else {
-                exe_dir
+            let modified = |d: &Path| {
+                std::fs::metadata(d.join(RUNTIME))
+                    .and_then(|m| m.modified())
+                    .ok()
+            };
+            match (modified(&exe_dir), modified(&deps)) {
+                (None, Some(_)) => deps,
+                (Some(e), Some(d)) if d > e => deps,
+                _ => exe_dir,
             }
         }
     };

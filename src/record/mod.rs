@@ -164,9 +164,9 @@ pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
     }
 }
 
-/// Merges the event files in `dir` into the trace `output` in `format`
-/// (written to a temporary file next to it, renamed over it only when
-/// complete). RapidBin that the run does not fit becomes zstd-compressed STD,
+/// Merges the event files in `dir` (with `listing`, the run's `modules`
+/// file) into the trace `output` in `format` (written to a temporary file
+/// next to it, renamed over it only when complete). RapidBin that the run does not fit becomes zstd-compressed STD,
 /// with a note on stderr.
 pub fn write_trace(
     dir: &std::path::Path,
@@ -174,6 +174,7 @@ pub fn write_trace(
     output: &std::path::Path,
     format: OutFormat,
 ) -> Result<write::Counts> {
+    let listing = events::segments(listing)?;
     let parent = match output.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -189,8 +190,11 @@ pub fn write_trace(
             Ok(()) => {
                 let side_tmp = tempfile::NamedTempFile::new_in(&parent)
                     .with_context(|| format!("cannot create a file in {}", parent.display()))?;
-                std::fs::write(side_tmp.path(), write::RapidBinWriter::side_json(&n))
-                    .with_context(|| format!("cannot write {}", side.display()))?;
+                write::RapidBinWriter::write_side(
+                    &n,
+                    &mut std::io::BufWriter::with_capacity(1 << 20, side_tmp.as_file()),
+                )
+                .with_context(|| format!("cannot write {}", side.display()))?;
                 side_tmp
                     .persist(&side)
                     .with_context(|| format!("cannot write {}", side.display()))?;

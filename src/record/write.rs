@@ -57,6 +57,17 @@ enum VarKey {
     Sync(u64, u32),
 }
 
+/// An entry of [`Namer`]'s variable cache: memory variable `id` is `addr`
+/// under free number `n`, which was the last free covering it when `frees`
+/// blocks had been freed (so until the next free, `addr` is `id`).
+#[derive(Clone, Copy)]
+struct VarSlot {
+    addr: u64,
+    frees: u64,
+    n: u64,
+    id: u32,
+}
+
 /// Names the run's threads, locks, variables and locations once each, and
 /// turns events into ids into its tables: the work every output format shares.
 pub struct Namer {
@@ -67,11 +78,18 @@ pub struct Namer {
     /// reused block never shares variables with the object freed before.
     freed: BTreeMap<u64, (u64, u64)>,
     thread_ids: Vec<u32>,
+    /// The last (recorder thread, id) an event came from: most events come
+    /// from the thread of the one before.
+    last_thread: Option<(u32, u32)>,
     lock_ids: FxHashMap<u64, u32>,
     var_ids: FxHashMap<VarKey, u32>,
+    /// Memory variables no free has covered (most of them), by address: a
+    /// map of 16-byte entries, half those of `var_ids`, so runs with
+    /// millions of variables probe and grow half the memory.
+    fresh_ids: FxHashMap<u64, u32>,
     /// Direct-mapped cache in front of `var_ids` for memory variables:
-    /// (address, free number, id); most accesses hit a recent address.
-    var_cache: Vec<(u64, u64, u32)>,
+    /// most accesses hit a recent address.
+    var_cache: Vec<VarSlot>,
     loc_ids: FxHashMap<u64, u32>,
     /// Direct-mapped cache in front of `loc_ids`: (pc, id).
     loc_cache: Vec<(u64, u32)>,
@@ -97,9 +115,20 @@ impl Namer {
             sym,
             freed: BTreeMap::new(),
             thread_ids: Vec::new(),
+            last_thread: None,
             lock_ids: FxHashMap::default(),
             var_ids: FxHashMap::default(),
-            var_cache: vec![(u64::MAX, 0, 0); VAR_CACHE],
+            fresh_ids: FxHashMap::default(),
+            // No free count reaches u64::MAX: every entry starts empty.
+            var_cache: vec![
+                VarSlot {
+                    addr: 0,
+                    frees: u64::MAX,
+                    n: u64::MAX,
+                    id: 0
+                };
+                VAR_CACHE
+            ],
             loc_ids,
             loc_cache: vec![(u64::MAX, 0); LOC_CACHE],
             threads: Vec::new(),
@@ -118,8 +147,22 @@ impl Namer {
         if self.thread_ids[i] == u32::MAX {
             self.thread_ids[i] = self.threads.len() as u32;
             self.threads.push(format!("T{tid}"));
+            self.counts.threads = self.threads.len() as u64;
         }
         self.thread_ids[i]
+    }
+
+    /// The id of the thread that made an event.
+    #[inline(always)]
+    fn event_thread(&mut self, tid: u32) -> u32 {
+        match self.last_thread {
+            Some((t, id)) if t == tid => id,
+            _ => {
+                let id = self.thread(tid);
+                self.last_thread = Some((tid, id));
+                id
+            }
+        }
     }
 
     /// Name of a lock or synchronization object: its global, else its address.
@@ -151,35 +194,55 @@ impl Namer {
         }
     }
 
-    /// The id of the memory variable at `addr` under free number `n`.
-    #[inline]
-    fn memory(&mut self, addr: u64, n: u64) -> u32 {
-        let slot = (addr >> 2) as usize & (VAR_CACHE - 1);
-        let (a, g, id) = self.var_cache[slot];
-        if a == addr && g == n {
-            return id;
+    /// The id of the memory variable at `addr` (under the number of the
+    /// last free covering it), accessed by recorder thread `tid`.
+    #[inline(always)]
+    fn memory(&mut self, addr: u64, tid: u32) -> u32 {
+        // Neighbouring addresses in neighbouring slots, and a part of the
+        // cache per thread (modulo VAR_CACHE_PARTS): threads' heaps put
+        // their objects at the same offsets (glibc aligns them to 64 MiB).
+        let slot = (tid as usize % VAR_CACHE_PARTS) * VAR_CACHE_PART
+            + ((addr >> 2) as usize & (VAR_CACHE_PART - 1));
+        let c = self.var_cache[slot];
+        if c.addr == addr && c.frees == self.counts.frees {
+            return c.id;
         }
-        let id = self.variable(VarKey::Memory(addr, n));
-        self.var_cache[slot] = (addr, n, id);
+        let n = self.generation(addr);
+        let id = if c.addr == addr && c.n == n {
+            c.id
+        } else {
+            self.variable(VarKey::Memory(addr, n))
+        };
+        self.var_cache[slot] = VarSlot {
+            addr,
+            frees: self.counts.frees,
+            n,
+            id,
+        };
         id
     }
 
     fn variable(&mut self, key: VarKey) -> u32 {
-        if let Some(&id) = self.var_ids.get(&key) {
+        let known = match key {
+            VarKey::Memory(addr, 0) => self.fresh_ids.get(&addr),
+            _ => self.var_ids.get(&key),
+        };
+        if let Some(&id) = known {
             return id;
         }
         let name = match key {
             // Its global, else its address, then `~N` when free number N
             // last covered it.
             VarKey::Memory(addr, n) => {
-                let mut name = Vec::new();
+                let mut name = Vec::with_capacity(24);
                 if !self.sym.global_into(addr, &mut name) {
-                    name.extend_from_slice(format!("{addr:#x}").as_bytes());
+                    let _ = write!(name, "{addr:#x}");
                 }
                 if n != 0 {
-                    name.extend_from_slice(format!("~{n}").as_bytes());
+                    let _ = write!(name, "~{n}");
                 }
-                String::from_utf8_lossy(&name).into_owned()
+                String::from_utf8(name)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
             }
             VarKey::Sync(addr, arg) => {
                 let mut name = self.object_name(addr);
@@ -193,11 +256,14 @@ impl Namer {
         };
         let id = self.variables.len() as u32;
         self.variables.push(name);
-        self.var_ids.insert(key, id);
+        match key {
+            VarKey::Memory(addr, 0) => self.fresh_ids.insert(addr, id),
+            _ => self.var_ids.insert(key, id),
+        };
         id
     }
 
-    #[inline]
+    #[inline(always)]
     fn location(&mut self, pc: u64) -> u32 {
         let slot = pc as usize & (LOC_CACHE - 1);
         if self.loc_cache[slot].0 == pc {
@@ -248,18 +314,17 @@ impl Namer {
     }
 
     /// The trace event `e` is, or None (FREE notes and unknown kinds).
-    #[inline]
+    #[inline(always)]
     pub fn event(&mut self, e: &Event) -> Option<Named> {
         let (op, target) = match e.kind {
             events::READ | events::WRITE | events::VREAD | events::VWRITE => {
-                let n = self.generation(e.addr);
                 let op = match e.kind {
                     events::READ => 2,
                     events::WRITE => 3,
                     events::VREAD => OP_VREAD,
                     _ => OP_VWRITE,
                 };
-                (op, self.memory(e.addr, n))
+                (op, self.memory(e.addr, e.tid))
             }
             events::SYNC_VREAD => (OP_VREAD, self.variable(VarKey::Sync(e.addr, e.arg))),
             events::SYNC_VWRITE => (OP_VWRITE, self.variable(VarKey::Sync(e.addr, e.arg))),
@@ -280,8 +345,7 @@ impl Namer {
             _ => self.counts.volatiles += 1,
         }
         self.counts.events += 1;
-        let thread = self.thread(e.tid);
-        self.counts.threads = self.threads.len() as u64;
+        let thread = self.event_thread(e.tid);
         let loc = self.location(e.pc);
         Some(Named {
             thread,
@@ -292,8 +356,10 @@ impl Namer {
     }
 }
 
-/// Entries of [`Namer`]'s variable cache (a power of two).
-const VAR_CACHE: usize = 1 << 14;
+/// Parts of [`Namer`]'s variable cache and entries of each (a power of two).
+const VAR_CACHE_PARTS: usize = 4;
+const VAR_CACHE_PART: usize = 1 << 13;
+const VAR_CACHE: usize = VAR_CACHE_PARTS * VAR_CACHE_PART;
 
 /// Entries of [`Namer`]'s location cache (a power of two).
 const LOC_CACHE: usize = 1 << 12;
@@ -368,7 +434,7 @@ impl Default for RapidBinWriter {
 
 impl RapidBinWriter {
     /// Appends `e`, or says why RapidBin cannot hold it.
-    #[inline]
+    #[inline(always)]
     pub fn event(
         &mut self,
         n: &Namer,
@@ -421,18 +487,30 @@ impl RapidBinWriter {
         h
     }
 
-    /// The side file of names (`TRACE.names.json`) for `n`'s tables.
-    pub fn side_json(n: &Namer) -> String {
-        let side = crate::trace::rapid_bin::SideNames {
+    /// Writes the side file of names (`TRACE.names.json`) for `n`'s tables
+    /// to `out`: the JSON of [`crate::trace::rapid_bin::SideNames`], written
+    /// from the tables as they stand (no copy of millions of names).
+    pub fn write_side(n: &Namer, out: &mut impl Write) -> std::io::Result<()> {
+        /// [`crate::trace::rapid_bin::SideNames`] borrowing its tables
+        /// (same fields, same order: the same JSON).
+        #[derive(serde::Serialize)]
+        struct Side<'a> {
+            cprace_rapidbin_names: u32,
+            threads: &'a [String],
+            locks: &'a [String],
+            variables: &'a [String],
+            locations: &'a [String],
+        }
+        let side = Side {
             cprace_rapidbin_names: 1,
-            threads: n.threads.clone(),
-            locks: n.locks.clone(),
-            variables: n.variables.clone(),
-            locations: n.locations.clone(),
+            threads: &n.threads,
+            locks: &n.locks,
+            variables: &n.variables,
+            locations: &n.locations,
         };
-        let mut s = serde_json::to_string(&side).unwrap_or_default();
-        s.push('\n');
-        s
+        serde_json::to_writer(&mut *out, &side)?;
+        out.write_all(b"\n")?;
+        out.flush()
     }
 }
 
@@ -442,8 +520,6 @@ mod tests {
 
     fn ev(tid: u32, kind: u8, addr: u64, pc: u64) -> Event {
         Event {
-            key: 0,
-            seq: 0,
             tid,
             kind,
             arg: 0,

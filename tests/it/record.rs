@@ -26,7 +26,11 @@ fn line_of(name: &str, marker: &str) -> String {
 }
 
 fn run(cmd: &mut Command) -> Output {
-    cmd.output()
+    // `cargo test` puts target/debug on the library path, where a runtime
+    // left by an earlier `cargo build` (cargo test updates only deps/) would
+    // win over the rpath `cprace cc` gives the programs.
+    cmd.env_remove("LD_LIBRARY_PATH")
+        .output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
 }
 
