@@ -221,3 +221,22 @@ macro_rules! feed {
     };
 }
 pub(crate) use feed;
+
+/// [`feed!`] of the inputs `rules/cp.dl` and `rules/wcp.dl` share: events
+/// by kind and critical sections (the fact types of the calling program).
+macro_rules! feed_sections {
+    ($rt:expr, $rel:expr) => {
+        $crate::facts::feed!($rt, $rel;
+            thread_for_event => ThreadForEvent,
+            acq_event => AcqEvent,
+            rel_event => RelEvent,
+            read_event => ReadEvent,
+            write_event => WriteEvent,
+            volatile_read_event => VolatileReadEvent,
+            volatile_write_event => VolatileWriteEvent,
+            matching => MatchingCriticalSecBoundary,
+            in_cs => InSameCriticalSec,
+        )
+    };
+}
+pub(crate) use feed_sections;

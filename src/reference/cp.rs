@@ -46,17 +46,7 @@ pub fn derive(rel: &Relations, hb: HbRelations, window: Option<u64>) -> CpRelati
     rt.extend(hb.hb.iter().map(|&(a, b)| Hb(a, b)));
     rt.extend(hb.edges.iter().map(|&(a, b)| HbEdge(a, b)));
     rt.extend(hb.hard_edges.iter().map(|&(a, b)| HardEdge(a, b)));
-    crate::facts::feed!(rt, rel;
-        thread_for_event => ThreadForEvent,
-        acq_event => AcqEvent,
-        rel_event => RelEvent,
-        read_event => ReadEvent,
-        write_event => WriteEvent,
-        volatile_read_event => VolatileReadEvent,
-        volatile_write_event => VolatileWriteEvent,
-        matching => MatchingCriticalSecBoundary,
-        in_cs => InSameCriticalSec,
-    );
+    crate::facts::feed_sections!(rt, rel);
     if let Some(k) = window {
         // Event ids are u32, so a K beyond u32 orders nothing more than u32::MAX.
         rt.extend([Window(u32::try_from(k).unwrap_or(u32::MAX))]);

@@ -30,18 +30,8 @@ mod rules {
     /// Evaluate the program; returns (WCP pairs, strict HBv pairs).
     pub(super) fn run(r: &crate::facts::Relations) -> (Vec<(u32, u32)>, Vec<(u32, u32)>) {
         let mut rt = Crepe::new();
-        crate::facts::feed!(rt, r;
-            thread_for_event => ThreadForEvent,
-            acq_event => AcqEvent,
-            rel_event => RelEvent,
-            read_event => ReadEvent,
-            write_event => WriteEvent,
-            volatile_read_event => VolatileReadEvent,
-            volatile_write_event => VolatileWriteEvent,
-            matching => MatchingCriticalSecBoundary,
-            in_cs => InSameCriticalSec,
-            fork_join_edge => ForkJoinEdge,
-        );
+        crate::facts::feed_sections!(rt, r);
+        crate::facts::feed!(rt, r; fork_join_edge => ForkJoinEdge);
         let (hbv, wcp) = rt.run_with_hasher::<rustc_hash::FxBuildHasher>();
         (
             wcp.into_iter().map(|Wcp(a, b)| (a, b)).collect(),
