@@ -113,7 +113,7 @@ impl AccessHistory {
                     pruned = true;
                     return;
                 }
-                let candidate = conflicts && near && best.is_none_or(|(b, _, _)| s.id > b.id);
+                let candidate = conflicts && best.is_none_or(|(b, _, _)| s.id > b.id);
                 if !candidate && !prunable {
                     return;
                 }

@@ -192,16 +192,16 @@ impl<'a> Rows<'a> {
         if x == y {
             return true;
         }
-        let cap = self.input.cap(x);
-        if y >= cap {
+        if !self.input.within(x, y) {
             return false;
         }
-        if let Some(row) = self.rows.get(&x)
-            && y < row.hi
-        {
-            return row.reach.binary_search(&y).is_ok();
-        }
-        let old = self.rows.get(&x).map_or(x, |r| r.hi);
+        let old = match self.rows.get(&x) {
+            Some(row) if y < row.hi => return row.reach.binary_search(&y).is_ok(),
+            Some(row) => row.hi,
+            None => x,
+        };
+        // The window's bound (a search) only when a row is derived.
+        let cap = self.input.cap(x);
         let span = (y - x + 1).max(2 * (old - x)).max(self.min_span);
         let hi = (x as u64 + span as u64).min(cap as u64) as u32;
         let (pairs, rounds) = self.input.derive(Some(x), hi);
@@ -237,9 +237,8 @@ fn generating_edges(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Vec<(u32
     let mut last_release: FxHashMap<u32, u32> = FxHashMap::default();
     // Per volatile variable, the latest write of each thread that wrote it
     // (only those: a row per variable of every thread would be threads x
-    // variables).
-    let mut volatile_writes: FxHashMap<u32, Vec<(u32, u32)>> = FxHashMap::default();
-    let mut writer_at: FxHashMap<(u32, u32), usize> = FxHashMap::default();
+    // variables). The edges are sorted below, so map order does not matter.
+    let mut volatile_writes: FxHashMap<u32, FxHashMap<u32, u32>> = FxHashMap::default();
     for (i, ev) in trace.events.iter().enumerate() {
         let i = i as EventId;
         match ev.op {
@@ -252,18 +251,14 @@ fn generating_edges(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Vec<(u32
                 }
             }
             Op::VolatileWrite => {
-                let w = volatile_writes.entry(ev.target).or_default();
-                match writer_at.entry((ev.target, ev.thread)) {
-                    std::collections::hash_map::Entry::Occupied(at) => w[*at.get()].1 = slot(i),
-                    std::collections::hash_map::Entry::Vacant(at) => {
-                        at.insert(w.len());
-                        w.push((ev.thread, slot(i)));
-                    }
-                }
+                volatile_writes
+                    .entry(ev.target)
+                    .or_default()
+                    .insert(ev.thread, slot(i));
             }
             Op::VolatileRead => {
                 if let Some(w) = volatile_writes.get(&ev.target) {
-                    for &(t, s) in w {
+                    for (&t, &s) in w {
                         if t != ev.thread {
                             edges.push((s, slot(i)));
                         }
