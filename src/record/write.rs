@@ -457,10 +457,7 @@ impl RapidBinWriter {
                 MAX_LOCATIONS - 1
             ));
         }
-        let w = u64::from(e.thread)
-            | u64::from(e.op) << 10
-            | u64::from(e.target) << 14
-            | u64::from(e.loc) << 48;
+        let w = crate::trace::rapid_bin::word(e.thread, u64::from(e.op), e.target, e.loc);
         self.buf.extend_from_slice(&w.to_be_bytes());
         if self.buf.len() >= CHUNK {
             let r = out.write_all(&self.buf);
@@ -478,38 +475,14 @@ impl RapidBinWriter {
     }
 
     /// The header of a trace of `events` events named by `n`.
-    pub fn header(n: &Namer, events: u64) -> Vec<u8> {
-        let mut h = Vec::with_capacity(crate::trace::rapid_bin::HEADER_LEN);
-        h.extend((n.threads.len() as i16).to_be_bytes());
-        h.extend((n.locks.len().min(i32::MAX as usize) as i32).to_be_bytes());
-        h.extend((n.variables.len().min(i32::MAX as usize) as i32).to_be_bytes());
-        h.extend((events as i64).to_be_bytes());
-        h
+    pub fn header(n: &Namer, events: u64) -> [u8; crate::trace::rapid_bin::HEADER_LEN] {
+        crate::trace::rapid_bin::header(n.threads.len(), n.locks.len(), n.variables.len(), events)
     }
 
     /// Writes the side file of names (`TRACE.names.json`) for `n`'s tables
-    /// to `out`: the JSON of [`crate::trace::rapid_bin::SideNames`], written
-    /// from the tables as they stand (no copy of millions of names).
+    /// to `out`, from the tables as they stand (no copy of millions of names).
     pub fn write_side(n: &Namer, out: &mut impl Write) -> std::io::Result<()> {
-        /// [`crate::trace::rapid_bin::SideNames`] borrowing its tables
-        /// (same fields, same order: the same JSON).
-        #[derive(serde::Serialize)]
-        struct Side<'a> {
-            cprace_rapidbin_names: u32,
-            threads: &'a [String],
-            locks: &'a [String],
-            variables: &'a [String],
-            locations: &'a [String],
-        }
-        let side = Side {
-            cprace_rapidbin_names: 1,
-            threads: &n.threads,
-            locks: &n.locks,
-            variables: &n.variables,
-            locations: &n.locations,
-        };
-        serde_json::to_writer(&mut *out, &side)?;
-        out.write_all(b"\n")?;
+        crate::trace::rapid_bin::write_side(&n.threads, &n.locks, &n.variables, &n.locations, out)?;
         out.flush()
     }
 }

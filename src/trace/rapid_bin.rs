@@ -60,18 +60,38 @@ pub struct SideNames {
     pub locations: Vec<String>,
 }
 
-impl SideNames {
-    fn of(names: &Names) -> SideNames {
-        let all = |t: &Interner| t.iter().map(|s| s.to_string()).collect();
-        SideNames {
-            cprace_rapidbin_names: 1,
-            threads: all(&names.threads),
-            locks: all(&names.locks),
-            variables: all(&names.vars),
-            locations: all(&names.locs),
-        }
-    }
+/// [`SideNames`] borrowing its tables, for writing (same fields, same
+/// order: the same JSON).
+#[derive(Serialize)]
+struct SideTables<'a, S: Serialize> {
+    cprace_rapidbin_names: u32,
+    threads: &'a [S],
+    locks: &'a [S],
+    variables: &'a [S],
+    locations: &'a [S],
+}
 
+/// Write the side file's JSON for these name tables (entry i names id i)
+/// to `out`, with a final newline; the tables are not copied.
+pub fn write_side<S: Serialize>(
+    threads: &[S],
+    locks: &[S],
+    variables: &[S],
+    locations: &[S],
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let side = SideTables {
+        cprace_rapidbin_names: 1,
+        threads,
+        locks,
+        variables,
+        locations,
+    };
+    serde_json::to_writer(&mut *out, &side)?;
+    out.write_all(b"\n")
+}
+
+impl SideNames {
     /// Read the side file at `path`; errors name it.
     pub fn read(path: &Path) -> Result<SideNames, LoadError> {
         let name = path.to_string_lossy();
@@ -328,6 +348,24 @@ pub fn check(ev: &Event, names: &Names) -> Result<(), String> {
     Ok(())
 }
 
+/// The header of a trace with these table sizes and `events` events.
+pub fn header(threads: usize, locks: usize, variables: usize, events: u64) -> [u8; HEADER_LEN] {
+    let mut h = [0; HEADER_LEN];
+    h[0..2].copy_from_slice(&(threads as i16).to_be_bytes());
+    h[2..6].copy_from_slice(&(locks.min(i32::MAX as usize) as i32).to_be_bytes());
+    h[6..10].copy_from_slice(&(variables.min(i32::MAX as usize) as i32).to_be_bytes());
+    h[10..18].copy_from_slice(&(events as i64).to_be_bytes());
+    h
+}
+
+/// One event's word: thread, operation code (0 acq, 1 rel, 2 r, 3 w, 4 fork,
+/// 5 join), decoration (the lock, variable or thread id) and location, each
+/// within the format's limits.
+#[inline(always)]
+pub fn word(thread: u32, code: u64, decoration: u32, loc: u32) -> u64 {
+    thread as u64 | code << 10 | (decoration as u64) << 14 | (loc as u64 & 0x7FFF) << 48
+}
+
 /// Encode one event (which must pass [`check`]).
 fn encode(ev: &Event) -> u64 {
     let code: u64 = match ev.op {
@@ -341,18 +379,18 @@ fn encode(ev: &Event) -> u64 {
         Op::VolatileRead => 2,
         Op::VolatileWrite => 3,
     };
-    ev.thread as u64 | code << 10 | (ev.target as u64) << 14 | (ev.loc as u64 & 0x7FFF) << 48
+    word(ev.thread, code, ev.target, ev.loc)
 }
 
 /// Write `t` as RapidBin to `out` (its events must pass [`check`]).
 pub fn write(t: &Trace, out: &mut impl Write) -> std::io::Result<()> {
     let n = &t.names;
-    let mut header = Vec::with_capacity(HEADER_LEN);
-    header.extend((n.threads.len() as i16).to_be_bytes());
-    header.extend((n.locks.len() as i32).to_be_bytes());
-    header.extend((n.vars.len().min(i32::MAX as usize) as i32).to_be_bytes());
-    header.extend((t.events.len() as i64).to_be_bytes());
-    out.write_all(&header)?;
+    out.write_all(&header(
+        n.threads.len(),
+        n.locks.len(),
+        n.vars.len(),
+        t.events.len() as u64,
+    ))?;
     let mut buf = Vec::with_capacity(8 * BATCH);
     for chunk in t.events.chunks(BATCH) {
         buf.clear();
@@ -366,7 +404,18 @@ pub fn write(t: &Trace, out: &mut impl Write) -> std::io::Result<()> {
 
 /// The side file's text for `t`.
 pub fn side_json(t: &Trace) -> String {
-    let mut s = serde_json::to_string(&SideNames::of(&t.names)).unwrap_or_default();
-    s.push('\n');
-    s
+    fn all(names: &Interner) -> Vec<&str> {
+        names.iter().collect()
+    }
+    let n = &t.names;
+    let mut s = Vec::new();
+    // Strings written to memory: nothing can fail.
+    let _ = write_side(
+        &all(&n.threads),
+        &all(&n.locks),
+        &all(&n.vars),
+        &all(&n.locs),
+        &mut s,
+    );
+    String::from_utf8(s).unwrap_or_default()
 }
