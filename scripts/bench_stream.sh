@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Stream N generated events (default 1G) from `cprace gen` straight into
-# `cprace analyze -` (never stored) for HB epoch and WCP, one run at a time;
-# print wall seconds, events/s and the analyzer's peak RSS.
+# `cprace analyze -` (never stored) for HB epoch, WCP and CP at K = 1000, one
+# run at a time; print wall seconds, events/s and the analyzer's peak RSS.
 #
 #   scripts/bench_stream.sh            # 1 billion events (minutes per run)
 #   scripts/bench_stream.sh 100M       # a shorter check
+#   RUNS="cp" scripts/bench_stream.sh 60M   # only some of hb, wcp, cp
 #   BIN=/path/to/cprace scripts/bench_stream.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,11 +19,16 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 echo "| relation | engine | events | wall s | events/s | analyzer peak RSS MB | racy events |"
 echo "|---|---|---|---|---|---|---|"
-for run in "hb epoch" "wcp vc"; do
-  set -- $run
+for run in ${RUNS:-hb wcp cp}; do
+  case $run in
+    hb) set -- hb epoch ;;
+    wcp) set -- wcp vc ;;
+    cp) set -- cp datalog --window 1000 ;;
+    *) echo "unknown run $run (hb, wcp, cp)" >&2; exit 2 ;;
+  esac
   start=$(date +%s.%N)
   racy=$("$BIN" gen --profile bench -n "$n" --seed 1 --format std \
-    | /usr/bin/time -f "%M" -o "$tmp" "$BIN" analyze - --relation "$1" --engine "$2" --format summary \
+    | /usr/bin/time -f "%M" -o "$tmp" "$BIN" analyze - --relation "$1" --engine "$2" "${@:3}" --format summary \
     | sed -n 's/^SUMMARY: \([0-9]*\) racy events.*/\1/p') || true
   end=$(date +%s.%N)
   wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')

@@ -202,6 +202,23 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
         (Relation::Wcp, "vc") => {
             return Ok(crate::wcp::analyze_path(path, format, window, opts.spill)?);
         }
+        // Windowed CP streams (exact CP and --order-races load the trace).
+        (Relation::Cp, "datalog")
+            if opts.reporting != Reporting::OrderRaces && opts.reasoning_window().is_some() =>
+        {
+            let k = opts.reasoning_window().expect("checked");
+            let pass = crate::cp::PassOptions {
+                max_distance: opts.distance(),
+                first_only: opts.reporting == Reporting::FirstRace,
+                keep_clocks: false,
+            };
+            return Ok(crate::detector::run_path(
+                crate::cp::stream::CpStream::new(k, pass),
+                path,
+                format,
+                opts.spill,
+            )?);
+        }
         (Relation::Shb, _) => {
             return Ok(crate::detector::run_path(
                 crate::shb::ShbDetector::new(window),

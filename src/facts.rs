@@ -108,6 +108,27 @@ impl Facts {
         }
     }
 
+    /// Rename every event with `id` (a stretch's positions to ids in the
+    /// whole trace; `id` must be increasing, so every order is kept).
+    pub fn map_ids(&mut self, id: impl Fn(EventId) -> EventId) {
+        for cs in &mut self.critical_sections {
+            cs.acq = id(cs.acq);
+            cs.rel = cs.rel.map(&id);
+            cs.end = id(cs.end);
+        }
+        self.cs_of_boundary = self
+            .cs_of_boundary
+            .iter()
+            .map(|(&e, &c)| (id(e), c))
+            .collect();
+        for s in self.thread_span.iter_mut().flatten() {
+            *s = (id(s.0), id(s.1));
+        }
+        for e in self.fork_edges.iter_mut().chain(&mut self.join_edges) {
+            *e = (id(e.0), id(e.1));
+        }
+    }
+
     /// The critical section an acquire or release event bounds.
     pub fn cs_of(&self, e: EventId) -> Option<&CriticalSection> {
         self.cs_of_boundary

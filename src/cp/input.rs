@@ -21,9 +21,23 @@
 
 use rustc_hash::FxHashMap;
 
-use super::sync::{NONE, SyncPoints, VolatileOrder};
+use super::sync::{Carried, NONE, SyncPoints, VolatileOrder};
 use crate::facts::Facts;
-use crate::trace::{Op, Trace};
+use crate::trace::{EventId, Op, Trace};
+
+/// A stretch of a longer trace, as the streaming engine hands it over (see
+/// [`super::stream`]): besides the events, what came before them.
+pub struct Stretch<'a> {
+    /// Where the stretch's events sit in the whole trace, the replayed
+    /// acquires of sections open where it begins, and the clocks there.
+    pub carried: &'a Carried,
+    /// The accesses of each pinned section before the stretch: `(pinned
+    /// index, variable, is_write)`.
+    pub summaries: &'a [(u32, u32, bool)],
+    /// Base edges derived from earlier stretches, `(target, source, rule)` as
+    /// event ids in the whole trace (both ends events of this stretch).
+    pub edges: &'a [(EventId, EventId, Rule)],
+}
 
 /// A critical section in slot terms.
 #[derive(Clone, Copy, Debug)]
@@ -90,11 +104,37 @@ impl CpInput {
     /// Build the inputs; `extra_hard` are additional hard edges given as event
     /// pairs (used by `--order-races`).
     pub fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
-        let window = effective_window(window, trace.len());
-        let facts = Facts::new(trace);
+        Self::build(
+            trace,
+            effective_window(window, trace.len()),
+            extra_hard,
+            None,
+        )
+    }
+
+    /// The inputs of a stretch of a longer trace under window `k`: its events
+    /// are `trace`'s, its ids and clocks come from `stretch`, and the edges
+    /// earlier stretches derived are seeds.
+    pub fn stretch(trace: &Trace, k: u64, stretch: &Stretch<'_>) -> CpInput {
+        Self::build(trace, Some(k), &[], Some(stretch))
+    }
+
+    fn build(
+        trace: &Trace,
+        window: Option<u64>,
+        extra_hard: &[(u32, u32)],
+        stretch: Option<&Stretch<'_>>,
+    ) -> CpInput {
+        let mut facts = Facts::new(trace);
         // Ordered races are hard edges: CP composes with HBv plus them (the
         // paper's restricted trace), or CP would lose transitivity through them.
-        let sync = SyncPoints::with_order(trace, &facts, extra_hard, VolatileOrder::Conflicting);
+        let sync = match stretch {
+            Some(s) => {
+                facts.map_ids(|e| s.carried.id(e as usize));
+                SyncPoints::carried(trace, &facts, s.carried)
+            }
+            None => SyncPoints::with_order(trace, &facts, extra_hard, VolatileOrder::Conflicting),
+        };
         let slot = |e: u32| sync.slot(e).expect("boundary events are sync points");
         let mut by_lock: Vec<Vec<u32>> = vec![Vec::new(); trace.num_locks()];
         let sections: Vec<Section> = facts
@@ -153,9 +193,17 @@ impl CpInput {
             .collect();
         extra_edges.sort_unstable();
         input.extra_edges = extra_edges;
-        input.seed_rule_a(trace);
-        input.seed_hard(trace, &facts, extra_hard);
+        let id = |i: usize| stretch.map_or(i as EventId, |s| s.carried.id(i));
+        input.seed_rule_a(trace, stretch.map_or(&[][..], |s| s.summaries));
+        input.seed_hard(trace, &facts, extra_hard, id);
         input.seed_window();
+        if let Some(s) = stretch {
+            for &(a, r, rule) in s.edges {
+                if let (Some(a), Some(r)) = (input.sync.slot(a), input.sync.slot(r)) {
+                    input.seeds.push((a, r, rule));
+                }
+            }
+        }
         input
     }
 
@@ -168,11 +216,13 @@ impl CpInput {
 
     /// Rule (a): for each CS2, the latest earlier CS1 on the same lock, of
     /// another thread, holding an access that conflicts with one in CS2.
-    fn seed_rule_a(&mut self, trace: &Trace) {
+    /// `before` adds accesses of the first sections from before the trace
+    /// (a stretch's pinned sections).
+    fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, bool)]) {
         // (section, variable, is_write) for every access inside every section;
         // nested sections each see the access.
         let mut open: Vec<Vec<u32>> = vec![Vec::new(); trace.num_threads()];
-        let mut acc: Vec<(u32, u32, bool)> = Vec::new();
+        let mut acc: Vec<(u32, u32, bool)> = before.to_vec();
         let mut next_cs = 0usize;
         for (i, ev) in trace.events.iter().enumerate() {
             let o = &mut open[ev.thread as usize];
@@ -265,7 +315,13 @@ impl CpInput {
     /// Fork, join, conflicting volatile accesses of different threads (per
     /// access, the latest conflicting earlier access of each other thread: it
     /// dominates that thread's earlier ones) and `extra`.
-    fn seed_hard(&mut self, trace: &Trace, facts: &Facts, extra: &[(u32, u32)]) {
+    fn seed_hard(
+        &mut self,
+        trace: &Trace,
+        facts: &Facts,
+        extra: &[(u32, u32)],
+        id: impl Fn(usize) -> EventId,
+    ) {
         let slot = |e: u32| self.sync.slot(e).expect("hard edge ends are sync points");
         let mut edges: Vec<(u32, u32)> = Vec::new();
         for &(f, first) in &facts.fork_edges {
@@ -283,7 +339,7 @@ impl CpInput {
                 Op::VolatileRead => false,
                 _ => continue,
             };
-            let a = slot(i as u32);
+            let a = slot(id(i));
             let per = latest
                 .entry(ev.target)
                 .or_insert_with(|| vec![(NONE, NONE); nt]);

@@ -9,6 +9,7 @@ pub mod fixpoint;
 pub mod hb_closure;
 pub mod input;
 pub mod races;
+pub mod stream;
 pub mod sync;
 
 use std::time::Instant;

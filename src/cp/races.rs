@@ -15,11 +15,11 @@
 //! only limits which unordered pairs are reported.
 
 use super::input::CpInput;
-use super::sync::{Clocks, NONE, VolatileOrder};
+use super::sync::{Clocks, VolatileOrder};
 use crate::clock::VectorClock;
 use crate::history::AccessHistory;
 use crate::report::Race;
-use crate::trace::{EventId, Trace};
+use crate::trace::{Event, EventId, Trace};
 
 /// What the final pass produced.
 pub struct RacePass {
@@ -77,95 +77,166 @@ pub fn race_pass_with(
     opts: PassOptions,
     on_race: &mut dyn FnMut(Race),
 ) -> RacePass {
-    let sync = &input.sync;
-    let nt = sync.nthreads;
-    // Incoming base sources per target slot (CSR layout).
-    let mut start = vec![0u32; sync.len() + 1];
-    for &(a, _) in base {
-        start[a as usize + 1] += 1;
-    }
-    for i in 0..sync.len() {
-        start[i + 1] += start[i];
-    }
-    let mut sources = vec![0u32; base.len()];
-    let mut fill = start.clone();
-    for &(a, r) in base {
-        sources[fill[a as usize] as usize] = r;
-        fill[a as usize] += 1;
-    }
-    drop(fill);
     let mut counter = PairCounter::new(input);
-    let mut clocks = Clocks::with_order(trace, false, VolatileOrder::Conflicting);
-    let mut cp_clocks = Vec::new();
+    let mut state = RaceState::new(opts, input.window);
     // Ordered races (`--order-races`) inject the CP clock of their source.
-    let keep_clocks = opts.keep_clocks || !input.extra_edges.is_empty();
-    if keep_clocks {
-        cp_clocks.reserve(sync.len());
-    }
-    let mut history = AccessHistory::new(opts.max_distance);
-    let mut found = false;
-    let mut slot = 0usize;
-    // Latest sync slot of each thread: between its sync points a thread
-    // receives no HB edge, so that slot's HB clock is the thread's clock for
-    // every other thread's entry.
-    let mut last_slot = vec![NONE; nt];
-    for (i, ev) in trace.events.iter().enumerate() {
-        let is_point = slot < sync.len() && sync.event(slot as u32) == i as EventId;
-        if is_point {
-            last_slot[ev.thread as usize] = slot as u32;
-        }
-        let incoming = if is_point {
-            &sources[start[slot] as usize..start[slot + 1] as usize]
-        } else {
-            &[][..]
-        };
-        // Ordered races are edges of the composition order too: the CP
-        // clock of their source flows into their target.
-        let ordered = if is_point {
-            let lo = input.extra_edges.partition_point(|e| e.0 < slot as u32);
-            let hi = input.extra_edges.partition_point(|e| e.0 <= slot as u32);
-            &input.extra_edges[lo..hi]
-        } else {
-            &[][..]
-        };
-        let (clock, local) = clocks.step(ev, |c| {
-            for &r in incoming {
-                c.join(sync.clock(r));
-            }
-            for &(_, r) in ordered {
-                c.join(&cp_clocks[r as usize]);
-            }
-        });
-        let hb_slot = last_slot[ev.thread as usize];
-        let far_ordered = |u: u32, c: u32, e1: EventId| {
-            input
-                .window
-                .is_some_and(|k| (i as EventId - e1) as u64 >= k)
-                && hb_slot != NONE
-                && sync.clock(hb_slot).get(u) >= c
-        };
-        if ev.op.is_access()
-            && !(opts.first_only && found)
-            && let Some(r) = history.access_at(i as EventId, ev, local, |u, c, e1| {
-                clock.get(u) >= c || far_ordered(u, c, e1)
-            })
-        {
-            found = true;
-            on_race(r);
-        }
-        if is_point {
-            counter.count(slot as u32, clock);
-            if keep_clocks {
-                cp_clocks.push(clock.clone());
-            }
-            slot += 1;
-        }
-    }
+    state.keep_clocks = opts.keep_clocks || !input.extra_edges.is_empty();
+    let incoming = Incoming::new(input, base);
+    state.advance(
+        &trace.events,
+        0,
+        input,
+        &incoming,
+        Some(&mut counter),
+        on_race,
+    );
     RacePass {
         races: Vec::new(),
-        cp_clocks,
+        cp_clocks: state.cp_clocks,
         cp_pairs: counter.cp,
         hb_pairs: counter.hb,
+    }
+}
+
+/// Incoming base sources per target slot (CSR layout).
+pub struct Incoming {
+    start: Vec<u32>,
+    sources: Vec<u32>,
+}
+
+impl Incoming {
+    /// Index `base` (`(a, r)` slots of `input`) by target.
+    pub fn new(input: &CpInput, base: &[(u32, u32)]) -> Incoming {
+        let n = input.sync.len();
+        let mut start = vec![0u32; n + 1];
+        for &(a, _) in base {
+            start[a as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut sources = vec![0u32; base.len()];
+        let mut fill = start.clone();
+        for &(a, r) in base {
+            sources[fill[a as usize] as usize] = r;
+            fill[a as usize] += 1;
+        }
+        Incoming { start, sources }
+    }
+
+    fn of(&self, slot: usize) -> &[u32] {
+        &self.sources[self.start[slot] as usize..self.start[slot + 1] as usize]
+    }
+}
+
+/// The race pass between calls: CP clocks, the access history and each
+/// thread's latest HB clock at a point. The batch engine runs it over the
+/// whole trace at once; the streaming engine ([`super::stream`]) advances it
+/// stretch by stretch, each time as far as the base edges are final.
+pub struct RaceState {
+    clocks: Clocks,
+    history: AccessHistory,
+    /// HB clock of each thread's latest sync point: between its points a
+    /// thread receives no HB edge, so that clock is the thread's clock for
+    /// every other thread's entry.
+    last_hb: Vec<VectorClock>,
+    found: bool,
+    opts: PassOptions,
+    window: Option<u64>,
+    /// Keep the CP clock of every point passed (in [`RaceState::cp_clocks`]).
+    pub keep_clocks: bool,
+    /// The kept CP clocks, by slot.
+    pub cp_clocks: Vec<VectorClock>,
+}
+
+impl RaceState {
+    /// A pass at the start of a trace, under CP window `window`.
+    pub fn new(opts: PassOptions, window: Option<u64>) -> RaceState {
+        RaceState {
+            clocks: Clocks::empty(false, VolatileOrder::Conflicting),
+            history: AccessHistory::new(opts.max_distance),
+            last_hb: Vec::new(),
+            found: false,
+            opts,
+            window,
+            keep_clocks: opts.keep_clocks,
+            cp_clocks: Vec::new(),
+        }
+    }
+
+    /// Whether the pass stops at the first racy event.
+    pub fn first_only(&self) -> bool {
+        self.opts.first_only
+    }
+
+    /// Pass `events`, the trace's events from id `first` on. Their points
+    /// are `input`'s slots from the first one at or after `first`, with
+    /// incoming base sources `incoming`; every base edge into them must be
+    /// final.
+    pub fn advance(
+        &mut self,
+        events: &[Event],
+        first: EventId,
+        input: &CpInput,
+        incoming: &Incoming,
+        mut counter: Option<&mut PairCounter<'_>>,
+        on_race: &mut dyn FnMut(Race),
+    ) {
+        let sync = &input.sync;
+        let mut slot = sync.events.partition_point(|&e| e < first);
+        for (i, ev) in events.iter().enumerate() {
+            let i = first + i as EventId;
+            let is_point = slot < sync.len() && sync.event(slot as u32) == i;
+            let t = ev.thread as usize;
+            if self.last_hb.len() <= t {
+                self.last_hb.resize(t + 1, VectorClock::default());
+            }
+            if is_point {
+                self.last_hb[t] = sync.clock(slot as u32).clone();
+            }
+            let sources = if is_point { incoming.of(slot) } else { &[][..] };
+            // Ordered races are edges of the composition order too: the CP
+            // clock of their source flows into their target.
+            let ordered = if is_point && !input.extra_edges.is_empty() {
+                let lo = input.extra_edges.partition_point(|e| e.0 < slot as u32);
+                let hi = input.extra_edges.partition_point(|e| e.0 <= slot as u32);
+                &input.extra_edges[lo..hi]
+            } else {
+                &[][..]
+            };
+            let cp_clocks = &self.cp_clocks;
+            let (clock, local) = self.clocks.step(ev, |c| {
+                for &r in sources {
+                    c.join(sync.clock(r));
+                }
+                for &(_, r) in ordered {
+                    c.join(&cp_clocks[r as usize]);
+                }
+            });
+            let hb = &self.last_hb[t];
+            let window = self.window;
+            let far_ordered = |u: u32, c: u32, e1: EventId| {
+                window.is_some_and(|k| (i - e1) as u64 >= k) && hb.get(u) >= c
+            };
+            if ev.op.is_access()
+                && !(self.opts.first_only && self.found)
+                && let Some(r) = self.history.access_at(i, ev, local, |u, c, e1| {
+                    clock.get(u) >= c || far_ordered(u, c, e1)
+                })
+            {
+                self.found = true;
+                on_race(r);
+            }
+            if is_point {
+                if let Some(counter) = counter.as_deref_mut() {
+                    counter.count(slot as u32, clock);
+                }
+                if self.keep_clocks {
+                    self.cp_clocks.push(clock.clone());
+                }
+                slot += 1;
+            }
+        }
     }
 }
 
@@ -179,7 +250,7 @@ pub fn race_pass_with(
 /// the next through the entries where the clocks differ (shared blocks are
 /// skipped) and the points that leave the window, so the work follows what
 /// changed, not the number of threads.
-struct PairCounter<'a> {
+pub struct PairCounter<'a> {
     input: &'a CpInput,
     /// Per thread, the local positions of its sync points in order.
     per_thread: Vec<Vec<u32>>,

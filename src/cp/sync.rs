@@ -15,6 +15,8 @@
 //! passing one lock along cost one path of blocks per point, not a row of
 //! 100,000 entries.
 
+use rustc_hash::FxHashMap;
+
 use crate::clock::VectorClock;
 use crate::facts::Facts;
 use crate::trace::{EventId, Op, Trace};
@@ -58,7 +60,7 @@ impl SyncPoints {
     /// Collect the points of `trace` (plus `extra` events, e.g. ordered races)
     /// and compute their HB clocks in one pass.
     pub fn new(trace: &Trace, facts: &Facts, extra: &[EventId]) -> SyncPoints {
-        Self::build(trace, facts, extra, VolatileOrder::WriteRead, &[])
+        Self::build(trace, facts, extra, VolatileOrder::WriteRead, &[], None)
     }
 
     /// [`SyncPoints::new`] with clocks following the volatile edges of `order`
@@ -72,14 +74,32 @@ impl SyncPoints {
         order: VolatileOrder,
     ) -> SyncPoints {
         let extra: Vec<EventId> = edges.iter().flat_map(|&(a, b)| [a, b]).collect();
-        Self::build(trace, facts, &extra, order, edges)
+        Self::build(trace, facts, &extra, order, edges, None)
+    }
+
+    /// The points of `trace` when it is a stretch of a longer trace (the
+    /// streaming engine's buffer, see [`Carried`]): `facts` name events by
+    /// their ids in the whole trace, and so do the points; clocks continue
+    /// from `carried`'s state and a pinned acquire keeps the clock it had.
+    /// The first event of each thread in the stretch is a point as well, so
+    /// every event has a point of its thread at or before it carrying its
+    /// clock (the race pass needs one, and a stretch may start after a fork).
+    pub fn carried(trace: &Trace, facts: &Facts, carried: &Carried) -> SyncPoints {
+        Self::build(
+            trace,
+            facts,
+            &[],
+            VolatileOrder::Conflicting,
+            &[],
+            Some(carried),
+        )
     }
 
     /// The points of `trace` without their clocks (`hb` stays empty, so
     /// [`SyncPoints::clock`] and [`SyncPoints::hb_leq`] must not be used): for
     /// engines that derive the order themselves, as the Datalog HB closure does.
     pub fn without_clocks(trace: &Trace, facts: &Facts) -> SyncPoints {
-        let is_point = Self::mark(trace, facts, &[]);
+        let is_point = Self::mark(trace, facts, &[], |e| e as usize);
         let mut sp = SyncPoints {
             nthreads: trace.num_threads(),
             ..SyncPoints::default()
@@ -96,8 +116,14 @@ impl SyncPoints {
         sp
     }
 
-    /// Which events are points (see the module docs), plus `extra`.
-    fn mark(trace: &Trace, facts: &Facts, extra: &[EventId]) -> Vec<bool> {
+    /// Which events are points (see the module docs), plus `extra`; `index`
+    /// maps the ids `facts` use to positions in `trace`.
+    fn mark(
+        trace: &Trace,
+        facts: &Facts,
+        extra: &[EventId],
+        index: impl Fn(EventId) -> usize,
+    ) -> Vec<bool> {
         let mut is_point: Vec<bool> = trace
             .events
             .iter()
@@ -114,14 +140,14 @@ impl SyncPoints {
             })
             .collect();
         for &(f, c) in facts.fork_edges.iter().chain(&facts.join_edges) {
-            is_point[f as usize] = true;
-            is_point[c as usize] = true;
+            is_point[index(f)] = true;
+            is_point[index(c)] = true;
         }
         for cs in &facts.critical_sections {
-            is_point[cs.end as usize] = true;
+            is_point[index(cs.end)] = true;
         }
         for &e in extra {
-            is_point[e as usize] = true;
+            is_point[index(e)] = true;
         }
         is_point
     }
@@ -132,8 +158,23 @@ impl SyncPoints {
         extra: &[EventId],
         order: VolatileOrder,
         edges: &[(EventId, EventId)],
+        carried: Option<&Carried>,
     ) -> SyncPoints {
-        let is_point = Self::mark(trace, facts, extra);
+        let mut is_point = match carried {
+            Some(c) => {
+                let mut p = Self::mark(trace, facts, extra, |e| c.index(e));
+                let mut seen = vec![false; trace.num_threads()];
+                for (i, ev) in trace.events.iter().enumerate() {
+                    let s = &mut seen[ev.thread as usize];
+                    p[i] |= !*s;
+                    *s = true;
+                }
+                p
+            }
+            None => Self::mark(trace, facts, extra, |e| e as usize),
+        };
+        let pinned = carried.map_or(0, |c| c.pinned.len());
+        is_point[..pinned].fill(true);
         let nt = trace.num_threads();
         let count = is_point.iter().filter(|&&b| b).count();
         let mut sp = SyncPoints {
@@ -144,11 +185,21 @@ impl SyncPoints {
             hb: Vec::with_capacity(count),
             order,
         };
-        let mut hb = Clocks::with_order(trace, true, order);
+        let mut hb = match carried {
+            Some(c) => c.clocks.clone(),
+            None => Clocks::with_order(trace, true, order),
+        };
+        for (i, p) in carried.map_or(&[][..], |c| &c.pinned).iter().enumerate() {
+            sp.events.push(p.id);
+            sp.thread.push(trace.events[i].thread);
+            sp.local.push(p.local);
+            sp.hb.push(p.clock.clone());
+        }
+        let id = |i: usize| carried.map_or(i as EventId, |c| c.id(i));
         let mut into: Vec<(EventId, EventId)> = edges.iter().map(|&(a, b)| (b, a)).collect();
         into.sort_unstable();
         let mut next_edge = 0;
-        for (i, ev) in trace.events.iter().enumerate() {
+        for (i, ev) in trace.events.iter().enumerate().skip(pinned) {
             let sources =
                 next_edge..into[next_edge..].partition_point(|e| e.0 <= i as EventId) + next_edge;
             next_edge = sources.end;
@@ -162,7 +213,7 @@ impl SyncPoints {
                 }
             });
             if is_point[i] {
-                sp.events.push(i as EventId);
+                sp.events.push(id(i));
                 sp.thread.push(ev.thread);
                 sp.local.push(local);
                 sp.hb.push(clock.clone());
@@ -205,6 +256,53 @@ impl SyncPoints {
     }
 }
 
+/// How a stretch of a trace (the streaming engine's buffer) continues the
+/// trace before it. The stretch's first `pinned.len()` events replay the
+/// acquires of critical sections still open where the stretch begins (they
+/// have their real ids, thread positions and clocks); the events after them
+/// are the trace's from `base` on, and `clocks` is the HBv state just before
+/// `base`.
+#[derive(Clone, Debug, Default)]
+pub struct Carried {
+    /// The replayed acquires, in trace order (all before `base`).
+    pub pinned: Vec<Pinned>,
+    /// Id of the first event after the pinned ones.
+    pub base: EventId,
+    /// HBv clocks just before `base`.
+    pub clocks: Clocks,
+}
+
+/// An acquire replayed at the start of a stretch (see [`Carried`]).
+#[derive(Clone, Debug)]
+pub struct Pinned {
+    /// Its id in the whole trace.
+    pub id: EventId,
+    /// Its 1-based position within its thread.
+    pub local: u32,
+    /// Its HBv clock.
+    pub clock: VectorClock,
+}
+
+impl Carried {
+    /// Id in the whole trace of the stretch's event at position `i`.
+    #[inline]
+    pub fn id(&self, i: usize) -> EventId {
+        match self.pinned.get(i) {
+            Some(p) => p.id,
+            None => self.base + (i - self.pinned.len()) as EventId,
+        }
+    }
+
+    /// Position in the stretch of the event with id `e` (one of its events).
+    pub fn index(&self, e: EventId) -> usize {
+        if e >= self.base {
+            self.pinned.len() + (e - self.base) as usize
+        } else {
+            self.pinned.partition_point(|p| p.id < e)
+        }
+    }
+}
+
 /// Streaming vector clocks propagated along HB edges (program order,
 /// release->acquire, fork/join, volatile write -> later read; under
 /// [`VolatileOrder::Conflicting`] also volatile read/write -> later write),
@@ -218,15 +316,19 @@ impl SyncPoints {
 ///
 /// Every clock is a shared [`VectorClock`]: a release makes the lock's clock
 /// the thread's (O(1)), a fork or join shares the other thread's clock, and
-/// nothing is sized by the number of threads.
+/// nothing is sized by the number of threads. The tables grow as new
+/// threads and locks appear, so a stream can be fed without knowing them up
+/// front; volatile variables are few and sit in maps.
+#[derive(Clone, Debug, Default)]
 pub struct Clocks {
     reflexive: bool,
+    conflicting: bool,
     threads: Vec<VectorClock>,
     locks: Vec<VectorClock>,
-    volatile_writes: Vec<VectorClock>,
+    volatile_writes: FxHashMap<u32, VectorClock>,
     /// Per variable, the join of every volatile access so far (only under
-    /// [`VolatileOrder::Conflicting`]; empty otherwise).
-    volatile_accesses: Vec<VectorClock>,
+    /// [`VolatileOrder::Conflicting`]).
+    volatile_accesses: FxHashMap<u32, VectorClock>,
     fork_pending: Vec<Option<VectorClock>>,
     local: Vec<u32>,
 }
@@ -239,20 +341,26 @@ impl Clocks {
 
     /// Clocks for `trace` following the volatile edges of `order`.
     pub fn with_order(trace: &Trace, reflexive: bool, order: VolatileOrder) -> Clocks {
-        let nt = trace.num_threads();
-        let conflicting = order == VolatileOrder::Conflicting;
+        let mut c = Self::empty(reflexive, order);
+        c.grow_threads(trace.num_threads());
+        c.locks.resize(trace.num_locks(), VectorClock::default());
+        c
+    }
+
+    /// Clocks with no thread or lock yet (they grow as events name them).
+    pub fn empty(reflexive: bool, order: VolatileOrder) -> Clocks {
         Clocks {
             reflexive,
-            threads: vec![VectorClock::default(); nt],
-            locks: vec![VectorClock::default(); trace.num_locks()],
-            volatile_writes: vec![VectorClock::default(); trace.num_vars()],
-            volatile_accesses: if conflicting {
-                vec![VectorClock::default(); trace.num_vars()]
-            } else {
-                Vec::new()
-            },
-            fork_pending: vec![None; nt],
-            local: vec![0; nt],
+            conflicting: order == VolatileOrder::Conflicting,
+            ..Clocks::default()
+        }
+    }
+
+    fn grow_threads(&mut self, n: usize) {
+        if self.threads.len() < n {
+            self.threads.resize(n, VectorClock::default());
+            self.fork_pending.resize(n, None);
+            self.local.resize(n, 0);
         }
     }
 
@@ -265,6 +373,15 @@ impl Clocks {
         inject: impl FnOnce(&mut VectorClock),
     ) -> (&VectorClock, u32) {
         let t = ev.thread as usize;
+        let tg = ev.target as usize;
+        self.grow_threads(t + 1);
+        match ev.op {
+            Op::Fork | Op::Join => self.grow_threads(tg + 1),
+            Op::Acquire | Op::Release if self.locks.len() <= tg => {
+                self.locks.resize(tg + 1, VectorClock::default())
+            }
+            _ => {}
+        }
         self.local[t] += 1;
         let local = self.local[t];
         // A thread's first event receives its fork's clock.
@@ -277,7 +394,6 @@ impl Clocks {
             self.threads[t].set(ev.thread, local);
         }
         inject(&mut self.threads[t]);
-        let tg = ev.target as usize;
         match ev.op {
             Op::Acquire => self.threads[t].join(&self.locks[tg]),
             Op::Release => self.locks[tg].clone_from(&self.threads[t]),
@@ -290,18 +406,24 @@ impl Clocks {
             // are program-order-before, so already in the clock.
             Op::VolatileWrite => {
                 let me = &mut self.threads[t];
-                if let Some(all) = self.volatile_accesses.get_mut(tg) {
+                if self.conflicting {
+                    let all = self.volatile_accesses.entry(ev.target).or_default();
                     me.join(all);
                     // `me` now covers every access so far: share it.
                     all.clone_from(me);
                 }
-                self.volatile_writes[tg].join(me);
+                self.volatile_writes.entry(ev.target).or_default().join(me);
             }
             Op::VolatileRead => {
                 let me = &mut self.threads[t];
-                me.join(&self.volatile_writes[tg]);
-                if let Some(all) = self.volatile_accesses.get_mut(tg) {
-                    all.join(me);
+                if let Some(w) = self.volatile_writes.get(&ev.target) {
+                    me.join(w);
+                }
+                if self.conflicting {
+                    self.volatile_accesses
+                        .entry(ev.target)
+                        .or_default()
+                        .join(me);
                 }
             }
             _ => {}

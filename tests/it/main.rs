@@ -12,6 +12,7 @@ mod oracle;
 mod bad_input;
 mod compressed;
 mod cp_engine;
+mod cp_stream;
 mod figures;
 mod formats;
 mod fuzz_load;
