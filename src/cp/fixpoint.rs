@@ -281,7 +281,12 @@ impl CpInput {
         let mut iteration = Iteration::new();
         let base = iteration.variable::<(u32, u32)>("base");
         let fired = iteration.variable::<(u32, u32)>("fired");
-        base.extend(self.seeds.iter().map(|&(a, r, _)| (a, r)));
+        base.extend(
+            self.seeds
+                .iter()
+                .map(|&(a, r, _)| (a, r))
+                .chain(self.derived.iter().copied()),
+        );
         let mut rounds = 0;
         while iteration.changed() {
             rounds += 1;

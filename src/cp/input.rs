@@ -88,6 +88,11 @@ pub struct CpInput {
     pub seeds: Vec<(u32, u32, Rule)>,
     /// The window K (None: exact CP, also for a K at least the trace length).
     pub window: Option<u64>,
+    /// Rule (b) edges `(a, r)` an earlier stretch derived (streaming only):
+    /// the fixpoint starts from them, and they keep rule (b) as their rule
+    /// unless a seed of this stretch gives them another, as in the
+    /// whole-trace engine, where the seeds come first.
+    pub derived: Vec<(u32, u32)>,
     /// Ordered races (`--order-races`) as `(target, source)` slots, sorted:
     /// edges of the order CP composes with, so CP clocks flow along them.
     pub extra_edges: Vec<(u32, u32)>,
@@ -184,6 +189,7 @@ impl CpInput {
             by_lock,
             seeds: Vec::new(),
             window,
+            derived: Vec::new(),
             extra_edges: Vec::new(),
         };
         let slot = |e: u32| input.sync.slot(e).expect("ordered races are sync points");
@@ -200,7 +206,11 @@ impl CpInput {
         if let Some(s) = stretch {
             for &(a, r, rule) in s.edges {
                 if let (Some(a), Some(r)) = (input.sync.slot(a), input.sync.slot(r)) {
-                    input.seeds.push((a, r, rule));
+                    if rule == Rule::B {
+                        input.derived.push((a, r));
+                    } else {
+                        input.seeds.push((a, r, rule));
+                    }
                 }
             }
         }

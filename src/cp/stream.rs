@@ -44,6 +44,8 @@
 //! `tests/it/cp_stream.rs` checks the answers against the whole-trace engine
 //! on generated traces cut into stretches of a few dozen events.
 
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
@@ -71,8 +73,14 @@ pub struct CpStream {
     /// Base edges `(target, source, rule)` derived so far with both ends at
     /// or after `carried.base`.
     edges: Vec<(EventId, EventId, Rule)>,
-    race: RaceState,
-    /// The race pass has passed every event before this one.
+    /// The race pass, until its thread starts (at the first stretch).
+    race: Option<RaceState>,
+    /// The race pass runs on a thread of its own, a stretch behind the
+    /// fixpoint: stretches go to it with what it needs.
+    to_race: Option<SyncSender<Settled>>,
+    race_thread: Option<JoinHandle<Report>>,
+    first_only: bool,
+    /// The race pass has passed (or been handed) every event before this one.
     frontier: EventId,
     /// Id of the next event.
     next: EventId,
@@ -111,7 +119,10 @@ impl CpStream {
             },
             summaries: Vec::new(),
             edges: Vec::new(),
-            race: RaceState::new(opts, Some(k)),
+            race: Some(RaceState::new(opts, Some(k))),
+            to_race: None,
+            race_thread: None,
+            first_only: opts.first_only,
             frontier: 0,
             next: 0,
             since_run: 0,
@@ -144,7 +155,6 @@ impl CpStream {
         self.acquires += u64::from(ev.op == Op::Acquire);
         self.stretch.events.push(*ev);
         self.next = id + 1;
-        self.report.events = u64::from(self.next);
         self.since_run += 1;
         if self.since_run >= self.every {
             self.run(false);
@@ -154,7 +164,12 @@ impl CpStream {
     /// Analyse what is left and return the report.
     pub fn finish(mut self) -> Report {
         self.run(true);
-        let mut report = self.report;
+        drop(self.to_race.take());
+        let mut report = match self.race_thread.take() {
+            Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            None => self.report,
+        };
+        report.events = u64::from(self.next);
         let [a, b, w, h] = self.edge_counts;
         report.stats.insert(
             "base_edges".into(),
@@ -175,7 +190,7 @@ impl CpStream {
             json!({"total": self.started.elapsed().as_secs_f64()}),
         );
         if report.race_count() > 0 {
-            report.notes.push(if self.race.first_only() {
+            report.notes.push(if self.first_only {
                 "stopped at the first race (the one CP's soundness theorem covers)".into()
             } else {
                 "all racy events reported; CP's soundness theorem covers the first race (use --order-races to make every report sound, --first-race to stop at the first)".into()
@@ -218,20 +233,40 @@ impl CpStream {
         let pairs: Vec<(u32, u32)> = fp.base.iter().map(|&(a, r, _)| (a, r)).collect();
         let incoming = Incoming::new(&input, &pairs);
         let at = |e: EventId| self.carried.index(e);
-        let report = &mut self.report;
-        self.race.advance(
-            &self.stretch.events[at(self.frontier)..at(o)],
-            self.frontier,
-            &input,
-            &incoming,
-            None,
-            &mut |r| report.push(r),
-        );
+        let events = self.stretch.events[at(self.frontier)..at(o)].to_vec();
+        let first = self.frontier;
         self.frontier = o;
         if !last {
             let keep = o.saturating_sub(u32::try_from(self.k).unwrap_or(u32::MAX));
             self.advance_base(&input, &fp.base, keep.max(self.carried.base));
         }
+        self.race_tx()
+            .send(Settled {
+                input,
+                incoming,
+                events,
+                first,
+            })
+            .expect("the race pass runs until the stream ends");
+    }
+
+    /// The channel to the race pass, starting its thread the first time.
+    fn race_tx(&mut self) -> &SyncSender<Settled> {
+        if self.to_race.is_none() {
+            let (tx, rx) = sync_channel::<Settled>(1);
+            let mut race = self.race.take().expect("started once");
+            let mut report = std::mem::take(&mut self.report);
+            self.race_thread = Some(std::thread::spawn(move || {
+                for s in rx {
+                    race.advance(&s.events, s.first, &s.input, &s.incoming, None, &mut |r| {
+                        report.push(r)
+                    });
+                }
+                report
+            }));
+            self.to_race = Some(tx);
+        }
+        self.to_race.as_ref().expect("just set")
     }
 
     /// The frontier: the earliest acquire that may still receive a base edge
@@ -357,6 +392,16 @@ impl CpStream {
             clocks,
         };
     }
+}
+
+/// What the race pass needs to pass a stretch's settled events: the
+/// stretch's inputs (HBv clocks of its points) and final base edges, and the
+/// events from `first` on.
+struct Settled {
+    input: CpInput,
+    incoming: Incoming,
+    events: Vec<Event>,
+    first: EventId,
 }
 
 crate::impl_detector!(CpStream);

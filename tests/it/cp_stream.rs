@@ -164,8 +164,10 @@ T0,rel,L1,p
 }
 
 /// The profiles of the benchmarks at 1M events, K = 1000 and 10,000, with
-/// the default stretches (`cargo test --release --test it -- --ignored
-/// cp_stream::`; a few minutes).
+/// the default stretches: the same races (`cargo test --release --test it
+/// -- --ignored cp_stream::`; a few minutes). Base-edge counts are not
+/// compared: besides the edges that matter they count dominated ones, whose
+/// number depends on the order of derivation.
 #[test]
 #[ignore]
 fn benchmark_profiles_stream_like_the_whole_trace() {
@@ -175,12 +177,16 @@ fn benchmark_profiles_stream_like_the_whole_trace() {
         cfg.seed = 1;
         let t = trace(&cfg);
         for k in [1000, 10_000] {
-            let whole = pairs(&cprace::cp::analyze_within(&t, Some(k), None, Reporting::All).races);
+            let whole = cprace::cp::analyze_within(&t, Some(k), None, Reporting::All);
             let mut s = CpStream::new(k, PassOptions::default());
             for (i, ev) in t.events.iter().enumerate() {
                 s.event(i as EventId, ev);
             }
-            assert_eq!(pairs(&s.finish().races), whole, "{profile} K {k}");
+            assert_eq!(
+                pairs(&s.finish().races),
+                pairs(&whole.races),
+                "{profile} K {k}"
+            );
         }
     }
 }
