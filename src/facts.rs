@@ -47,6 +47,17 @@ pub struct Facts {
 impl Facts {
     /// Compute the facts of `trace` (one pass plus sorting).
     pub fn new(trace: &Trace) -> Facts {
+        Self::build(trace, true)
+    }
+
+    /// [`Facts::new`] without `cs_of_boundary` (left empty, so
+    /// [`Facts::cs_of`] finds nothing): the CP engine never asks, and
+    /// streaming builds the facts of every stretch.
+    pub fn without_boundary_index(trace: &Trace) -> Facts {
+        Self::build(trace, false)
+    }
+
+    fn build(trace: &Trace, index: bool) -> Facts {
         let nt = trace.num_threads();
         let mut span: Vec<Option<(EventId, EventId)>> = vec![None; nt];
         let mut open: FxHashMap<(ThreadId, u32), u32> = FxHashMap::default();
@@ -59,7 +70,9 @@ impl Facts {
             match ev.op {
                 Op::Acquire => {
                     open.insert((ev.thread, ev.target), css.len() as u32);
-                    by_boundary.insert(i, css.len() as u32);
+                    if index {
+                        by_boundary.insert(i, css.len() as u32);
+                    }
                     css.push(CriticalSection {
                         lock: ev.target,
                         thread: ev.thread,
@@ -72,7 +85,9 @@ impl Facts {
                     if let Some(c) = open.remove(&(ev.thread, ev.target)) {
                         css[c as usize].rel = Some(i);
                         css[c as usize].end = i;
-                        by_boundary.insert(i, c);
+                        if index {
+                            by_boundary.insert(i, c);
+                        }
                     }
                 }
                 _ => {}

@@ -331,10 +331,12 @@ impl CpInput {
         let all: Relation<(u32, u32)> = base.complete();
         let mut out: Vec<(u32, u32, Rule)> = self.seeds.clone();
         out.sort_unstable();
-        let seeded: rustc_hash::FxHashSet<(u32, u32)> =
-            out.iter().map(|&(a, r, _)| (a, r)).collect();
+        let seeded = out.len();
         for &(a, r) in all.iter() {
-            if !seeded.contains(&(a, r)) {
+            let known = out[..seeded]
+                .binary_search_by(|e| (e.0, e.1).cmp(&(a, r)))
+                .is_ok();
+            if !known {
                 out.push((a, r, Rule::B));
             }
         }

@@ -130,7 +130,7 @@ impl CpInput {
         extra_hard: &[(u32, u32)],
         stretch: Option<&Stretch<'_>>,
     ) -> CpInput {
-        let mut facts = Facts::new(trace);
+        let mut facts = Facts::without_boundary_index(trace);
         // Ordered races are hard edges: CP composes with HBv plus them (the
         // paper's restricted trace), or CP would lose transitivity through them.
         let sync = match stretch {

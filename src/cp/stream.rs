@@ -90,6 +90,9 @@ pub struct CpStream {
     started: Instant,
     acquires: u64,
     rounds: u64,
+    /// Seconds building stretch inputs and in the fixpoint.
+    seconds_input: f64,
+    seconds_fixpoint: f64,
     runs: u64,
     peak_stretch: usize,
     edge_counts: [u64; 4],
@@ -130,6 +133,8 @@ impl CpStream {
             started: Instant::now(),
             acquires: 0,
             rounds: 0,
+            seconds_input: 0.0,
+            seconds_fixpoint: 0.0,
             runs: 0,
             peak_stretch: 0,
             edge_counts: [0; 4],
@@ -187,7 +192,11 @@ impl CpStream {
         );
         report.stats.insert(
             "seconds".into(),
-            json!({"total": self.started.elapsed().as_secs_f64()}),
+            json!({
+                "inputs": self.seconds_input,
+                "fixpoint": self.seconds_fixpoint,
+                "total": self.started.elapsed().as_secs_f64(),
+            }),
         );
         if report.race_count() > 0 {
             report.notes.push(if self.first_only {
@@ -206,6 +215,7 @@ impl CpStream {
         self.since_run = 0;
         self.runs += 1;
         self.peak_stretch = self.peak_stretch.max(self.stretch.events.len());
+        let t0 = Instant::now();
         let input = CpInput::stretch(
             &self.stretch,
             self.k,
@@ -215,7 +225,10 @@ impl CpStream {
                 edges: &self.edges,
             },
         );
+        let t1 = Instant::now();
         let fp = input.fixpoint();
+        self.seconds_input += (t1 - t0).as_secs_f64();
+        self.seconds_fixpoint += t1.elapsed().as_secs_f64();
         self.rounds += fp.rounds;
         let end = self.next;
         let o = if last {

@@ -203,6 +203,13 @@ impl SyncPoints {
             let sources =
                 next_edge..into[next_edge..].partition_point(|e| e.0 <= i as EventId) + next_edge;
             next_edge = sources.end;
+            // A data access that is not a point neither sends nor receives:
+            // only its thread's position moves (the clock's own entry
+            // catches up at the thread's next step, and every clock that
+            // leaves the thread does so at a step).
+            if !is_point[i] && ev.op.is_access() && hb.pass(ev.thread) {
+                continue;
+            }
             let (clock, local) = hb.step(ev, |c| {
                 for &(_, src) in &into[sources] {
                     let s = sp
@@ -361,6 +368,21 @@ impl Clocks {
             self.threads.resize(n, VectorClock::default());
             self.fork_pending.resize(n, None);
             self.local.resize(n, 0);
+        }
+    }
+
+    /// Move thread `t` past an event that neither sends nor receives along
+    /// an edge, without touching its clock, if the thread has started (its
+    /// first event may receive its fork's clock). Only for callers that read
+    /// clocks at steps alone: the thread's own entry lags until its next
+    /// step.
+    pub fn pass(&mut self, t: u32) -> bool {
+        match self.local.get_mut(t as usize) {
+            Some(l) if *l > 0 => {
+                *l += 1;
+                true
+            }
+            _ => false,
         }
     }
 
