@@ -22,7 +22,7 @@
 
 use std::cell::Cell;
 
-use datafrog::{Iteration, Leaper, Relation, ValueFilter};
+use datafrog::{Iteration, Relation};
 
 use super::input::{CpInput, Rule};
 use super::sync::NONE;
@@ -43,8 +43,6 @@ use super::sync::NONE;
 struct CandidateSections<'a> {
     input: &'a CpInput,
     open: &'a OpenPositions,
-    /// Proposals computed by `count`, reused by `propose` for the same tuple.
-    cache: ((u32, u32), Vec<&'a u32>),
     /// Per lock, the last tuple's first position with `end >= a`: datafrog
     /// hands the tuples over sorted by `a`, so the next answer is close by.
     cursor: Vec<u32>,
@@ -113,7 +111,17 @@ impl<'a> CandidateSections<'a> {
     /// The searches start from nearby positions (the lock's cursor, then
     /// `lo`): with hundreds of locks per base edge, binary searches over each
     /// lock's whole list were most of the fixpoint's time, in cache misses.
-    fn candidates(&mut self, lock: usize, (a, r): (u32, u32), out: &mut Vec<&'a u32>) {
+    ///
+    /// `r_row` is `r`'s HBv clock as a dense row when the threads are few
+    /// (read once per tuple and lock: the shared clock would be a cache miss
+    /// each time).
+    fn candidates(
+        &mut self,
+        lock: usize,
+        (a, r): (u32, u32),
+        r_row: Option<&[u32]>,
+        out: &mut Vec<&'a u32>,
+    ) {
         let input = self.input;
         let sync = &input.sync;
         let list = &input.by_lock[lock];
@@ -122,18 +130,32 @@ impl<'a> CandidateSections<'a> {
         self.cursor[lock] = lo as u32;
         // f: the first section from lo whose end is HB-after a (a suffix of
         // the lock's sections); it must also end before r + K under a window.
-        let f =
-            lo + partition_point_near(&input.lock_end_slot[lock][lo..], 0, |&s| !sync.hb_leq(a, s));
+        let f = match &input.lock_end_hb {
+            Some(rows) => {
+                let nt = sync.nthreads;
+                let (ta, la) = (sync.thread[a as usize] as usize, sync.local[a as usize]);
+                let rows = &rows[lock];
+                lo + partition_point_near_by(ends.len() - lo, 0, |i| rows[(lo + i) * nt + ta] < la)
+            }
+            None => {
+                lo + partition_point_near(&input.lock_end_slot[lock][lo..], 0, |&s| {
+                    !sync.hb_leq(a, s)
+                })
+            }
+        };
         let limit = input
             .window
             .map(|k| (sync.event(r) as u64).saturating_add(k));
         if f >= list.len() || limit.is_some_and(|l| ends[f] as u64 >= l) {
             return;
         }
-        let clock_r = sync.clock(r);
+        let clock_r = |t: u32| match r_row {
+            Some(row) => row[t as usize],
+            None => sync.clock(r).get(t),
+        };
         let acq_hb_before_r = |p: usize| {
             let (t, local) = input.lock_acq[lock][p];
-            clock_r.get(t) >= local
+            clock_r(t) >= local
         };
         if f > 0 && !acq_hb_before_r(f - 1) {
             // g < f: only f itself can be a candidate, with CS1 at g - 1,
@@ -158,7 +180,9 @@ impl<'a> CandidateSections<'a> {
         };
         // r comes before a in the trace, so the sections HB-before r end
         // around where those after a begin.
-        let g = input.prefix_hb_before(lock, hi, r, lo);
+        let g = partition_point_near(&input.lock_acq[lock][..hi], lo, |&(t, local)| {
+            clock_r(t) >= local
+        });
         let last = g.max(f).min(hi - 1);
         let mut q = self.open.find(list, f);
         while q <= last {
@@ -171,57 +195,50 @@ impl<'a> CandidateSections<'a> {
             q = self.open.find(list, q + 1);
         }
     }
-
-    fn compute(&mut self, prefix: &(u32, u32)) {
-        if self.cache.0 == *prefix && !self.cache.1.is_empty() {
-            return;
-        }
-        let mut v = std::mem::take(&mut self.cache.1);
-        v.clear();
-        for l in 0..self.input.by_lock.len() {
-            self.candidates(l, *prefix, &mut v);
-        }
-        self.cache = (*prefix, v);
-    }
-}
-
-impl<'a> Leaper<'a, (u32, u32), u32> for CandidateSections<'a> {
-    fn count(&mut self, prefix: &(u32, u32)) -> usize {
-        self.cache.1.clear();
-        self.compute(prefix);
-        self.cache.1.len()
-    }
-    fn propose(&mut self, prefix: &(u32, u32), values: &mut Vec<&'a u32>) {
-        self.compute(prefix);
-        values.append(&mut self.cache.1);
-    }
-    fn intersect(&mut self, prefix: &(u32, u32), values: &mut Vec<&'a u32>) {
-        self.compute(prefix);
-        let keep = std::mem::take(&mut self.cache.1);
-        values.retain(|c| keep.contains(c));
-    }
 }
 
 /// `slice.partition_point(pred)` (`pred` true on a prefix) by exponential
 /// search outward from `hint`: O(log d) probes for an answer d positions away,
 /// so a good hint touches a cache line or two.
+#[inline(always)]
 pub(crate) fn partition_point_near<T>(
     slice: &[T],
     hint: usize,
     pred: impl Fn(&T) -> bool,
 ) -> usize {
-    let n = slice.len();
+    partition_point_near_by(slice.len(), hint, |i| pred(&slice[i]))
+}
+
+/// [`partition_point_near`] over positions `0..n`, `pred` true on a prefix.
+#[inline(always)]
+pub(crate) fn partition_point_near_by(
+    n: usize,
+    hint: usize,
+    pred: impl Fn(usize) -> bool,
+) -> usize {
+    // Binary search of the first position in `lo..hi` where `pred` fails.
+    let search = |mut lo: usize, mut hi: usize| {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
     let h = hint.min(n);
-    if h < n && pred(&slice[h]) {
+    if h < n && pred(h) {
         // The answer is after h: gallop right.
         let (mut lo, mut step) = (h + 1, 1);
         loop {
             let probe = lo + step - 1;
             if probe >= n {
-                return lo + slice[lo..].partition_point(&pred);
+                return search(lo, n);
             }
-            if !pred(&slice[probe]) {
-                return lo + slice[lo..probe].partition_point(&pred);
+            if !pred(probe) {
+                return search(lo, probe);
             }
             lo = probe + 1;
             step *= 2;
@@ -231,11 +248,11 @@ pub(crate) fn partition_point_near<T>(
     let (mut hi, mut step) = (h, 1);
     loop {
         if hi < step {
-            return slice[..hi].partition_point(&pred);
+            return search(0, hi);
         }
         let probe = hi - step;
-        if pred(&slice[probe]) {
-            return probe + 1 + slice[probe + 1..hi].partition_point(&pred);
+        if pred(probe) {
+            return search(probe + 1, hi);
         }
         hi = probe;
         step *= 2;
@@ -290,37 +307,58 @@ impl CpInput {
         let mut rounds = 0;
         while iteration.changed() {
             rounds += 1;
-            fired.from_leapjoin(
-                &base,
-                (
-                    CandidateSections {
-                        input: self,
-                        open: &open,
-                        cache: ((NONE, NONE), Vec::new()),
-                        cursor: vec![0; self.by_lock.len()],
-                        best: &best,
-                    },
-                    ValueFilter::from(|&(_, r): &(u32, u32), &cs2: &u32| {
-                        self.latest_cs1(cs2, r, best[cs2 as usize].get()).is_some()
-                    }),
-                ),
-                |&(_, r), &cs2| {
-                    // The filter just accepted this pair and nothing changed
-                    // best[cs2] since (each cs2 is proposed once per tuple).
-                    let c1 = self
-                        .latest_cs1(cs2, r, best[cs2 as usize].get())
-                        .expect("filter accepted");
-                    let (pos1, pos2) = (
-                        self.sections[c1 as usize].pos,
-                        self.sections[cs2 as usize].pos,
-                    );
-                    best[cs2 as usize].set(pos1);
-                    if pos1 + 1 == pos2 {
-                        open.close(cs2, pos2);
+            // Rule (b), lock by lock: the proposer's answers for one lock
+            // depend only on that lock's sections and on what this round
+            // already fired into them, so taking every new base edge (in
+            // datafrog's order) against one lock before the next gives the
+            // leapjoin's result, with each lock's arrays hot in the cache
+            // instead of hundreds of them touched per edge.
+            let recent = base.recent.borrow();
+            let mut proposer = CandidateSections {
+                input: self,
+                open: &open,
+                cursor: vec![0; self.by_lock.len()],
+                best: &best,
+            };
+            let mut new_fired = Vec::new();
+            let mut proposals = Vec::new();
+            // Each new edge's source clock as a dense row, when threads are
+            // few: read once per edge and lock below.
+            let nt = self.sync.nthreads;
+            let dense = self.lock_end_hb.is_some();
+            let mut rows = Vec::new();
+            if dense {
+                rows.resize(recent.len() * nt, 0u32);
+                for (row, &(_, r)) in rows.chunks_exact_mut(nt.max(1)).zip(recent.iter()) {
+                    for (t, v) in self.sync.clock(r).entries() {
+                        if (t as usize) < nt {
+                            row[t as usize] = v;
+                        }
                     }
-                    (cs2, c1)
-                },
-            );
+                }
+            }
+            for lock in 0..self.by_lock.len() {
+                for (i, &(a, r)) in recent.iter().enumerate() {
+                    let row = dense.then(|| &rows[i * nt..(i + 1) * nt]);
+                    proposer.candidates(lock, (a, r), row, &mut proposals);
+                    for &cs2 in proposals.drain(..) {
+                        let Some(c1) = self.latest_cs1(cs2, r, best[cs2 as usize].get()) else {
+                            continue;
+                        };
+                        let (pos1, pos2) = (
+                            self.sections[c1 as usize].pos,
+                            self.sections[cs2 as usize].pos,
+                        );
+                        best[cs2 as usize].set(pos1);
+                        if pos1 + 1 == pos2 {
+                            open.close(cs2, pos2);
+                        }
+                        new_fired.push((cs2, c1));
+                    }
+                }
+            }
+            drop(recent);
+            fired.insert(new_fired.into());
             base.from_map(&fired, |&(cs2, cs1)| {
                 (
                     self.sections[cs2 as usize].acq,

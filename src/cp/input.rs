@@ -82,6 +82,12 @@ pub struct CpInput {
     pub lock_end_event: Vec<Vec<u32>>,
     /// Per lock, per position: the slot of the section's end.
     pub lock_end_slot: Vec<Vec<u32>>,
+    /// With few threads (at most [`DENSE_THREADS`]), per lock, the HBv clocks
+    /// of the sections' ends as dense rows (`position * nthreads + thread`):
+    /// the rule (b) join tests `a <=HB end` along a lock's sections, and a
+    /// shared clock per test was a cache miss each (most of the join's time
+    /// on many locks).
+    pub lock_end_hb: Option<Vec<Vec<u32>>>,
     /// Per lock, per position: thread and local index of the section's acquire.
     pub lock_acq: Vec<Vec<(u32, u32)>>,
     /// Seed base edges `(a, r)` (target slot, source slot) with their rule.
@@ -97,6 +103,10 @@ pub struct CpInput {
     /// edges of the order CP composes with, so CP clocks flow along them.
     pub extra_edges: Vec<(u32, u32)>,
 }
+
+/// Up to this many threads the rule (b) join reads section ends' clocks from
+/// dense per-lock rows ([`CpInput::lock_end_hb`]).
+pub const DENSE_THREADS: usize = 64;
 
 /// The window that decides the same as `window` on a trace of `len` events:
 /// a K of at least the trace length separates no two events by K or more, so
@@ -169,6 +179,23 @@ impl CpInput {
         };
         let lock_end_event = view(&|s| sync.event(s.end));
         let lock_end_slot = view(&|s| s.end);
+        let nt = sync.nthreads;
+        let lock_end_hb = (nt <= DENSE_THREADS).then(|| {
+            lock_end_slot
+                .iter()
+                .map(|ends| {
+                    let mut rows = vec![0u32; ends.len() * nt];
+                    for (row, &e) in rows.chunks_exact_mut(nt.max(1)).zip(ends) {
+                        for (t, v) in sync.clock(e).entries() {
+                            if (t as usize) < nt {
+                                row[t as usize] = v;
+                            }
+                        }
+                    }
+                    rows
+                })
+                .collect()
+        });
         let lock_acq = by_lock
             .iter()
             .map(|l| {
@@ -183,6 +210,7 @@ impl CpInput {
         let mut input = CpInput {
             lock_end_event,
             lock_end_slot,
+            lock_end_hb,
             lock_acq,
             sync,
             sections,
