@@ -13,12 +13,15 @@
 //! This is Definition 2 (b) in the form the paper notes is equivalent —
 //! `rel1 -> acq2` when `acq1` CP-precedes `end2` — with CP(acq1, end2) witnessed
 //! by a single base edge (r, a): `acq1 <=HB r` and `a <=HB end2` (rule (c)).
-//! Each new base edge is joined once (semi-naive). The join is a leapjoin whose
-//! proposer is a manual index (sections sorted by end event, so the candidates
-//! are one contiguous range) and whose filter is an O(1) HB vector-clock test;
-//! the CS1 search is a binary search, valid because the sections of a lock that
+//! Each new base edge is joined once (semi-naive, datafrog's variables). The
+//! join is written out (it was a datafrog leapjoin with the same proposer and
+//! filter): a manual index proposes, per lock, the sections a new edge can
+//! affect (sections sorted by end event, so the candidates are one
+//! contiguous range), an O(1) HB vector-clock test filters them, and the CS1
+//! search is a binary search, valid because the sections of a lock that
 //! satisfy the premise form a prefix. Per CS2 only improving (later) CS1 are
-//! emitted: the latest CS1's edge implies the earlier ones.
+//! emitted: the latest CS1's edge implies the earlier ones. A round takes
+//! the new edges lock by lock, which keeps one lock's arrays in the cache.
 
 use std::cell::Cell;
 
