@@ -3,13 +3,16 @@
 //!
 //! Traces of array code name hundreds of thousands of variables (the Java
 //! Grande `sor` kernel: 671,111 in 2M events), a third of the events naming
-//! one for the first time. An `IndexSet<Box<str>>` behind a lookup cache cost
-//! each new name two random DRAM accesses (the cache's slot, the set's index)
-//! plus an allocation and a rehash now and then. Here the open-addressing
-//! table is the one authority: names live back to back in one arena and each
-//! slot holds a name's key and id, so a lookup is a multiply, one probe in one
-//! cache line and three word compares, and a new name is appended to the
-//! arena and written into the slot the probe ended on.
+//! one for the first time. A table keyed by the whole name sends each new
+//! name to a random slot of a table of tens of MB (a cache and TLB miss per
+//! new name, and page faults as it grows). Names that differ only in their
+//! last run of digits (`a3[141]`, `a3[142]`; `V42`; `f0.java:13`) therefore
+//! form families: a small table finds the family, and the family holds its
+//! members' ids in a vector indexed by their number, so a new element lands
+//! next to its predecessor, 4 bytes each. The rest (no digits, long names, a
+//! member appearing far beyond its family's vector) go to an open-addressing
+//! table of whole-name keys, where a lookup is a multiply, one probe in one
+//! cache line and three word compares. Names live back to back in one arena.
 //!
 //! A name of up to [`INLINE`] bytes is its own key: three zero-padded words
 //! and its length, read straight out of the input block with masked word
@@ -120,28 +123,193 @@ struct Slot {
     /// The key's fields, flattened so that a slot is 32 bytes.
     words: [u64; 3],
     len: u32,
-    /// Id + 1; 0 marks an empty slot.
-    id1: u32,
+    /// Value + 1; 0 marks an empty slot.
+    val1: u32,
 }
 
 const EMPTY: Slot = Slot {
     words: [0; 3],
     len: 0,
-    id1: 0,
+    val1: 0,
 };
 
+/// An open-addressing (linear probing) map from keys to `u32`s, kept at most
+/// half full.
+#[derive(Clone)]
+struct Table {
+    slots: Vec<Slot>,
+    /// 64 - log2(slots.len()): the hash's top bits pick the first slot.
+    shift: u32,
+    /// Occupied slots.
+    used: usize,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table {
+            slots: vec![EMPTY; 64],
+            shift: 64 - 6,
+            used: 0,
+        }
+    }
+}
+
+impl Table {
+    /// The value of `key`, or the empty slot where it would go; `same`
+    /// confirms a slot whose key matches (long names: against the arena).
+    #[inline(always)]
+    fn find(&self, key: &Key, same: impl Fn(u32) -> bool) -> Result<u32, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = (key.hash() >> self.shift) as usize;
+        loop {
+            let s = &self.slots[i & mask];
+            if s.val1 == 0 {
+                return Err(i & mask);
+            }
+            if s.words == key.words && s.len == key.len && same(s.val1 - 1) {
+                return Ok(s.val1 - 1);
+            }
+            i += 1;
+        }
+    }
+
+    /// Put `key` (absent) with `val` in the empty slot `at` that
+    /// [`Table::find`] returned.
+    fn put(&mut self, at: usize, key: Key, val: u32) {
+        self.slots[at] = Slot {
+            words: key.words,
+            len: key.len,
+            val1: val + 1,
+        };
+        self.used += 1;
+        if 2 * self.used > self.slots.len() {
+            self.grow();
+        }
+    }
+
+    fn grow(&mut self) {
+        let bigger = vec![EMPTY; 2 * self.slots.len()];
+        let old = std::mem::replace(&mut self.slots, bigger);
+        self.shift -= 1;
+        let mask = self.slots.len() - 1;
+        for s in old.into_iter().filter(|s| s.val1 != 0) {
+            let k = Key {
+                words: s.words,
+                len: s.len,
+            };
+            let mut i = (k.hash() >> self.shift) as usize;
+            while self.slots[i & mask].val1 != 0 {
+                i += 1;
+            }
+            self.slots[i & mask] = s;
+        }
+    }
+}
+
+/// Most digits of an index a family member may have (10^9 < 2^32).
+const MAX_DIGITS: usize = 9;
+
+/// Smallest index of each number of digits: ids of a family's members sit at
+/// `index - BASE[digits]` (a family's members all have the same number of
+/// digits).
+const BASE: [u32; MAX_DIGITS + 1] = [
+    0,
+    0,
+    10,
+    100,
+    1000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// A member's slot in its family's vector grows the vector only when it is
+/// less than `2 * members + SLACK`, so a family costs at most 8 bytes per
+/// member plus `4 * SLACK`; a member further out goes to the name table.
+const SLACK: usize = 16;
+
+/// Names that differ only in one run of decimal digits (`a3[141]`, `a3[142]`,
+/// `V42`, `x17`): the ids of its members, indexed by their number.
+#[derive(Clone, Default)]
+struct Family {
+    /// Id + 1 of the member at each position; 0 when it has none (yet).
+    ids: Vec<u32>,
+    /// Members in `ids`.
+    members: usize,
+    /// Whether some member went to the name table instead (too far out when
+    /// it appeared): a member missing from `ids` must be looked up there.
+    spilled: bool,
+}
+
+/// The family of a short name and the name's position in it: the name with
+/// its last run of digits zeroed, that run's place and the name's length as
+/// the key. None when the name has no digits, more than [`MAX_DIGITS`] in
+/// its last run, or a leading zero there (`a007`: the family key must give
+/// the name back from the number, and `a7` is another name).
+#[inline(always)]
+fn family_of(key: &Key, name: &[u8]) -> Option<(Key, usize)> {
+    let mut e = name.len();
+    while e > 0 && !name[e - 1].is_ascii_digit() {
+        e -= 1;
+    }
+    if e == 0 {
+        return None;
+    }
+    let mut s = e;
+    let mut n: u32 = 0;
+    let mut scale: u32 = 1;
+    while s > 0 && name[s - 1].is_ascii_digit() {
+        if e - s == MAX_DIGITS {
+            return None;
+        }
+        s -= 1;
+        n += u32::from(name[s] - b'0') * scale;
+        scale = scale.wrapping_mul(10);
+    }
+    let digits = e - s;
+    if name[s] == b'0' && digits > 1 {
+        return None;
+    }
+    let (me, ms) = (&MASKS[e], &MASKS[s]);
+    let w = key.words;
+    let fk = Key {
+        words: [
+            w[0] & !(me[0] & !ms[0]),
+            w[1] & !(me[1] & !ms[1]),
+            w[2] & !(me[2] & !ms[2]),
+        ],
+        // Length, where the digits start and how many: never a name's key
+        // (those are at most INLINE).
+        len: key.len | (s as u32) << 8 | (digits as u32) << 16,
+    };
+    Some((fk, (n - BASE[digits]) as usize))
+}
+
 /// Names and their dense ids, in order of first appearance; the index of a
-/// name is its id. An open-addressing (linear probing) table, kept at most
-/// half full, maps keys to ids; the names themselves sit in one arena.
+/// name is its id.
+///
+/// Traces of array code name a new element every third event or so
+/// (`a3[141]`), and a table keyed by the whole name sends each new one to a
+/// random slot: a cache and TLB miss, and tens of MB of slots. So names that
+/// differ only in their last run of digits form a family, found in a small
+/// table of families, and a family keeps its members' ids in a vector indexed
+/// by their number: consecutive elements are neighbours, 4 bytes each. Other
+/// names (no digits, longer than [`INLINE`], a member far beyond its
+/// family's vector when it first appears) go to an open-addressing table of
+/// whole-name keys. Names live back to back in one arena.
 #[derive(Clone)]
 pub struct Interner {
     /// Every name, back to back.
     text: String,
     /// Where name `i` ends in `text` (it starts where name `i - 1` ends).
     ends: Vec<usize>,
-    slots: Vec<Slot>,
-    /// 64 - log2(slots.len()): the hash's top bits pick the first slot.
-    shift: u32,
+    /// Whole-name keys to ids.
+    names: Table,
+    /// Family keys to indices into `families`.
+    family_keys: Table,
+    families: Vec<Family>,
 }
 
 impl Default for Interner {
@@ -149,8 +317,9 @@ impl Default for Interner {
         Interner {
             text: String::new(),
             ends: Vec::new(),
-            slots: vec![EMPTY; 64],
-            shift: 64 - 6,
+            names: Table::default(),
+            family_keys: Table::default(),
+            families: Vec::new(),
         }
     }
 }
@@ -191,11 +360,18 @@ impl Interner {
 
     /// The id of `name`, if it has one.
     pub fn get_index_of(&self, name: &str) -> Option<usize> {
-        let name = name.as_bytes();
-        match self.find(&Key::of(name), name) {
-            Ok(id) => Some(id as usize),
-            Err(_) => None,
+        let b = name.as_bytes();
+        if let Some(k) = Key::new(b) {
+            if let Some((fk, at)) = family_of(&k, b) {
+                let f = &self.families[self.family_keys.find(&fk, |_| true).ok()? as usize];
+                match f.ids.get(at) {
+                    Some(&id1) if id1 != 0 => return Some(id1 as usize - 1),
+                    _ if !f.spilled => return None,
+                    _ => {}
+                }
+            }
         }
+        self.find_name(&Key::of(b), b).ok().map(|id| id as usize)
     }
 
     /// Whether `name` has an id.
@@ -218,12 +394,10 @@ impl Interner {
 
     /// The id of `name` and whether it is new (it gets the next id).
     pub fn insert_full(&mut self, name: &str) -> (usize, bool) {
+        let before = self.len();
         let b = name.as_bytes();
-        let key = Key::of(b);
-        match self.find(&key, b) {
-            Ok(id) => (id as usize, false),
-            Err(at) => (self.add(at, key, name) as usize, true),
-        }
+        let id = self.intern_keyed(Key::new(b), b);
+        (id as usize, self.len() > before)
     }
 
     /// Add `name` if it is new; true when it was.
@@ -237,98 +411,123 @@ impl Interner {
     pub fn intern_keyed(&mut self, key: Option<Key>, name: &[u8]) -> u32 {
         if let Some(k) = key {
             debug_assert_eq!(Some(k), Key::new(name));
-            // Short: the key is the name, no arena compare.
-            let mask = self.slots.len() - 1;
-            let mut i = (k.hash() >> self.shift) as usize;
-            loop {
-                let s = &self.slots[i & mask];
-                if s.id1 == 0 {
-                    return self.add_bytes(i & mask, k, name);
-                }
-                if s.words == k.words && s.len == k.len {
-                    return s.id1 - 1;
-                }
-                i += 1;
+            if let Some((fk, at)) = family_of(&k, name) {
+                return self.intern_member(k, fk, at, name);
             }
+            // Short: the key is the name, no arena compare.
+            return match self.names.find(&k, |_| true) {
+                Ok(id) => id,
+                Err(slot) => {
+                    let id = self.add_bytes(name);
+                    self.names.put(slot, k, id);
+                    id
+                }
+            };
         }
         self.intern_long(name)
+    }
+
+    /// The id of `name` (key `key`), a member of family `fk` at `at`.
+    #[inline(always)]
+    fn intern_member(&mut self, key: Key, fk: Key, at: usize, name: &[u8]) -> u32 {
+        let f = match self.family_keys.find(&fk, |_| true) {
+            Ok(f) => f as usize,
+            Err(slot) => self.add_family(slot, fk),
+        };
+        let fam = &self.families[f];
+        if let Some(&id1) = fam.ids.get(at) {
+            if id1 != 0 {
+                return id1 - 1;
+            }
+        }
+        self.add_member(f, key, at, name)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn add_family(&mut self, slot: usize, fk: Key) -> usize {
+        let f = self.families.len();
+        self.families.push(Family::default());
+        self.family_keys.put(slot, fk, f as u32);
+        f
+    }
+
+    /// A member not in family `f`'s vector: in the name table (if the family
+    /// spilled there), else new.
+    #[inline(never)]
+    fn add_member(&mut self, f: usize, key: Key, at: usize, name: &[u8]) -> u32 {
+        let fam = &self.families[f];
+        let dense = at < fam.ids.len() || at < 2 * fam.members + SLACK;
+        let slot = if fam.spilled || !dense {
+            match self.names.find(&key, |_| true) {
+                Ok(id) => return id,
+                Err(slot) => Some(slot),
+            }
+        } else {
+            None
+        };
+        let id = self.add_bytes(name);
+        let fam = &mut self.families[f];
+        match slot {
+            // Too far out to keep densely: the name table, found again
+            // through the family's `spilled`.
+            Some(slot) if !dense => {
+                fam.spilled = true;
+                self.names.put(slot, key, id);
+            }
+            _ => {
+                if at >= fam.ids.len() {
+                    fam.ids.resize(at + 1, 0);
+                }
+                fam.ids[at] = id + 1;
+                fam.members += 1;
+            }
+        }
+        id
     }
 
     #[cold]
     #[inline(never)]
     fn intern_long(&mut self, name: &[u8]) -> u32 {
         let key = Key::of(name);
-        match self.find(&key, name) {
+        match self.find_name(&key, name) {
             Ok(id) => id,
-            Err(at) => self.add_bytes(at, key, name),
+            Err(slot) => {
+                let id = self.add_bytes(name);
+                self.names.put(slot, key, id);
+                id
+            }
         }
     }
 
-    /// The id of `key` (the key of `name`), or the empty slot where it would go.
+    /// The id of `name` (key `key`) in the name table, or the empty slot
+    /// where it would go.
+    fn find_name(&self, key: &Key, name: &[u8]) -> Result<u32, usize> {
+        self.names.find(key, |id| {
+            key.len as usize <= INLINE
+                || self.get_index(id as usize).map(str::as_bytes) == Some(name)
+        })
+    }
+
+    /// Give a new name from the input (valid UTF-8: the loaders check every
+    /// block) the next id.
     #[inline]
-    fn find(&self, key: &Key, name: &[u8]) -> Result<u32, usize> {
-        let mask = self.slots.len() - 1;
-        let mut i = (key.hash() >> self.shift) as usize;
-        loop {
-            let s = &self.slots[i & mask];
-            if s.id1 == 0 {
-                return Err(i & mask);
-            }
-            if s.words == key.words
-                && s.len == key.len
-                && (key.len as usize <= INLINE
-                    || self.get_index(s.id1 as usize - 1).map(str::as_bytes) == Some(name))
-            {
-                return Ok(s.id1 - 1);
-            }
-            i += 1;
-        }
-    }
-
-    /// A new name from the input (valid UTF-8: the loaders check every block).
-    #[cold]
-    #[inline(never)]
-    fn add_bytes(&mut self, at: usize, key: Key, name: &[u8]) -> u32 {
+    fn add_bytes(&mut self, name: &[u8]) -> u32 {
         match std::str::from_utf8(name) {
-            Ok(s) => self.add(at, key, s),
+            Ok(s) => self.add(s),
             // Not reached from the loaders; a lossy name keeps the raw key, so
             // the same bytes still find it.
-            Err(_) => self.add(at, key, &String::from_utf8_lossy(name)),
+            Err(_) => self.add(&String::from_utf8_lossy(name)),
         }
     }
 
-    /// Give `name` (key `key`, absent, to go in empty slot `at`) the next id.
-    fn add(&mut self, at: usize, key: Key, name: &str) -> u32 {
+    /// Append `name` to the arena under the next id.
+    #[inline]
+    fn add(&mut self, name: &str) -> u32 {
         let id = self.ends.len() as u32;
         self.text.push_str(name);
         self.ends.push(self.text.len());
-        self.slots[at] = Slot {
-            words: key.words,
-            len: key.len,
-            id1: id + 1,
-        };
-        if 2 * self.ends.len() > self.slots.len() {
-            self.grow();
-        }
         id
-    }
-
-    fn grow(&mut self) {
-        let bigger = vec![EMPTY; 2 * self.slots.len()];
-        let old = std::mem::replace(&mut self.slots, bigger);
-        self.shift -= 1;
-        let mask = self.slots.len() - 1;
-        for s in old.into_iter().filter(|s| s.id1 != 0) {
-            let k = Key {
-                words: s.words,
-                len: s.len,
-            };
-            let mut i = (k.hash() >> self.shift) as usize;
-            while self.slots[i & mask].id1 != 0 {
-                i += 1;
-            }
-            self.slots[i & mask] = s;
-        }
     }
 }
 
@@ -439,5 +638,96 @@ mod tests {
         assert_eq!(table.intern_keyed(Key::new(b""), b""), 0);
         assert_eq!(table.get_index(0), Some(""));
         assert_eq!(table.intern("a"), 1);
+    }
+
+    /// Check `table` against the first-appearance ids of `names`, interning
+    /// each twice (hot path and `&str` path alternating) and looking it up.
+    fn agrees_with_first_appearance(names: &[String]) {
+        let mut table = Interner::default();
+        let mut expected: std::collections::HashMap<&str, usize> = Default::default();
+        for (i, n) in names.iter().enumerate() {
+            let next = expected.len();
+            let want = *expected.entry(n.as_str()).or_insert(next);
+            let id = if i % 2 == 0 {
+                table.intern_keyed(Key::new(n.as_bytes()), n.as_bytes()) as usize
+            } else {
+                table.intern(n) as usize
+            };
+            assert_eq!(id, want, "{n}");
+            assert_eq!(table.len(), expected.len(), "{n}");
+            assert_eq!(table.get_index(id), Some(n.as_str()));
+        }
+        for (n, &id) in &expected {
+            assert_eq!(table.get_index_of(n), Some(id), "{n}");
+            assert_eq!(table.insert_full(n), (id, false), "{n}");
+        }
+    }
+
+    #[test]
+    fn families_keep_first_appearance_ids() {
+        let mut names: Vec<String> = Vec::new();
+        // Elements in order, backwards (spilled, then dense again), far out.
+        for i in 0..3000 {
+            names.push(format!("a0[{i}]"));
+        }
+        for i in (0..3000).rev() {
+            names.push(format!("b[{i}]"));
+            names.push(format!("b[{}]", 2999 - i));
+        }
+        for i in 0..200u32 {
+            names.push(format!(
+                "V{}",
+                i.wrapping_mul(2_654_435_761) % 1_000_000_000
+            ));
+            names.push(format!("V{i}"));
+        }
+        // Leading zeros, long digit runs, digits in the middle, no digits,
+        // the same digits in names of other shapes, long names.
+        for n in [
+            "a7",
+            "a07",
+            "a007",
+            "a0",
+            "a00",
+            "a",
+            "7",
+            "07",
+            "0",
+            "00",
+            "x1234567890",
+            "x123456789",
+            "x999999999",
+            "x1000000000",
+            "1a2b3",
+            "1a2b30",
+            "1a2b03",
+            "a7]",
+            "a7]]",
+            "some.long.package.Class.field17",
+            "some.long.package.Class.field17x",
+            "f0.java:13",
+            "f0.java:14",
+            "f1.java:13",
+            "é9",
+            "é10",
+            "T0",
+            "T00",
+        ] {
+            names.push(n.to_string());
+            names.push(n.to_string());
+        }
+        agrees_with_first_appearance(&names);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Names from a small alphabet with digits: families of every shape,
+        /// spills, leading zeros, collisions of family keys.
+        #[test]
+        fn random_names_keep_first_appearance_ids(
+            names in proptest::collection::vec("[ab0-9\\[\\]]{0,12}|[ab]{1,2}[0-9]{1,4}", 0..400)
+        ) {
+            agrees_with_first_appearance(&names);
+        }
     }
 }
