@@ -299,7 +299,7 @@ fn family_of(key: &Key, name: &[u8]) -> Option<(Key, usize)> {
 /// names (no digits, longer than [`INLINE`], a member far beyond its
 /// family's vector when it first appears) go to an open-addressing table of
 /// whole-name keys. Names live back to back in one arena.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Interner {
     /// Every name, back to back.
     text: String,
@@ -310,18 +310,6 @@ pub struct Interner {
     /// Family keys to indices into `families`.
     family_keys: Table,
     families: Vec<Family>,
-}
-
-impl Default for Interner {
-    fn default() -> Self {
-        Interner {
-            text: String::new(),
-            ends: Vec::new(),
-            names: Table::default(),
-            family_keys: Table::default(),
-            families: Vec::new(),
-        }
-    }
 }
 
 impl std::fmt::Debug for Interner {
@@ -361,14 +349,14 @@ impl Interner {
     /// The id of `name`, if it has one.
     pub fn get_index_of(&self, name: &str) -> Option<usize> {
         let b = name.as_bytes();
-        if let Some(k) = Key::new(b) {
-            if let Some((fk, at)) = family_of(&k, b) {
-                let f = &self.families[self.family_keys.find(&fk, |_| true).ok()? as usize];
-                match f.ids.get(at) {
-                    Some(&id1) if id1 != 0 => return Some(id1 as usize - 1),
-                    _ if !f.spilled => return None,
-                    _ => {}
-                }
+        if let Some(k) = Key::new(b)
+            && let Some((fk, at)) = family_of(&k, b)
+        {
+            let f = &self.families[self.family_keys.find(&fk, |_| true).ok()? as usize];
+            match f.ids.get(at) {
+                Some(&id1) if id1 != 0 => return Some(id1 as usize - 1),
+                _ if !f.spilled => return None,
+                _ => {}
             }
         }
         self.find_name(&Key::of(b), b).ok().map(|id| id as usize)
@@ -435,10 +423,10 @@ impl Interner {
             Err(slot) => self.add_family(slot, fk),
         };
         let fam = &self.families[f];
-        if let Some(&id1) = fam.ids.get(at) {
-            if id1 != 0 {
-                return id1 - 1;
-            }
+        if let Some(&id1) = fam.ids.get(at)
+            && id1 != 0
+        {
+            return id1 - 1;
         }
         self.add_member(f, key, at, name)
     }
