@@ -54,6 +54,12 @@ pub struct Key {
 }
 
 impl Key {
+    /// A key no name has (its length is out of range).
+    pub const NONE: Key = Key {
+        words: [0; 3],
+        len: u32::MAX,
+    };
+
     /// The key of `name`, or None when it is longer than [`INLINE`] bytes.
     #[inline]
     pub fn new(name: &[u8]) -> Option<Key> {
@@ -225,21 +231,20 @@ const BASE: [u32; MAX_DIGITS + 1] = [
     100_000_000,
 ];
 
-/// A member's slot in its family's vector grows the vector only when it is
-/// less than `2 * members + SLACK`, so a family costs at most 8 bytes per
-/// member plus `4 * SLACK`; a member further out goes to the name table.
-const SLACK: usize = 16;
+/// The families' vectors together hold at most `2 * names + BUDGET` slots (8
+/// bytes a name plus 256 KB, whatever order members appear in); a member
+/// that would grow its family's vector past that goes to the name table.
+const BUDGET: usize = 1 << 16;
 
 /// Names that differ only in one run of decimal digits (`a3[141]`, `a3[142]`,
 /// `V42`, `x17`): the ids of its members, indexed by their number.
 #[derive(Clone, Default)]
 struct Family {
-    /// Id + 1 of the member at each position; 0 when it has none (yet).
+    /// Id + 1 of the member at each position; 0 when it is not there (not
+    /// seen yet, or in the name table).
     ids: Vec<u32>,
-    /// Members in `ids`.
-    members: usize,
-    /// Whether some member went to the name table instead (too far out when
-    /// it appeared): a member missing from `ids` must be looked up there.
+    /// Whether some member went to the name table (too far out when it
+    /// appeared): a member missing from `ids` must be looked up there.
     spilled: bool,
 }
 
@@ -310,6 +315,8 @@ pub struct Interner {
     /// Family keys to indices into `families`.
     family_keys: Table,
     families: Vec<Family>,
+    /// Slots in all families' vectors (bounded by [`BUDGET`]).
+    cells: usize,
 }
 
 impl std::fmt::Debug for Interner {
@@ -441,36 +448,35 @@ impl Interner {
     }
 
     /// A member not in family `f`'s vector: in the name table (if the family
-    /// spilled there), else new.
+    /// spilled there), else new. Either way it goes into the vector when the
+    /// budget allows (a spilled member then has two entries, the same id).
     #[inline(never)]
     fn add_member(&mut self, f: usize, key: Key, at: usize, name: &[u8]) -> u32 {
-        let fam = &self.families[f];
-        let dense = at < fam.ids.len() || at < 2 * fam.members + SLACK;
-        let slot = if fam.spilled || !dense {
+        let len = self.families[f].ids.len();
+        let dense = at < len || self.cells + (at + 1 - len) <= 2 * self.len() + BUDGET;
+        let id = if self.families[f].spilled || !dense {
             match self.names.find(&key, |_| true) {
+                Ok(id) if dense => id,
                 Ok(id) => return id,
-                Err(slot) => Some(slot),
+                Err(_) if dense => self.add_bytes(name),
+                Err(slot) => {
+                    // Too far out to keep densely: the name table, found
+                    // again through the family's `spilled`.
+                    let id = self.add_bytes(name);
+                    self.names.put(slot, key, id);
+                    self.families[f].spilled = true;
+                    return id;
+                }
             }
         } else {
-            None
+            self.add_bytes(name)
         };
-        let id = self.add_bytes(name);
         let fam = &mut self.families[f];
-        match slot {
-            // Too far out to keep densely: the name table, found again
-            // through the family's `spilled`.
-            Some(slot) if !dense => {
-                fam.spilled = true;
-                self.names.put(slot, key, id);
-            }
-            _ => {
-                if at >= fam.ids.len() {
-                    fam.ids.resize(at + 1, 0);
-                }
-                fam.ids[at] = id + 1;
-                fam.members += 1;
-            }
+        if at >= len {
+            fam.ids.resize(at + 1, 0);
+            self.cells += at + 1 - len;
         }
+        fam.ids[at] = id + 1;
         id
     }
 
@@ -705,6 +711,27 @@ mod tests {
             names.push(n.to_string());
         }
         agrees_with_first_appearance(&names);
+    }
+
+    #[test]
+    fn spilled_members_move_into_their_family_once_the_budget_allows() {
+        // `b[99999]` is too far out for an empty family: the name table. Once
+        // enough names came, it moves into its family's vector.
+        let mut names = vec!["b[99999]".to_string(), "b[10000]".to_string()];
+        names.extend((0..30_000).map(|i| format!("c{i}")));
+        names.extend(["b[99999]", "b[99998]", "b[10000]"].map(String::from));
+        agrees_with_first_appearance(&names);
+        let mut table = Interner::default();
+        for n in &names {
+            table.intern(n);
+        }
+        let k = Key::new(b"b[99999]").unwrap_or(Key::NONE);
+        let (fk, _) = family_of(&k, b"b[99999]").unwrap_or((Key::NONE, 0));
+        let f = table.family_keys.find(&fk, |_| true);
+        let b = &table.families[f.unwrap_or(u32::MAX) as usize];
+        assert!(b.spilled);
+        assert_eq!(b.ids.get(89_999), Some(&1));
+        assert_eq!(b.ids.get(89_998), Some(&(table.len() as u32)));
     }
 
     proptest::proptest! {
