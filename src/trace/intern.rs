@@ -713,6 +713,63 @@ mod tests {
         agrees_with_first_appearance(&names);
     }
 
+    /// The last run of digits of `name` by a byte loop: (start, end).
+    fn last_digits(name: &[u8]) -> Option<(usize, usize)> {
+        let e = name.iter().rposition(u8::is_ascii_digit)? + 1;
+        let s = name[..e]
+            .iter()
+            .rposition(|c| !c.is_ascii_digit())
+            .map_or(0, |i| i + 1);
+        Some((s, e))
+    }
+
+    #[test]
+    fn families_split_at_the_last_run_of_digits() {
+        // Every byte value at every position, around digits.
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        for b in 0..=255u8 {
+            for pos in 0..INLINE {
+                let mut n = b"a12[345]x6789012345678901".to_vec();
+                n.truncate(INLINE);
+                n[pos] = b;
+                for len in [pos + 1, INLINE] {
+                    names.push(n[..len].to_vec());
+                }
+            }
+        }
+        names.extend(
+            [
+                "",
+                "0",
+                "00",
+                "07",
+                "10",
+                "a007",
+                "x1234567890",
+                "x123456789",
+            ]
+            .map(|s| s.as_bytes().to_vec()),
+        );
+        for name in &names {
+            let key = Key::new(name).unwrap_or(Key::NONE);
+            let got = family_of(&key, name);
+            let want = last_digits(name).and_then(|(s, e)| {
+                let digits = &name[s..e];
+                (digits.len() <= MAX_DIGITS && (digits.len() == 1 || digits[0] != b'0'))
+                    .then(|| {
+                        let n: u32 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+                        let mut masked = name.clone();
+                        masked[s..e].fill(0);
+                        let mut fk = Key::new(&masked)?;
+                        fk.len |= (s as u32) << 8 | (digits.len() as u32) << 16;
+                        Some((fk, (n - BASE[digits.len()]) as usize))
+                    })
+                    .flatten()
+            });
+            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(name));
+        }
+    }
+
     #[test]
     fn spilled_members_move_into_their_family_once_the_budget_allows() {
         // `b[99999]` is too far out for an empty family: the name table. Once
