@@ -507,6 +507,13 @@ impl Interner {
     /// block) the next id.
     #[inline]
     fn add_bytes(&mut self, name: &[u8]) -> u32 {
+        if name.is_ascii() {
+            // Cheaper than a call to `from_utf8` for a short name.
+            self.text.extend(name.iter().map(|&b| char::from(b)));
+            let id = self.ends.len() as u32;
+            self.ends.push(self.text.len());
+            return id;
+        }
         match std::str::from_utf8(name) {
             Ok(s) => self.add(s),
             // Not reached from the loaders; a lossy name keeps the raw key, so
