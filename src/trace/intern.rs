@@ -304,7 +304,7 @@ fn family_of(key: &Key, name: &[u8]) -> Option<(Key, usize)> {
 /// names (no digits, longer than [`INLINE`], a member far beyond its
 /// family's vector when it first appears) go to an open-addressing table of
 /// whole-name keys. Names live back to back in one arena.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Interner {
     /// Every name, back to back.
     text: String,
@@ -317,6 +317,31 @@ pub struct Interner {
     families: Vec<Family>,
     /// Slots in all families' vectors (bounded by [`BUDGET`]).
     cells: usize,
+    /// Recently used short names and their ids, two-way set associative:
+    /// a hot name (a trace with a few thousand names, or an element used
+    /// again soon) costs one probe, as in a table of whole names, without
+    /// splitting it into family and number.
+    cache: Vec<Slot>,
+    /// 64 - log2(cache.len()).
+    cache_shift: u32,
+}
+
+/// Most slots of an [`Interner`]'s cache (256 KB).
+const CACHE_MAX: usize = 1 << 13;
+
+impl Default for Interner {
+    fn default() -> Self {
+        Interner {
+            text: String::new(),
+            ends: Vec::new(),
+            names: Table::default(),
+            family_keys: Table::default(),
+            families: Vec::new(),
+            cells: 0,
+            cache: vec![EMPTY; 16],
+            cache_shift: 64 - 4,
+        }
+    }
 }
 
 impl std::fmt::Debug for Interner {
@@ -406,20 +431,53 @@ impl Interner {
     pub fn intern_keyed(&mut self, key: Option<Key>, name: &[u8]) -> u32 {
         if let Some(k) = key {
             debug_assert_eq!(Some(k), Key::new(name));
-            if let Some((fk, at)) = family_of(&k, name) {
-                return self.intern_member(k, fk, at, name);
-            }
-            // Short: the key is the name, no arena compare.
-            return match self.names.find(&k, |_| true) {
-                Ok(id) => id,
-                Err(slot) => {
-                    let id = self.add_bytes(name);
-                    self.names.put(slot, k, id);
-                    id
+            // Two ways of a line of the cache: the most recent first.
+            let set = ((k.hash() >> self.cache_shift) as usize) & !1;
+            for way in 0..2 {
+                let c = &self.cache[set + way];
+                if c.val1 != 0 && c.words == k.words && c.len == k.len {
+                    return c.val1 - 1;
                 }
+            }
+            let id = self.intern_short(k, name);
+            self.cache[set + 1] = self.cache[set];
+            self.cache[set] = Slot {
+                words: k.words,
+                len: k.len,
+                val1: id + 1,
             };
+            if self.cache.len() < CACHE_MAX && self.cache.len() < 4 * self.len() {
+                self.grow_cache();
+            }
+            return id;
         }
         self.intern_long(name)
+    }
+
+    /// A short name missing from the cache: through its family or the name
+    /// table.
+    #[inline(always)]
+    fn intern_short(&mut self, k: Key, name: &[u8]) -> u32 {
+        if let Some((fk, at)) = family_of(&k, name) {
+            return self.intern_member(k, fk, at, name);
+        }
+        // Short: the key is the name, no arena compare.
+        match self.names.find(&k, |_| true) {
+            Ok(id) => id,
+            Err(slot) => {
+                let id = self.add_bytes(name);
+                self.names.put(slot, k, id);
+                id
+            }
+        }
+    }
+
+    /// A cache twice as large, empty (it refills as names come again).
+    #[cold]
+    #[inline(never)]
+    fn grow_cache(&mut self) {
+        self.cache = vec![EMPTY; 2 * self.cache.len()];
+        self.cache_shift -= 1;
     }
 
     /// The id of `name` (key `key`), a member of family `fk` at `at`.
