@@ -1,5 +1,6 @@
 //! The name tables: dense ids for thread, lock, variable and location names,
-//! in order of first appearance, with one hash probe per name.
+//! in order of first appearance; a name used recently costs one probe of a
+//! small cache.
 //!
 //! Traces of array code name hundreds of thousands of variables (the Java
 //! Grande `sor` kernel: 671,111 in 2M events), a third of the events naming
