@@ -233,8 +233,9 @@ const BASE: [u32; MAX_DIGITS + 1] = [
 ];
 
 /// The families' vectors together hold at most `2 * names + BUDGET` slots (8
-/// bytes a name plus 256 KB, whatever order members appear in); a member
-/// that would grow its family's vector past that goes to the name table.
+/// bytes a name plus 256 KB, whatever order members appear in; their
+/// capacity at most twice that); a member that would grow its family's
+/// vector past that goes to the name table.
 const BUDGET: usize = 1 << 16;
 
 /// Names that differ only in one run of decimal digits (`a3[141]`, `a3[142]`,
@@ -315,6 +316,7 @@ pub struct Interner {
     names: Table,
     /// Family keys to indices into `families`.
     family_keys: Table,
+    /// The families, in order of their first member.
     families: Vec<Family>,
     /// Slots in all families' vectors (bounded by [`BUDGET`]).
     cells: usize,
