@@ -1,15 +1,19 @@
 //! The name tables: dense ids for thread, lock, variable and location names,
-//! in order of first appearance, with one hash probe per name.
+//! in order of first appearance; a name used recently costs one probe of a
+//! small cache.
 //!
 //! Traces of array code name hundreds of thousands of variables (the Java
 //! Grande `sor` kernel: 671,111 in 2M events), a third of the events naming
-//! one for the first time. An `IndexSet<Box<str>>` behind a lookup cache cost
-//! each new name two random DRAM accesses (the cache's slot, the set's index)
-//! plus an allocation and a rehash now and then. Here the open-addressing
-//! table is the one authority: names live back to back in one arena and each
-//! slot holds a name's key and id, so a lookup is a multiply, one probe in one
-//! cache line and three word compares, and a new name is appended to the
-//! arena and written into the slot the probe ended on.
+//! one for the first time. A table keyed by the whole name sends each new
+//! name to a random slot of a table of tens of MB (a cache and TLB miss per
+//! new name, and page faults as it grows). Names that differ only in their
+//! last run of digits (`a3[141]`, `a3[142]`; `V42`; `f0.java:13`) therefore
+//! form families: a small table finds the family, and the family holds its
+//! members' ids in a vector indexed by their number, so a new element lands
+//! next to its predecessor, 4 bytes each. The rest (no digits, long names, a
+//! member appearing far beyond its family's vector) go to an open-addressing
+//! table of whole-name keys, where a lookup is a multiply, one probe in one
+//! cache line and three word compares. Names live back to back in one arena.
 //!
 //! A name of up to [`INLINE`] bytes is its own key: three zero-padded words
 //! and its length, read straight out of the input block with masked word
@@ -51,6 +55,12 @@ pub struct Key {
 }
 
 impl Key {
+    /// A key no name has (its length is out of range).
+    pub const NONE: Key = Key {
+        words: [0; 3],
+        len: u32::MAX,
+    };
+
     /// The key of `name`, or None when it is longer than [`INLINE`] bytes.
     #[inline]
     pub fn new(name: &[u8]) -> Option<Key> {
@@ -120,37 +130,219 @@ struct Slot {
     /// The key's fields, flattened so that a slot is 32 bytes.
     words: [u64; 3],
     len: u32,
-    /// Id + 1; 0 marks an empty slot.
-    id1: u32,
+    /// Value + 1; 0 marks an empty slot.
+    val1: u32,
 }
 
 const EMPTY: Slot = Slot {
     words: [0; 3],
     len: 0,
-    id1: 0,
+    val1: 0,
 };
 
+/// An open-addressing (linear probing) map from keys to `u32`s, kept at most
+/// half full.
+#[derive(Clone)]
+struct Table {
+    slots: Vec<Slot>,
+    /// 64 - log2(slots.len()): the hash's top bits pick the first slot.
+    shift: u32,
+    /// Occupied slots.
+    used: usize,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table {
+            slots: vec![EMPTY; 64],
+            shift: 64 - 6,
+            used: 0,
+        }
+    }
+}
+
+impl Table {
+    /// The value of `key`, or the empty slot where it would go; `same`
+    /// confirms a slot whose key matches (long names: against the arena).
+    #[inline(always)]
+    fn find(&self, key: &Key, same: impl Fn(u32) -> bool) -> Result<u32, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = (key.hash() >> self.shift) as usize;
+        loop {
+            let s = &self.slots[i & mask];
+            if s.val1 == 0 {
+                return Err(i & mask);
+            }
+            if s.words == key.words && s.len == key.len && same(s.val1 - 1) {
+                return Ok(s.val1 - 1);
+            }
+            i += 1;
+        }
+    }
+
+    /// Put `key` (absent) with `val` in the empty slot `at` that
+    /// [`Table::find`] returned.
+    fn put(&mut self, at: usize, key: Key, val: u32) {
+        self.slots[at] = Slot {
+            words: key.words,
+            len: key.len,
+            val1: val + 1,
+        };
+        self.used += 1;
+        if 2 * self.used > self.slots.len() {
+            self.grow();
+        }
+    }
+
+    fn grow(&mut self) {
+        let bigger = vec![EMPTY; 2 * self.slots.len()];
+        let old = std::mem::replace(&mut self.slots, bigger);
+        self.shift -= 1;
+        let mask = self.slots.len() - 1;
+        for s in old.into_iter().filter(|s| s.val1 != 0) {
+            let k = Key {
+                words: s.words,
+                len: s.len,
+            };
+            let mut i = (k.hash() >> self.shift) as usize;
+            while self.slots[i & mask].val1 != 0 {
+                i += 1;
+            }
+            self.slots[i & mask] = s;
+        }
+    }
+}
+
+/// Most digits of an index a family member may have (10^9 < 2^32).
+const MAX_DIGITS: usize = 9;
+
+/// Smallest index of each number of digits: ids of a family's members sit at
+/// `index - BASE[digits]` (a family's members all have the same number of
+/// digits).
+const BASE: [u32; MAX_DIGITS + 1] = [
+    0,
+    0,
+    10,
+    100,
+    1000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The families' vectors together hold at most `2 * names + BUDGET` slots (8
+/// bytes a name plus 256 KB, whatever order members appear in; their
+/// capacity at most twice that); a member that would grow its family's
+/// vector past that goes to the name table.
+const BUDGET: usize = 1 << 16;
+
+/// Names that differ only in one run of decimal digits (`a3[141]`, `a3[142]`,
+/// `V42`, `x17`): the ids of its members, indexed by their number.
+#[derive(Clone, Default)]
+struct Family {
+    /// Id + 1 of the member at each position; 0 when it is not there (not
+    /// seen yet, or in the name table).
+    ids: Vec<u32>,
+    /// Whether some member went to the name table (too far out when it
+    /// appeared): a member missing from `ids` must be looked up there.
+    spilled: bool,
+}
+
+/// The family of a short name and the name's position in it: the name with
+/// its last run of digits zeroed, that run's place and the name's length as
+/// the key. None when the name has no digits, more than [`MAX_DIGITS`] in
+/// its last run, or a leading zero there (`a007`: the family key must give
+/// the name back from the number, and `a7` is another name).
+#[inline(always)]
+fn family_of(key: &Key, name: &[u8]) -> Option<(Key, usize)> {
+    let mut e = name.len();
+    while e > 0 && !name[e - 1].is_ascii_digit() {
+        e -= 1;
+    }
+    if e == 0 {
+        return None;
+    }
+    let mut s = e;
+    let mut n: u32 = 0;
+    let mut scale: u32 = 1;
+    while s > 0 && name[s - 1].is_ascii_digit() {
+        if e - s == MAX_DIGITS {
+            return None;
+        }
+        s -= 1;
+        n += u32::from(name[s] - b'0') * scale;
+        scale = scale.wrapping_mul(10);
+    }
+    let digits = e - s;
+    if name[s] == b'0' && digits > 1 {
+        return None;
+    }
+    let (me, ms) = (&MASKS[e], &MASKS[s]);
+    let w = key.words;
+    let fk = Key {
+        words: [
+            w[0] & !(me[0] & !ms[0]),
+            w[1] & !(me[1] & !ms[1]),
+            w[2] & !(me[2] & !ms[2]),
+        ],
+        // Length, where the digits start and how many: never a name's key
+        // (those are at most INLINE).
+        len: key.len | (s as u32) << 8 | (digits as u32) << 16,
+    };
+    Some((fk, (n - BASE[digits]) as usize))
+}
+
 /// Names and their dense ids, in order of first appearance; the index of a
-/// name is its id. An open-addressing (linear probing) table, kept at most
-/// half full, maps keys to ids; the names themselves sit in one arena.
+/// name is its id.
+///
+/// Traces of array code name a new element every third event or so
+/// (`a3[141]`), and a table keyed by the whole name sends each new one to a
+/// random slot: a cache and TLB miss, and tens of MB of slots. So names that
+/// differ only in their last run of digits form a family, found in a small
+/// table of families, and a family keeps its members' ids in a vector indexed
+/// by their number: consecutive elements are neighbours, 4 bytes each. Other
+/// names (no digits, longer than [`INLINE`], a member far beyond its
+/// family's vector when it first appears) go to an open-addressing table of
+/// whole-name keys. Names live back to back in one arena.
 #[derive(Clone)]
 pub struct Interner {
     /// Every name, back to back.
     text: String,
     /// Where name `i` ends in `text` (it starts where name `i - 1` ends).
     ends: Vec<usize>,
-    slots: Vec<Slot>,
-    /// 64 - log2(slots.len()): the hash's top bits pick the first slot.
-    shift: u32,
+    /// Whole-name keys to ids.
+    names: Table,
+    /// Family keys to indices into `families`.
+    family_keys: Table,
+    /// The families, in order of their first member.
+    families: Vec<Family>,
+    /// Slots in all families' vectors (bounded by [`BUDGET`]).
+    cells: usize,
+    /// Recently used short names and their ids, two-way set associative:
+    /// a hot name (a trace with a few thousand names, or an element used
+    /// again soon) costs one probe, as in a table of whole names, without
+    /// splitting it into family and number.
+    cache: Vec<Slot>,
+    /// 64 - log2(cache.len()).
+    cache_shift: u32,
 }
+
+/// Most slots of an [`Interner`]'s cache (256 KB).
+const CACHE_MAX: usize = 1 << 13;
 
 impl Default for Interner {
     fn default() -> Self {
         Interner {
             text: String::new(),
             ends: Vec::new(),
-            slots: vec![EMPTY; 64],
-            shift: 64 - 6,
+            names: Table::default(),
+            family_keys: Table::default(),
+            families: Vec::new(),
+            cells: 0,
+            cache: vec![EMPTY; 16],
+            cache_shift: 64 - 4,
         }
     }
 }
@@ -191,11 +383,18 @@ impl Interner {
 
     /// The id of `name`, if it has one.
     pub fn get_index_of(&self, name: &str) -> Option<usize> {
-        let name = name.as_bytes();
-        match self.find(&Key::of(name), name) {
-            Ok(id) => Some(id as usize),
-            Err(_) => None,
+        let b = name.as_bytes();
+        if let Some(k) = Key::new(b)
+            && let Some((fk, at)) = family_of(&k, b)
+        {
+            let f = &self.families[self.family_keys.find(&fk, |_| true).ok()? as usize];
+            match f.ids.get(at) {
+                Some(&id1) if id1 != 0 => return Some(id1 as usize - 1),
+                _ if !f.spilled => return None,
+                _ => {}
+            }
         }
+        self.find_name(&Key::of(b), b).ok().map(|id| id as usize)
     }
 
     /// Whether `name` has an id.
@@ -218,12 +417,10 @@ impl Interner {
 
     /// The id of `name` and whether it is new (it gets the next id).
     pub fn insert_full(&mut self, name: &str) -> (usize, bool) {
+        let before = self.len();
         let b = name.as_bytes();
-        let key = Key::of(b);
-        match self.find(&key, b) {
-            Ok(id) => (id as usize, false),
-            Err(at) => (self.add(at, key, name) as usize, true),
-        }
+        let id = self.intern_keyed(Key::new(b), b);
+        (id as usize, self.len() > before)
     }
 
     /// Add `name` if it is new; true when it was.
@@ -237,98 +434,162 @@ impl Interner {
     pub fn intern_keyed(&mut self, key: Option<Key>, name: &[u8]) -> u32 {
         if let Some(k) = key {
             debug_assert_eq!(Some(k), Key::new(name));
-            // Short: the key is the name, no arena compare.
-            let mask = self.slots.len() - 1;
-            let mut i = (k.hash() >> self.shift) as usize;
-            loop {
-                let s = &self.slots[i & mask];
-                if s.id1 == 0 {
-                    return self.add_bytes(i & mask, k, name);
+            // Two ways of a line of the cache: the most recent first.
+            let set = ((k.hash() >> self.cache_shift) as usize) & !1;
+            for way in 0..2 {
+                let c = &self.cache[set + way];
+                if c.val1 != 0 && c.words == k.words && c.len == k.len {
+                    return c.val1 - 1;
                 }
-                if s.words == k.words && s.len == k.len {
-                    return s.id1 - 1;
-                }
-                i += 1;
             }
+            let id = self.intern_short(k, name);
+            self.cache[set + 1] = self.cache[set];
+            self.cache[set] = Slot {
+                words: k.words,
+                len: k.len,
+                val1: id + 1,
+            };
+            if self.cache.len() < CACHE_MAX && self.cache.len() < 4 * self.len() {
+                self.grow_cache();
+            }
+            return id;
         }
         self.intern_long(name)
+    }
+
+    /// A short name missing from the cache: through its family or the name
+    /// table.
+    #[inline(always)]
+    fn intern_short(&mut self, k: Key, name: &[u8]) -> u32 {
+        if let Some((fk, at)) = family_of(&k, name) {
+            return self.intern_member(k, fk, at, name);
+        }
+        // Short: the key is the name, no arena compare.
+        match self.names.find(&k, |_| true) {
+            Ok(id) => id,
+            Err(slot) => {
+                let id = self.add_bytes(name);
+                self.names.put(slot, k, id);
+                id
+            }
+        }
+    }
+
+    /// A cache twice as large, empty (it refills as names come again).
+    #[cold]
+    #[inline(never)]
+    fn grow_cache(&mut self) {
+        self.cache = vec![EMPTY; 2 * self.cache.len()];
+        self.cache_shift -= 1;
+    }
+
+    /// The id of `name` (key `key`), a member of family `fk` at `at`.
+    #[inline(always)]
+    fn intern_member(&mut self, key: Key, fk: Key, at: usize, name: &[u8]) -> u32 {
+        let f = match self.family_keys.find(&fk, |_| true) {
+            Ok(f) => f as usize,
+            Err(slot) => self.add_family(slot, fk),
+        };
+        let fam = &self.families[f];
+        if let Some(&id1) = fam.ids.get(at)
+            && id1 != 0
+        {
+            return id1 - 1;
+        }
+        self.add_member(f, key, at, name)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn add_family(&mut self, slot: usize, fk: Key) -> usize {
+        let f = self.families.len();
+        self.families.push(Family::default());
+        self.family_keys.put(slot, fk, f as u32);
+        f
+    }
+
+    /// A member not in family `f`'s vector: in the name table (if the family
+    /// spilled there), else new. Either way it goes into the vector when the
+    /// budget allows (a spilled member then has two entries, the same id).
+    #[inline(never)]
+    fn add_member(&mut self, f: usize, key: Key, at: usize, name: &[u8]) -> u32 {
+        let len = self.families[f].ids.len();
+        let dense = at < len || self.cells + (at + 1 - len) <= 2 * self.len() + BUDGET;
+        let id = if self.families[f].spilled || !dense {
+            match self.names.find(&key, |_| true) {
+                Ok(id) if dense => id,
+                Ok(id) => return id,
+                Err(_) if dense => self.add_bytes(name),
+                Err(slot) => {
+                    // Too far out to keep densely: the name table, found
+                    // again through the family's `spilled`.
+                    let id = self.add_bytes(name);
+                    self.names.put(slot, key, id);
+                    self.families[f].spilled = true;
+                    return id;
+                }
+            }
+        } else {
+            self.add_bytes(name)
+        };
+        let fam = &mut self.families[f];
+        if at >= len {
+            fam.ids.resize(at + 1, 0);
+            self.cells += at + 1 - len;
+        }
+        fam.ids[at] = id + 1;
+        id
     }
 
     #[cold]
     #[inline(never)]
     fn intern_long(&mut self, name: &[u8]) -> u32 {
         let key = Key::of(name);
-        match self.find(&key, name) {
+        match self.find_name(&key, name) {
             Ok(id) => id,
-            Err(at) => self.add_bytes(at, key, name),
+            Err(slot) => {
+                let id = self.add_bytes(name);
+                self.names.put(slot, key, id);
+                id
+            }
         }
     }
 
-    /// The id of `key` (the key of `name`), or the empty slot where it would go.
+    /// The id of `name` (key `key`) in the name table, or the empty slot
+    /// where it would go.
+    fn find_name(&self, key: &Key, name: &[u8]) -> Result<u32, usize> {
+        self.names.find(key, |id| {
+            key.len as usize <= INLINE
+                || self.get_index(id as usize).map(str::as_bytes) == Some(name)
+        })
+    }
+
+    /// Give a new name from the input (valid UTF-8: the loaders check every
+    /// block) the next id.
     #[inline]
-    fn find(&self, key: &Key, name: &[u8]) -> Result<u32, usize> {
-        let mask = self.slots.len() - 1;
-        let mut i = (key.hash() >> self.shift) as usize;
-        loop {
-            let s = &self.slots[i & mask];
-            if s.id1 == 0 {
-                return Err(i & mask);
-            }
-            if s.words == key.words
-                && s.len == key.len
-                && (key.len as usize <= INLINE
-                    || self.get_index(s.id1 as usize - 1).map(str::as_bytes) == Some(name))
-            {
-                return Ok(s.id1 - 1);
-            }
-            i += 1;
+    fn add_bytes(&mut self, name: &[u8]) -> u32 {
+        if name.is_ascii() {
+            // Cheaper than a call to `from_utf8` for a short name.
+            self.text.extend(name.iter().map(|&b| char::from(b)));
+            let id = self.ends.len() as u32;
+            self.ends.push(self.text.len());
+            return id;
         }
-    }
-
-    /// A new name from the input (valid UTF-8: the loaders check every block).
-    #[cold]
-    #[inline(never)]
-    fn add_bytes(&mut self, at: usize, key: Key, name: &[u8]) -> u32 {
         match std::str::from_utf8(name) {
-            Ok(s) => self.add(at, key, s),
+            Ok(s) => self.add(s),
             // Not reached from the loaders; a lossy name keeps the raw key, so
             // the same bytes still find it.
-            Err(_) => self.add(at, key, &String::from_utf8_lossy(name)),
+            Err(_) => self.add(&String::from_utf8_lossy(name)),
         }
     }
 
-    /// Give `name` (key `key`, absent, to go in empty slot `at`) the next id.
-    fn add(&mut self, at: usize, key: Key, name: &str) -> u32 {
+    /// Append `name` to the arena under the next id.
+    #[inline]
+    fn add(&mut self, name: &str) -> u32 {
         let id = self.ends.len() as u32;
         self.text.push_str(name);
         self.ends.push(self.text.len());
-        self.slots[at] = Slot {
-            words: key.words,
-            len: key.len,
-            id1: id + 1,
-        };
-        if 2 * self.ends.len() > self.slots.len() {
-            self.grow();
-        }
         id
-    }
-
-    fn grow(&mut self) {
-        let bigger = vec![EMPTY; 2 * self.slots.len()];
-        let old = std::mem::replace(&mut self.slots, bigger);
-        self.shift -= 1;
-        let mask = self.slots.len() - 1;
-        for s in old.into_iter().filter(|s| s.id1 != 0) {
-            let k = Key {
-                words: s.words,
-                len: s.len,
-            };
-            let mut i = (k.hash() >> self.shift) as usize;
-            while self.slots[i & mask].id1 != 0 {
-                i += 1;
-            }
-            self.slots[i & mask] = s;
-        }
     }
 }
 
@@ -439,5 +700,174 @@ mod tests {
         assert_eq!(table.intern_keyed(Key::new(b""), b""), 0);
         assert_eq!(table.get_index(0), Some(""));
         assert_eq!(table.intern("a"), 1);
+    }
+
+    /// Check `table` against the first-appearance ids of `names`, interning
+    /// each twice (hot path and `&str` path alternating) and looking it up.
+    fn agrees_with_first_appearance(names: &[String]) {
+        let mut table = Interner::default();
+        let mut expected: std::collections::HashMap<&str, usize> = Default::default();
+        for (i, n) in names.iter().enumerate() {
+            let next = expected.len();
+            let want = *expected.entry(n.as_str()).or_insert(next);
+            let id = if i % 2 == 0 {
+                table.intern_keyed(Key::new(n.as_bytes()), n.as_bytes()) as usize
+            } else {
+                table.intern(n) as usize
+            };
+            assert_eq!(id, want, "{n}");
+            assert_eq!(table.len(), expected.len(), "{n}");
+            assert_eq!(table.get_index(id), Some(n.as_str()));
+        }
+        for (n, &id) in &expected {
+            assert_eq!(table.get_index_of(n), Some(id), "{n}");
+            assert_eq!(table.insert_full(n), (id, false), "{n}");
+        }
+    }
+
+    #[test]
+    fn families_keep_first_appearance_ids() {
+        let mut names: Vec<String> = Vec::new();
+        // Elements in order, backwards (spilled, then dense again), far out.
+        for i in 0..3000 {
+            names.push(format!("a0[{i}]"));
+        }
+        for i in (0..3000).rev() {
+            names.push(format!("b[{i}]"));
+            names.push(format!("b[{}]", 2999 - i));
+        }
+        for i in 0..200u32 {
+            names.push(format!(
+                "V{}",
+                i.wrapping_mul(2_654_435_761) % 1_000_000_000
+            ));
+            names.push(format!("V{i}"));
+        }
+        // Leading zeros, long digit runs, digits in the middle, no digits,
+        // the same digits in names of other shapes, long names.
+        for n in [
+            "a7",
+            "a07",
+            "a007",
+            "a0",
+            "a00",
+            "a",
+            "7",
+            "07",
+            "0",
+            "00",
+            "x1234567890",
+            "x123456789",
+            "x999999999",
+            "x1000000000",
+            "1a2b3",
+            "1a2b30",
+            "1a2b03",
+            "a7]",
+            "a7]]",
+            "some.long.package.Class.field17",
+            "some.long.package.Class.field17x",
+            "f0.java:13",
+            "f0.java:14",
+            "f1.java:13",
+            "é9",
+            "é10",
+            "T0",
+            "T00",
+        ] {
+            names.push(n.to_string());
+            names.push(n.to_string());
+        }
+        agrees_with_first_appearance(&names);
+    }
+
+    /// The last run of digits of `name` by a byte loop: (start, end).
+    fn last_digits(name: &[u8]) -> Option<(usize, usize)> {
+        let e = name.iter().rposition(u8::is_ascii_digit)? + 1;
+        let s = name[..e]
+            .iter()
+            .rposition(|c| !c.is_ascii_digit())
+            .map_or(0, |i| i + 1);
+        Some((s, e))
+    }
+
+    #[test]
+    fn families_split_at_the_last_run_of_digits() {
+        // Every byte value at every position, around digits.
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        for b in 0..=255u8 {
+            for pos in 0..INLINE {
+                let mut n = b"a12[345]x6789012345678901".to_vec();
+                n.truncate(INLINE);
+                n[pos] = b;
+                for len in [pos + 1, INLINE] {
+                    names.push(n[..len].to_vec());
+                }
+            }
+        }
+        names.extend(
+            [
+                "",
+                "0",
+                "00",
+                "07",
+                "10",
+                "a007",
+                "x1234567890",
+                "x123456789",
+            ]
+            .map(|s| s.as_bytes().to_vec()),
+        );
+        for name in &names {
+            let key = Key::new(name).unwrap_or(Key::NONE);
+            let got = family_of(&key, name);
+            let want = last_digits(name).and_then(|(s, e)| {
+                let digits = &name[s..e];
+                (digits.len() <= MAX_DIGITS && (digits.len() == 1 || digits[0] != b'0'))
+                    .then(|| {
+                        let n: u32 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+                        let mut masked = name.clone();
+                        masked[s..e].fill(0);
+                        let mut fk = Key::new(&masked)?;
+                        fk.len |= (s as u32) << 8 | (digits.len() as u32) << 16;
+                        Some((fk, (n - BASE[digits.len()]) as usize))
+                    })
+                    .flatten()
+            });
+            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(name));
+        }
+    }
+
+    #[test]
+    fn spilled_members_move_into_their_family_once_the_budget_allows() {
+        // `b[99999]` is too far out for an empty family: the name table. Once
+        // enough names came, it moves into its family's vector.
+        let mut names = vec!["b[99999]".to_string(), "b[10000]".to_string()];
+        names.extend((0..30_000).map(|i| format!("c{i}")));
+        names.extend(["b[99999]", "b[99998]", "b[10000]"].map(String::from));
+        agrees_with_first_appearance(&names);
+        let mut table = Interner::default();
+        for n in &names {
+            table.intern(n);
+        }
+        let k = Key::new(b"b[99999]").unwrap_or(Key::NONE);
+        let (fk, _) = family_of(&k, b"b[99999]").unwrap_or((Key::NONE, 0));
+        let f = table.family_keys.find(&fk, |_| true);
+        let b = &table.families[f.unwrap_or(u32::MAX) as usize];
+        assert!(b.spilled);
+        assert_eq!(b.ids.get(89_999), Some(&1));
+        assert_eq!(b.ids.get(89_998), Some(&(table.len() as u32)));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Names from a small alphabet with digits: families of every shape,
+        /// spills, leading zeros, collisions of family keys.
+        #[test]
+        fn random_names_keep_first_appearance_ids(
+            names in proptest::collection::vec("[ab0-9\\[\\]]{0,12}|[ab]{1,2}[0-9]{1,4}", 0..400)
+        ) {
+            agrees_with_first_appearance(&names);
+        }
     }
 }

@@ -37,8 +37,11 @@ pub struct Builder<'a, S: FnMut(EventId, &Event)> {
     threads: Vec<ThreadState>,
     locks: Vec<LockState>,
     next_id: u64,
-    /// The id and key of the last thread seen (short names only).
-    last_thread: Option<(u32, Key)>,
+    /// The key and id of the last thread seen (short names only; at first
+    /// [`Key::NONE`]). Two plain fields rather than an `Option` of a pair:
+    /// rebuilding that on every thread switch stalled on store forwarding.
+    last_thread_key: Key,
+    last_thread: u32,
     check: Option<Check<'a>>,
     sink: S,
 }
@@ -102,7 +105,8 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             threads: Vec::new(),
             locks: Vec::new(),
             next_id: 0,
-            last_thread: None,
+            last_thread_key: Key::NONE,
+            last_thread: 0,
             check: None,
             sink,
         }
@@ -191,11 +195,14 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
         }
         let n = &mut self.names;
         // Consecutive events of one thread are common: skip even the cache.
-        let t = match self.last_thread {
-            Some((id, k)) if thread.key == Some(k) => id,
-            _ => {
-                let id = n.threads.intern_keyed(thread.key, thread.name);
-                self.last_thread = thread.key.map(|k| (id, k));
+        let t = match thread.key {
+            Some(k) if k == self.last_thread_key => self.last_thread,
+            key => {
+                let id = n.threads.intern_keyed(key, thread.name);
+                if let Some(k) = key {
+                    self.last_thread_key = k;
+                    self.last_thread = id;
+                }
                 id
             }
         };
