@@ -167,12 +167,12 @@ impl<'a> CandidateSections<'a> {
             // tests instead of the search for g: on many locks (ftpserver)
             // this is the common case, and the proposal is almost always
             // dominated.
-            if self.open.find(list, f) == f {
-                let best = self.best[list[f] as usize].get();
-                let next = if best == NONE { 0 } else { best as usize + 1 };
-                if next < f && acq_hb_before_r(next) {
-                    out.push(&list[f]);
-                }
+            // The union-find last: a saturated f fails `next < f` anyway,
+            // and the clock test usually fails first.
+            let best = self.best[list[f] as usize].get();
+            let next = if best == NONE { 0 } else { best as usize + 1 };
+            if next < f && acq_hb_before_r(next) && self.open.find(list, f) == f {
+                out.push(&list[f]);
             }
             return;
         }
