@@ -23,7 +23,7 @@
 //! emitted: the latest CS1's edge implies the earlier ones. A round takes
 //! the new edges lock by lock, which keeps one lock's arrays in the cache.
 
-use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use datafrog::{Iteration, Relation};
 
@@ -51,15 +51,33 @@ struct CandidateSections<'a> {
     cursor: Vec<u32>,
     /// The fixpoint's best CS1 position per CS2 (see `fixpoint`): candidates
     /// whose CS1 would not improve on it are not proposed at all.
-    best: &'a [Cell<u32>],
+    best: &'a [Shared],
+}
+
+/// A `u32` the threads of a round share: each lock's sections are read and
+/// written by one thread only, so relaxed loads and stores are enough.
+pub(crate) struct Shared(AtomicU32);
+
+impl Shared {
+    fn new(v: u32) -> Shared {
+        Shared(AtomicU32::new(v))
+    }
+    #[inline]
+    fn get(&self) -> u32 {
+        self.0.load(Relaxed)
+    }
+    #[inline]
+    fn set(&self, v: u32) {
+        self.0.store(v, Relaxed)
+    }
 }
 
 /// Union-find over each lock's section positions: `next[c]` points at a
 /// position at or after section c's own; a position is open when it points at
-/// itself. Interior mutability because datafrog's leapers and logic closures
-/// share it.
+/// itself. Interior mutability because the proposer and the firing share it
+/// (and the threads of a round, each with its own locks).
 pub(crate) struct OpenPositions {
-    next: Vec<Cell<u32>>,
+    next: Vec<Shared>,
 }
 
 impl OpenPositions {
@@ -77,7 +95,7 @@ impl OpenPositions {
                     let pred = &input.sections[list[s.pos as usize - 1] as usize];
                     pred.rel != NONE && !input.within(pred.rel, s.acq)
                 };
-                Cell::new(if hopeless { s.pos + 1 } else { s.pos })
+                Shared::new(if hopeless { s.pos + 1 } else { s.pos })
             })
             .collect();
         OpenPositions { next }
@@ -262,6 +280,10 @@ pub(crate) fn partition_point_near_by(
     }
 }
 
+/// Threads a big round of the rule (b) join is split between (the machines
+/// this is built for have two cores).
+const PARALLEL: usize = 2;
+
 /// Result of the fixpoint.
 pub struct Fixpoint {
     /// All base edges `(a, r)` with the rule that first produced them.
@@ -295,8 +317,16 @@ impl CpInput {
 
     /// Run the fixpoint to completion.
     pub fn fixpoint(&self) -> Fixpoint {
+        self.fixpoint_split(1 << 20)
+    }
+
+    /// [`CpInput::fixpoint`], splitting a round's join between threads when
+    /// its new edges times the locks reach `split_from`.
+    fn fixpoint_split(&self, split_from: usize) -> Fixpoint {
         // Best (latest) CS1 position known to fire for each CS2, for dominance.
-        let best: Vec<Cell<u32>> = vec![Cell::new(NONE); self.sections.len()];
+        let best: Vec<Shared> = (0..self.sections.len())
+            .map(|_| Shared::new(NONE))
+            .collect();
         let open = OpenPositions::new(self);
         let mut iteration = Iteration::new();
         let base = iteration.variable::<(u32, u32)>("base");
@@ -341,14 +371,6 @@ impl CpInput {
                 }
                 kept
             };
-            let mut proposer = CandidateSections {
-                input: self,
-                open: &open,
-                cursor: vec![0; self.by_lock.len()],
-                best: &best,
-            };
-            let mut new_fired = Vec::new();
-            let mut proposals = Vec::new();
             // Each new edge's source clock as a dense row, when threads are
             // few: read once per edge and lock below.
             let nt = self.sync.nthreads;
@@ -364,26 +386,57 @@ impl CpInput {
                     }
                 }
             }
-            for lock in 0..self.by_lock.len() {
-                for (i, &(a, r)) in recent.iter().enumerate() {
-                    let row = dense.then(|| &rows[i * nt..(i + 1) * nt]);
-                    proposer.candidates(lock, (a, r), row, &mut proposals);
-                    for &cs2 in proposals.drain(..) {
-                        let Some(c1) = self.latest_cs1(cs2, r, best[cs2 as usize].get()) else {
-                            continue;
-                        };
-                        let (pos1, pos2) = (
-                            self.sections[c1 as usize].pos,
-                            self.sections[cs2 as usize].pos,
-                        );
-                        best[cs2 as usize].set(pos1);
-                        if pos1 + 1 == pos2 {
-                            open.close(cs2, pos2);
+            // Locks are independent, so a big round is split between two
+            // threads, each with its own locks (interleaved, for balance).
+            let locks = self.by_lock.len();
+            let parts = if recent.len() * locks >= split_from {
+                PARALLEL
+            } else {
+                1
+            };
+            let run = |part: usize| {
+                let mut proposer = CandidateSections {
+                    input: self,
+                    open: &open,
+                    cursor: vec![0; locks],
+                    best: &best,
+                };
+                let mut fired_here = Vec::new();
+                let mut proposals = Vec::new();
+                for lock in (part..locks).step_by(parts) {
+                    for (i, &(a, r)) in recent.iter().enumerate() {
+                        let row = dense.then(|| &rows[i * nt..(i + 1) * nt]);
+                        proposer.candidates(lock, (a, r), row, &mut proposals);
+                        for &cs2 in proposals.drain(..) {
+                            let Some(c1) = self.latest_cs1(cs2, r, best[cs2 as usize].get()) else {
+                                continue;
+                            };
+                            let (pos1, pos2) = (
+                                self.sections[c1 as usize].pos,
+                                self.sections[cs2 as usize].pos,
+                            );
+                            best[cs2 as usize].set(pos1);
+                            if pos1 + 1 == pos2 {
+                                open.close(cs2, pos2);
+                            }
+                            fired_here.push((cs2, c1));
                         }
-                        new_fired.push((cs2, c1));
                     }
                 }
-            }
+                fired_here
+            };
+            let new_fired = if parts == 1 {
+                run(0)
+            } else {
+                std::thread::scope(|s| {
+                    let others: Vec<_> = (1..parts).map(|p| s.spawn(move || run(p))).collect();
+                    let mut all = run(0);
+                    for h in others {
+                        all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+                    }
+                    all
+                })
+            };
             fired.insert(new_fired.into());
             base.from_map(&fired, |&(cs2, cs1)| {
                 (
@@ -413,6 +466,32 @@ impl CpInput {
 #[cfg(test)]
 mod tests {
     use super::partition_point_near;
+    use crate::cp::CpInput;
+    use crate::generate::{Config, trace};
+
+    #[test]
+    fn split_rounds_derive_what_one_thread_derives() {
+        let mut fired = 0;
+        for seed in 0..40 {
+            let cfg = Config {
+                events: 2000,
+                threads: 5,
+                locks: 2 + (seed % 7) as u32,
+                max_nesting: 3,
+                seed,
+                ..Config::default()
+            };
+            let t = trace(&cfg);
+            for k in [None, Some(30), Some(300)] {
+                let input = CpInput::new(&t, k, &[]);
+                let one = input.fixpoint_split(usize::MAX).base;
+                let split = input.fixpoint_split(0).base;
+                assert_eq!(one, split, "seed {seed}, window {k:?}");
+                fired += one.iter().filter(|e| e.2 == super::Rule::B).count();
+            }
+        }
+        assert!(fired > 100, "rule (b) fired only {fired} times");
+    }
 
     #[test]
     fn galloping_search_equals_binary_search() {
