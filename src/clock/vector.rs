@@ -89,12 +89,19 @@ impl VectorClock {
     /// The entries of threads `0..n` as a dense slice (for flat matrices).
     pub fn to_dense(&self, n: usize) -> Vec<u32> {
         let mut v = vec![0; n];
+        self.write_dense(&mut v);
+        v
+    }
+
+    /// Write the entries of threads `0..row.len()` into `row` (a row of a
+    /// flat matrix; entries of later threads are left out).
+    pub fn write_dense(&self, row: &mut [u32]) {
+        row.fill(0);
         for (t, c) in self.entries() {
-            if let Some(x) = v.get_mut(t as usize) {
+            if let Some(x) = row.get_mut(t as usize) {
                 *x = c;
             }
         }
-        v
     }
 
     /// Call `f(t, self[t], other[t])` for every thread `t` whose entries

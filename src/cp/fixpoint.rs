@@ -201,9 +201,7 @@ impl<'a> CandidateSections<'a> {
         };
         // r comes before a in the trace, so the sections HB-before r end
         // around where those after a begin.
-        let g = partition_point_near(&input.lock_acq[lock][..hi], lo, |&(t, local)| {
-            clock_r(t) >= local
-        });
+        let g = input.prefix_hb_before(lock, hi, clock_r, lo);
         let last = g.max(f).min(hi - 1);
         let mut q = self.open.find(list, f);
         while q <= last {
@@ -294,11 +292,17 @@ pub struct Fixpoint {
 
 impl CpInput {
     /// How many of the first `upto` sections of `lock` have their acquire
-    /// HB-before slot `r` (they form a prefix); the search starts at `hint`.
-    fn prefix_hb_before(&self, lock: usize, upto: usize, r: u32, hint: usize) -> usize {
-        let clock = self.sync.clock(r);
+    /// HB-before a point whose clock entries `clock` gives (they form a
+    /// prefix); the search starts at `hint`.
+    fn prefix_hb_before(
+        &self,
+        lock: usize,
+        upto: usize,
+        clock: impl Fn(u32) -> u32,
+        hint: usize,
+    ) -> usize {
         partition_point_near(&self.lock_acq[lock][..upto], hint, |&(t, local)| {
-            clock.get(t) >= local
+            clock(t) >= local
         })
     }
 
@@ -306,7 +310,13 @@ impl CpInput {
     /// slot `r`, if it improves on `best` (a position) and its edge can matter.
     fn latest_cs1(&self, cs2: u32, r: u32, best: u32) -> Option<u32> {
         let s2 = self.sections[cs2 as usize];
-        let q = self.prefix_hb_before(s2.lock as usize, s2.pos as usize, r, s2.pos as usize);
+        let clock = self.sync.clock(r);
+        let q = self.prefix_hb_before(
+            s2.lock as usize,
+            s2.pos as usize,
+            |t| clock.get(t),
+            s2.pos as usize,
+        );
         if q == 0 || (best != NONE && (q as u32 - 1) <= best) {
             return None;
         }
@@ -340,12 +350,6 @@ impl CpInput {
         let mut rounds = 0;
         while iteration.changed() {
             rounds += 1;
-            // Rule (b), lock by lock: the proposer's answers for one lock
-            // depend only on that lock's sections and on what this round
-            // already fired into them, so taking every new base edge (in
-            // datafrog's order) against one lock before the next gives the
-            // leapjoin's result, with each lock's arrays hot in the cache
-            // instead of hundreds of them touched per edge.
             // Of this round's new edges into one target, one whose source is
             // HB-before the latest one's adds nothing: every section the
             // latest source's edge can fire, it fires with a CS1 at least as
@@ -379,15 +383,17 @@ impl CpInput {
             if dense {
                 rows.resize(recent.len() * nt, 0u32);
                 for (row, &(_, r)) in rows.chunks_exact_mut(nt.max(1)).zip(recent.iter()) {
-                    for (t, v) in self.sync.clock(r).entries() {
-                        if (t as usize) < nt {
-                            row[t as usize] = v;
-                        }
-                    }
+                    self.sync.clock(r).write_dense(row);
                 }
             }
-            // Locks are independent, so a big round is split between two
-            // threads, each with its own locks (interleaved, for balance).
+            // Rule (b), lock by lock: the proposer's answers for one lock
+            // depend only on that lock's sections and on what this round
+            // already fired into them, so taking every new base edge (in
+            // datafrog's order) against one lock before the next gives the
+            // leapjoin's result, with each lock's arrays hot in the cache
+            // instead of hundreds of them touched per edge. Locks being
+            // independent, a big round is split between two threads, each
+            // with its own locks (interleaved, for balance).
             let locks = self.by_lock.len();
             let parts = if recent.len() * locks >= split_from {
                 PARALLEL

@@ -186,11 +186,7 @@ impl CpInput {
                 .map(|ends| {
                     let mut rows = vec![0u32; ends.len() * nt];
                     for (row, &e) in rows.chunks_exact_mut(nt.max(1)).zip(ends) {
-                        for (t, v) in sync.clock(e).entries() {
-                            if (t as usize) < nt {
-                                row[t as usize] = v;
-                            }
-                        }
+                        sync.clock(e).write_dense(row);
                     }
                     rows
                 })

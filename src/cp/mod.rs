@@ -37,6 +37,30 @@ pub enum Reporting {
     OrderRaces,
 }
 
+impl Reporting {
+    /// The note a report with races carries: what the soundness theorem
+    /// covers under this scheme.
+    pub fn note(self) -> &'static str {
+        match self {
+            Reporting::All => {
+                "all racy events reported; CP's soundness theorem covers the first race (use --order-races to make every report sound, --first-race to stop at the first)"
+            }
+            Reporting::FirstRace => {
+                "stopped at the first race (the one CP's soundness theorem covers)"
+            }
+            Reporting::OrderRaces => {
+                "each reported race was treated as a CP edge from then on, so every report is covered by the soundness theorem"
+            }
+        }
+    }
+}
+
+/// The `base_edges` statistic from counts indexed by [`Rule`] (A, B,
+/// window, hard).
+pub fn base_edge_stats([a, b, w, h]: [u64; 4]) -> serde_json::Value {
+    json!({"total": a + b + w + h, "rule_a": a, "rule_b": b, "window": w, "hard": h})
+}
+
 /// The computed relation: base edges and the fixpoint's effort.
 pub struct CpResult {
     /// Seconds spent building inputs and running the fixpoint.
@@ -173,17 +197,13 @@ pub fn analyze_into(
     let mut report = Report::new("cp", "datalog", window, trace.len() as u64);
     report.max_distance = max_distance;
     let (cp_pairs, hb_pairs) = (pass.cp_pairs, pass.hb_pairs);
-    let count = |rule: Rule| result.base.iter().filter(|e| e.2 == rule).count();
-    report.stats.insert(
-        "base_edges".into(),
-        json!({
-            "total": result.base.len(),
-            "rule_a": count(Rule::A),
-            "rule_b": count(Rule::B),
-            "window": count(Rule::Window),
-            "hard": count(Rule::Hard),
-        }),
-    );
+    let mut by_rule = [0u64; 4];
+    for e in &result.base {
+        by_rule[e.2 as usize] += 1;
+    }
+    report
+        .stats
+        .insert("base_edges".into(), base_edge_stats(by_rule));
     report
         .stats
         .insert("sync_events".into(), json!(result.input.sync.len()));
@@ -214,11 +234,7 @@ pub fn analyze_into(
     );
     // The soundness scope qualifies reported races; without any it says nothing.
     if delivered > 0 {
-        report.notes.push(match reporting {
-            Reporting::All => "all racy events reported; CP's soundness theorem covers the first race (use --order-races to make every report sound, --first-race to stop at the first)".into(),
-            Reporting::FirstRace => "stopped at the first race (the one CP's soundness theorem covers)".into(),
-            Reporting::OrderRaces => "each reported race was treated as a CP edge from then on, so every report is covered by the soundness theorem".into(),
-        });
+        report.notes.push(reporting.note().into());
     }
     report
 }

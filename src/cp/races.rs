@@ -164,11 +164,6 @@ impl RaceState {
         }
     }
 
-    /// Whether the pass stops at the first racy event.
-    pub fn first_only(&self) -> bool {
-        self.opts.first_only
-    }
-
     /// Pass `events`, the trace's events from id `first` on. Their points
     /// are `input`'s slots from the first one at or after `first`, with
     /// incoming base sources `incoming`; every base edge into them must be

@@ -51,6 +51,7 @@ use std::time::Instant;
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
+use super::Reporting;
 use super::input::{CpInput, Rule, Stretch};
 use super::races::{Incoming, PassOptions, RaceState};
 use super::sync::{Carried, NONE, Pinned};
@@ -175,10 +176,9 @@ impl CpStream {
             None => self.report,
         };
         report.events = u64::from(self.next);
-        let [a, b, w, h] = self.edge_counts;
         report.stats.insert(
             "base_edges".into(),
-            json!({"total": a + b + w + h, "rule_a": a, "rule_b": b, "window": w, "hard": h}),
+            super::base_edge_stats(self.edge_counts),
         );
         report
             .stats
@@ -199,11 +199,12 @@ impl CpStream {
             }),
         );
         if report.race_count() > 0 {
-            report.notes.push(if self.first_only {
-                "stopped at the first race (the one CP's soundness theorem covers)".into()
+            let reporting = if self.first_only {
+                Reporting::FirstRace
             } else {
-                "all racy events reported; CP's soundness theorem covers the first race (use --order-races to make every report sound, --first-race to stop at the first)".into()
-            });
+                Reporting::All
+            };
+            report.notes.push(reporting.note().into());
         }
         report.normalize();
         report
