@@ -104,6 +104,18 @@ pub struct CpInput {
     pub extra_edges: Vec<(u32, u32)>,
 }
 
+/// Sort `(section, variable, is_write)` accesses and keep one per section
+/// and variable: a write subsumes a read of the same variable for conflicts.
+pub fn merge_accesses(acc: &mut Vec<(u32, u32, bool)>) {
+    acc.sort_unstable();
+    acc.dedup_by(|next, prev| {
+        next.0 == prev.0 && next.1 == prev.1 && {
+            prev.2 |= next.2;
+            true
+        }
+    });
+}
+
 /// Up to this many threads the rule (b) join reads section ends' clocks from
 /// dense per-lock rows ([`CpInput::lock_end_hb`]).
 pub const DENSE_THREADS: usize = 64;
@@ -282,14 +294,7 @@ impl CpInput {
             }
             let _ = i;
         }
-        // Per section, a write subsumes a read of the same variable for conflicts.
-        acc.sort_unstable();
-        acc.dedup_by(|next, prev| {
-            next.0 == prev.0 && next.1 == prev.1 && {
-                prev.2 |= next.2;
-                true
-            }
-        });
+        merge_accesses(&mut acc);
         let mut start_of = vec![0usize; self.sections.len() + 1];
         for &(c, _, _) in &acc {
             start_of[c as usize + 1] += 1;

@@ -383,14 +383,7 @@ impl CpStream {
                 }
             }
         }
-        // A write subsumes a read of the same variable.
-        summaries.sort_unstable();
-        summaries.dedup_by(|next, prev| {
-            next.0 == prev.0 && next.1 == prev.1 && {
-                prev.2 |= next.2;
-                true
-            }
-        });
+        super::input::merge_accesses(&mut summaries);
         self.edges = base
             .iter()
             .map(|&(a, r, rule)| (sync.event(a), sync.event(r), rule))
