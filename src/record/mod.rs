@@ -4,6 +4,7 @@
 
 pub mod cc;
 pub mod events;
+mod shadow;
 pub mod symbols;
 pub mod write;
 
@@ -233,7 +234,10 @@ pub fn write_trace(
         each(&mut n, &mut z).with_context(cannot)?;
         z.finish().with_context(cannot)?;
     } else {
-        each(&mut n, &mut tmp.as_file()).with_context(cannot)?;
+        let mut out = write::ThreadWriter::new(tmp.as_file().try_clone().with_context(cannot)?)
+            .with_context(cannot)?;
+        each(&mut n, &mut out).with_context(cannot)?;
+        out.finish().with_context(cannot)?;
     }
     tmp.persist(output).with_context(cannot)?;
     // A side file left from an earlier RapidBin trace of this name no longer
@@ -251,10 +255,11 @@ fn write_rapidbin(
 ) -> Result<Result<(), String>> {
     let mut w = write::RapidBinWriter::default();
     file.write_all(&write::RapidBinWriter::header(n, 0))?;
+    let mut out = write::ThreadWriter::new(file.try_clone()?)?;
     let mut unfit = None;
     let r = events::merge(dir, |e| {
         if let Some(e) = n.event(e) {
-            match w.event(n, e, &mut file) {
+            match w.event(n, e, &mut out) {
                 Ok(r) => r?,
                 Err(why) => {
                     unfit = Some(why);
@@ -268,7 +273,8 @@ fn write_rapidbin(
         return Ok(Err(why));
     }
     r?;
-    w.finish(&mut file)?;
+    w.finish(&mut out)?;
+    out.finish()?;
     file.seek(SeekFrom::Start(0))?;
     file.write_all(&write::RapidBinWriter::header(n, n.counts.events))?;
     Ok(Ok(()))

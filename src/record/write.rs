@@ -9,6 +9,7 @@ use anyhow::Result;
 use rustc_hash::FxHashMap;
 
 use super::events::{self, Event};
+use super::shadow::Shadow;
 use super::symbols::Symbolizer;
 
 /// What a recording held, for the summary line.
@@ -49,23 +50,67 @@ pub const OP_VREAD: u8 = 6;
 /// See [`OP_VREAD`].
 pub const OP_VWRITE: u8 = 7;
 
-/// Where a variable comes from: memory (address, number of the last free
-/// covering it) or a synchronization object's variable (address, `arg`).
-#[derive(Clone, Copy, Hash, PartialEq, Eq)]
-enum VarKey {
-    Memory(u64, u64),
-    Sync(u64, u32),
+/// Names back to back in one buffer: a run names millions of variables,
+/// which as one `String` each cost an allocation each.
+#[derive(Default)]
+pub struct Names {
+    text: Vec<u8>,
+    /// End of each name in `text`.
+    ends: Vec<usize>,
 }
 
-/// An entry of [`Namer`]'s variable cache: memory variable `id` is `addr`
-/// under free number `n`, which was the last free covering it when `frees`
-/// blocks had been freed (so until the next free, `addr` is `id`).
-#[derive(Clone, Copy)]
-struct VarSlot {
-    addr: u64,
-    frees: u64,
-    n: u64,
-    id: u32,
+impl Names {
+    /// The number of names.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Name `i`'s bytes (UTF-8: names are built from `str`s and hex digits).
+    #[inline(always)]
+    pub fn bytes(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    /// Name `i`.
+    pub fn get(&self, i: usize) -> std::borrow::Cow<'_, str> {
+        match std::str::from_utf8(self.bytes(i)) {
+            Ok(s) => s.into(),
+            Err(_) => String::from_utf8_lossy(self.bytes(i)),
+        }
+    }
+
+    /// Ends the name appended to the buffer since the last one; its id.
+    fn end(&mut self) -> u32 {
+        self.ends.push(self.text.len());
+        self.ends.len() as u32 - 1
+    }
+}
+
+impl serde::Serialize for Names {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.len()))?;
+        for i in 0..self.len() {
+            seq.serialize_element(&self.get(i))?;
+        }
+        seq.end()
+    }
+}
+
+/// Appends `0x` and `v` in lowercase hex without leading zeros (as `{v:#x}`).
+fn push_hex(out: &mut Vec<u8>, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digits = (64 - (v | 1).leading_zeros()).div_ceil(4);
+    out.extend_from_slice(b"0x");
+    for i in (0..digits).rev() {
+        out.push(DIGITS[(v >> (i * 4)) as usize & 15]);
+    }
 }
 
 /// Names the run's threads, locks, variables and locations once each, and
@@ -82,14 +127,11 @@ pub struct Namer {
     /// from the thread of the one before.
     last_thread: Option<(u32, u32)>,
     lock_ids: FxHashMap<u64, u32>,
-    var_ids: FxHashMap<VarKey, u32>,
-    /// Memory variables no free has covered (most of them), by address: a
-    /// map of 16-byte entries, half those of `var_ids`, so runs with
-    /// millions of variables probe and grow half the memory.
-    fresh_ids: FxHashMap<u64, u32>,
-    /// Direct-mapped cache in front of `var_ids` for memory variables:
-    /// most accesses hit a recent address.
-    var_cache: Vec<VarSlot>,
+    /// Memory variables by address (the ids of a freed range are cleared:
+    /// the next access there names a new variable).
+    shadow: Shadow,
+    /// A synchronization object's variables, by (address, `arg`).
+    sync_ids: FxHashMap<(u64, u32), u32>,
     loc_ids: FxHashMap<u64, u32>,
     /// Direct-mapped cache in front of `loc_ids`: (pc, id).
     loc_cache: Vec<(u64, u32)>,
@@ -99,7 +141,7 @@ pub struct Namer {
     pub locks: Vec<String>,
     /// Variable names, by id (two ids may share a name: then they are one
     /// variable of the trace, as in STD).
-    pub variables: Vec<String>,
+    pub variables: Names,
     /// Location texts, by id; 0 is the empty location.
     pub locations: Vec<String>,
     /// Totals so far.
@@ -117,23 +159,13 @@ impl Namer {
             thread_ids: Vec::new(),
             last_thread: None,
             lock_ids: FxHashMap::default(),
-            var_ids: FxHashMap::default(),
-            fresh_ids: FxHashMap::default(),
-            // No free count reaches u64::MAX: every entry starts empty.
-            var_cache: vec![
-                VarSlot {
-                    addr: 0,
-                    frees: u64::MAX,
-                    n: u64::MAX,
-                    id: 0
-                };
-                VAR_CACHE
-            ],
+            shadow: Shadow::default(),
+            sync_ids: FxHashMap::default(),
             loc_ids,
             loc_cache: vec![(u64::MAX, 0); LOC_CACHE],
             threads: Vec::new(),
             locks: Vec::new(),
-            variables: Vec::new(),
+            variables: Names::default(),
             locations: vec![String::new()],
             counts: Counts::default(),
         }
@@ -194,72 +226,51 @@ impl Namer {
         }
     }
 
-    /// The id of the memory variable at `addr` (under the number of the
-    /// last free covering it), accessed by recorder thread `tid`.
+    /// The id of the memory variable at `addr`, accessed by recorder
+    /// thread `tid`.
     #[inline(always)]
     fn memory(&mut self, addr: u64, tid: u32) -> u32 {
-        // Neighbouring addresses in neighbouring slots, and a part of the
-        // cache per thread (modulo VAR_CACHE_PARTS): threads' heaps put
-        // their objects at the same offsets (glibc aligns them to 64 MiB).
-        let slot = (tid as usize % VAR_CACHE_PARTS) * VAR_CACHE_PART
-            + ((addr >> 2) as usize & (VAR_CACHE_PART - 1));
-        let c = self.var_cache[slot];
-        if c.addr == addr && c.frees == self.counts.frees {
-            return c.id;
+        match self.shadow.get(addr, tid) {
+            Some(id) => id,
+            None => self.new_memory(addr, tid),
         }
+    }
+
+    /// Names the memory variable at `addr`: its global, else its address,
+    /// then `~N` when free number N last covered it.
+    #[inline(never)]
+    fn new_memory(&mut self, addr: u64, tid: u32) -> u32 {
         let n = self.generation(addr);
-        let id = if c.addr == addr && c.n == n {
-            c.id
-        } else {
-            self.variable(VarKey::Memory(addr, n))
-        };
-        self.var_cache[slot] = VarSlot {
-            addr,
-            frees: self.counts.frees,
-            n,
-            id,
-        };
+        let v = &mut self.variables;
+        if !self.sym.global_into(addr, &mut v.text) {
+            push_hex(&mut v.text, addr);
+        }
+        if n != 0 {
+            let _ = write!(v.text, "~{n}");
+        }
+        let id = v.end();
+        self.shadow.set(addr, tid, id);
         id
     }
 
-    fn variable(&mut self, key: VarKey) -> u32 {
-        let known = match key {
-            VarKey::Memory(addr, 0) => self.fresh_ids.get(&addr),
-            _ => self.var_ids.get(&key),
-        };
-        if let Some(&id) = known {
+    /// The id of a synchronization object's variable (`arg` 0: the object,
+    /// 1: its writers' side, t + 2: thread t's reads).
+    fn sync_variable(&mut self, addr: u64, arg: u32) -> u32 {
+        if let Some(&id) = self.sync_ids.get(&(addr, arg)) {
             return id;
         }
-        let name = match key {
-            // Its global, else its address, then `~N` when free number N
-            // last covered it.
-            VarKey::Memory(addr, n) => {
-                let mut name = Vec::with_capacity(24);
-                if !self.sym.global_into(addr, &mut name) {
-                    let _ = write!(name, "{addr:#x}");
-                }
-                if n != 0 {
-                    let _ = write!(name, "~{n}");
-                }
-                String::from_utf8(name)
-                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        let name = self.object_name(addr);
+        let v = &mut self.variables;
+        v.text.extend_from_slice(name.as_bytes());
+        match arg {
+            0 => {}
+            1 => v.text.extend_from_slice(b".w"),
+            t => {
+                let _ = write!(v.text, ".r.T{}", t - 2);
             }
-            VarKey::Sync(addr, arg) => {
-                let mut name = self.object_name(addr);
-                match arg {
-                    0 => {}
-                    1 => name.push_str(".w"),
-                    t => name.push_str(&format!(".r.T{}", t - 2)),
-                }
-                name
-            }
-        };
-        let id = self.variables.len() as u32;
-        self.variables.push(name);
-        match key {
-            VarKey::Memory(addr, 0) => self.fresh_ids.insert(addr, id),
-            _ => self.var_ids.insert(key, id),
-        };
+        }
+        let id = v.end();
+        self.sync_ids.insert((addr, arg), id);
         id
     }
 
@@ -311,6 +322,7 @@ impl Namer {
             }
         }
         self.freed.insert(addr, (end, n));
+        self.shadow.clear(addr, end);
     }
 
     /// The trace event `e` is, or None (FREE notes and unknown kinds).
@@ -326,8 +338,8 @@ impl Namer {
                 };
                 (op, self.memory(e.addr, e.tid))
             }
-            events::SYNC_VREAD => (OP_VREAD, self.variable(VarKey::Sync(e.addr, e.arg))),
-            events::SYNC_VWRITE => (OP_VWRITE, self.variable(VarKey::Sync(e.addr, e.arg))),
+            events::SYNC_VREAD => (OP_VREAD, self.sync_variable(e.addr, e.arg)),
+            events::SYNC_VWRITE => (OP_VWRITE, self.sync_variable(e.addr, e.arg)),
             events::ACQUIRE => (0, self.lock(e.addr)),
             events::RELEASE => (1, self.lock(e.addr)),
             events::FORK => (4, self.thread(e.addr as u32)),
@@ -355,11 +367,6 @@ impl Namer {
         })
     }
 }
-
-/// Parts of [`Namer`]'s variable cache and entries of each (a power of two).
-const VAR_CACHE_PARTS: usize = 4;
-const VAR_CACHE_PART: usize = 1 << 13;
-const VAR_CACHE: usize = VAR_CACHE_PARTS * VAR_CACHE_PART;
 
 /// Entries of [`Namer`]'s location cache (a power of two).
 const LOC_CACHE: usize = 1 << 12;
@@ -389,18 +396,29 @@ impl StdWriter {
         e: Named,
         out: &mut W,
     ) -> std::io::Result<()> {
+        let target = match e.op {
+            0 | 1 => n.locks[e.target as usize].as_bytes(),
+            4 | 5 => n.threads[e.target as usize].as_bytes(),
+            _ => n.variables.bytes(e.target as usize),
+        };
+        self.line(n, e, target, out)
+    }
+
+    #[inline(always)]
+    fn line<W: Write + ?Sized>(
+        &mut self,
+        n: &Namer,
+        e: Named,
+        target: &[u8],
+        out: &mut W,
+    ) -> std::io::Result<()> {
         const OPS: [&[u8]; 8] = [
             b"|acq(", b"|rel(", b"|r(", b"|w(", b"|fork(", b"|join(", b"|vr(", b"|vw(",
         ];
-        let target = match e.op {
-            0 | 1 => &n.locks[e.target as usize],
-            4 | 5 => &n.threads[e.target as usize],
-            _ => &n.variables[e.target as usize],
-        };
         let b = &mut self.buf;
         b.extend_from_slice(n.threads[e.thread as usize].as_bytes());
         b.extend_from_slice(OPS[e.op as usize]);
-        b.extend_from_slice(target.as_bytes());
+        b.extend_from_slice(target);
         b.extend_from_slice(b")|");
         b.extend_from_slice(n.locations[e.loc as usize].as_bytes());
         b.push(b'\n');
@@ -445,7 +463,7 @@ impl RapidBinWriter {
         if e.op >= OP_VREAD {
             return Err(format!(
                 "the run made volatile accesses (atomics, semaphores, barriers, rwlock reads, ...; the first is `{}`), which RapidBin has no operation for",
-                n.variables[e.target as usize]
+                n.variables.get(e.target as usize)
             ));
         }
         if e.thread as usize >= MAX_THREADS || (e.op >= 4 && e.target as usize >= MAX_THREADS) {
@@ -487,6 +505,94 @@ impl RapidBinWriter {
     }
 }
 
+/// A `Write` whose bytes a thread of its own writes to a file: the kernel's
+/// copy of a trace of hundreds of MB into the page cache then runs beside
+/// the naming instead of after each chunk of it.
+pub struct ThreadWriter {
+    buf: Vec<u8>,
+    full: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    empty: std::sync::mpsc::Receiver<Vec<u8>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl ThreadWriter {
+    /// Writes to `file` from a new thread.
+    pub fn new(mut file: std::fs::File) -> std::io::Result<ThreadWriter> {
+        let (full, full_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        let (empty_tx, empty) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("cprace-write".into())
+            .spawn(move || {
+                for mut chunk in full_rx {
+                    file.write_all(&chunk)?;
+                    chunk.clear();
+                    let _ = empty_tx.send(chunk);
+                }
+                file.flush()
+            })?;
+        Ok(ThreadWriter {
+            buf: Vec::with_capacity(CHUNK),
+            full: Some(full),
+            empty,
+            thread: Some(thread),
+        })
+    }
+
+    fn send(&mut self) -> std::io::Result<()> {
+        let next = self
+            .empty
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let chunk = std::mem::replace(&mut self.buf, next);
+        let sent = self.full.as_ref().is_some_and(|f| f.send(chunk).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            // The thread stopped on an error: finish says which.
+            self.finish()
+        }
+    }
+
+    /// Writes what is left and waits for the thread: its first error, if any.
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() && self.full.is_some() {
+            let chunk = std::mem::take(&mut self.buf);
+            let _ = self.full.as_ref().map(|f| f.send(chunk));
+        }
+        self.full = None;
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(std::io::Error::other("the writing thread panicked")),
+            None => Err(std::io::Error::other(
+                "the trace's writing thread had stopped",
+            )),
+        }
+    }
+}
+
+impl Write for ThreadWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ThreadWriter {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.buf.clear();
+            let _ = self.finish();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,6 +622,25 @@ mod tests {
             .lines()
             .map(String::from)
             .collect()
+    }
+
+    #[test]
+    fn thread_writer_writes_everything_and_reports_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let mut w = ThreadWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
+        let data: Vec<u8> = (0..3 * CHUNK + 5).map(|i| (i % 251) as u8).collect();
+        for part in data.chunks(4096) {
+            w.write_all(part).unwrap();
+        }
+        w.finish().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), data);
+        // A device that is always full: the error comes back, not lost.
+        if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+            let mut w = ThreadWriter::new(full).unwrap();
+            let r = (0..8).try_for_each(|_| w.write_all(&data));
+            assert!(r.is_err() || w.finish().is_err());
+        }
     }
 
     #[test]

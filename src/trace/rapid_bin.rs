@@ -63,20 +63,20 @@ pub struct SideNames {
 /// [`SideNames`] borrowing its tables, for writing (same fields, same
 /// order: the same JSON).
 #[derive(Serialize)]
-struct SideTables<'a, S: Serialize> {
+struct SideTables<'a, S: Serialize, V: Serialize + ?Sized> {
     cprace_rapidbin_names: u32,
     threads: &'a [S],
     locks: &'a [S],
-    variables: &'a [S],
+    variables: &'a V,
     locations: &'a [S],
 }
 
 /// Write the side file's JSON for these name tables (entry i names id i)
 /// to `out`, with a final newline; the tables are not copied.
-pub fn write_side<S: Serialize>(
+pub fn write_side<S: Serialize, V: Serialize + ?Sized>(
     threads: &[S],
     locks: &[S],
-    variables: &[S],
+    variables: &V,
     locations: &[S],
     out: &mut impl Write,
 ) -> std::io::Result<()> {
