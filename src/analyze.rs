@@ -75,7 +75,7 @@ pub struct Options {
     pub reporting: Reporting,
     /// Let streaming engines write races to a temporary file as they find
     /// them instead of collecting them (for output formats that stream).
-    pub spill: bool,
+    pub spill: crate::report::Keep,
 }
 
 impl Options {
@@ -88,7 +88,7 @@ impl Options {
             max_distance: None,
             input_format: None,
             reporting: Reporting::All,
-            spill: false,
+            spill: crate::report::Keep::Collect,
         }
     }
 }
@@ -252,8 +252,8 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
         (Relation::Hb | Relation::Lockset, _) => crate::hb::hb_trace(engine, distance, t)?,
         (Relation::Cp, "reference") => crate::reference::cp::analyze_within(t, window, distance)?,
         (Relation::Cp, "compare") => compare_cp(t, opts)?,
-        (Relation::Cp, _) if opts.spill => {
-            crate::cp::analyze_spilled(t, window, distance, opts.reporting)?
+        (Relation::Cp, _) if opts.spill != crate::report::Keep::Collect => {
+            crate::cp::analyze_spilled(t, window, distance, opts.reporting, opts.spill)?
         }
         (Relation::Cp, _) => crate::cp::analyze_within(t, window, distance, opts.reporting),
         (Relation::Wcp, "reference") => {

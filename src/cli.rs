@@ -738,12 +738,18 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
                 max_distance,
                 input_format,
                 reporting,
-                spill: format.streams(),
+                // The summary needs only counts; other streaming formats
+                // read the races back from a temporary file.
+                spill: match format {
+                    OutputFormat::Summary => crate::report::Keep::Count,
+                    f if f.streams() => crate::report::Keep::Spill,
+                    _ => crate::report::Keep::Collect,
+                },
             };
             let (report, names) = if witness {
                 // Witnesses need the whole trace; the report is collected.
                 let opts = Options {
-                    spill: false,
+                    spill: crate::report::Keep::Collect,
                     ..opts
                 };
                 let t = trace::load(&trace, input_format)?;

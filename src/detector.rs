@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::sync::mpsc::sync_channel;
 
-use crate::report::Report;
+use crate::report::{Keep, Report};
 use crate::trace::{self, Event, EventId, Format, LoadError, Names, Trace};
 
 /// A streaming race detector: fed every event in trace order, then finished.
@@ -20,6 +20,12 @@ pub trait Detector {
     fn finish(self) -> Report;
     /// The report being filled (to spill its races before the run).
     fn report_mut(&mut self) -> &mut Report;
+    /// Events the parser may run ahead of the detector: a detector that
+    /// works in batches (windowed CP's stretches) needs a batch's worth, or
+    /// parsing waits while it works.
+    fn lookahead(&self) -> usize {
+        4 * CHUNK
+    }
 }
 
 /// Implement [`Detector`] for types with inherent `event` and `finish` methods.
@@ -50,15 +56,16 @@ pub fn run_path<D: Detector + Send>(
     mut d: D,
     path: &Path,
     format: Option<Format>,
-    spill: bool,
+    keep: Keep,
 ) -> Result<(Report, Names), LoadError> {
-    if spill {
+    if keep != Keep::Collect {
         d.report_mut()
-            .spill_races()
+            .keep_races(keep)
             .map_err(|e| LoadError::new(&path.to_string_lossy(), 0, b"", e.to_string()))?;
     }
-    let (full_tx, full_rx) = sync_channel::<Vec<Event>>(4);
-    let (empty_tx, empty_rx) = sync_channel::<Vec<Event>>(8);
+    let chunks = d.lookahead().div_ceil(CHUNK).max(1);
+    let (full_tx, full_rx) = sync_channel::<Vec<Event>>(chunks);
+    let (empty_tx, empty_rx) = sync_channel::<Vec<Event>>(chunks + 4);
     std::thread::scope(|s| {
         let worker = s.spawn(move || {
             let mut d = d;

@@ -123,9 +123,10 @@ pub fn analyze_spilled(
     window: Option<u64>,
     max_distance: Option<u64>,
     reporting: Reporting,
+    keep: crate::report::Keep,
 ) -> std::io::Result<Report> {
     let mut sink = Report::new("cp", "datalog", window, trace.len() as u64);
-    sink.spill_races()?;
+    sink.keep_races(keep)?;
     let report = analyze_into(trace, window, max_distance, reporting, &mut |r| {
         sink.push(r)
     });

@@ -411,4 +411,18 @@ struct Settled {
     first: EventId,
 }
 
-crate::impl_detector!(CpStream);
+impl crate::detector::Detector for CpStream {
+    fn event(&mut self, id: EventId, ev: &Event) {
+        CpStream::event(self, id, ev)
+    }
+    fn finish(self) -> Report {
+        CpStream::finish(self)
+    }
+    fn report_mut(&mut self) -> &mut Report {
+        &mut self.report
+    }
+    /// A stretch: the parser fills the next one while the fixpoint runs.
+    fn lookahead(&self) -> usize {
+        self.every
+    }
+}

@@ -65,7 +65,7 @@ pub fn stream_path<D: Detector + Send>(
     d: D,
     path: &Path,
     format: Option<Format>,
-    spill: bool,
+    spill: crate::report::Keep,
 ) -> Result<(Report, Names)> {
     Ok(crate::detector::run_path(d, path, format, spill)?)
 }
@@ -76,7 +76,7 @@ pub fn analyze_hb(
     engine: &str,
     window: Option<u64>,
     format: Option<Format>,
-    spill: bool,
+    spill: crate::report::Keep,
 ) -> Result<(Report, Names)> {
     match engine {
         "vc" => stream_path(VcDetector::new(window), path, format, spill),
@@ -96,7 +96,7 @@ pub fn analyze_lockset(
     engine: &str,
     window: Option<u64>,
     format: Option<Format>,
-    spill: bool,
+    spill: crate::report::Keep,
 ) -> Result<(Report, Names)> {
     match engine {
         "eraser" => stream_path(EraserDetector::new(window), path, format, spill),

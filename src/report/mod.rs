@@ -90,6 +90,123 @@ impl Race {
     }
 }
 
+/// Distinct location pairs `(a, b)`, `a <= b`: a bitset over `a * dim + b`
+/// while the locations are few (a racy trace has hundreds of thousands of
+/// distinct pairs, which in a hash set cost a cache miss each), a hash set
+/// past [`PairSet::MAX_DIM`] locations.
+#[derive(Default)]
+struct PairSet {
+    dim: usize,
+    bits: Vec<u64>,
+    count: u64,
+    many: Option<rustc_hash::FxHashSet<(u32, u32)>>,
+}
+
+impl PairSet {
+    /// Most locations of the bitset (16,384: 32 MB).
+    const MAX_DIM: usize = 1 << 14;
+
+    fn insert(&mut self, (a, b): (u32, u32)) {
+        if let Some(set) = &mut self.many {
+            set.insert((a, b));
+            return;
+        }
+        let need = b as usize + 1;
+        if need > self.dim {
+            self.regrow(need);
+            return self.insert((a, b));
+        }
+        let i = a as usize * self.dim + b as usize;
+        let (w, bit) = (i / 64, 1u64 << (i % 64));
+        self.count += u64::from(self.bits[w] & bit == 0);
+        self.bits[w] |= bit;
+    }
+
+    /// Room for locations below `need`: a bigger bitset, or the hash set.
+    fn regrow(&mut self, need: usize) {
+        let old: Vec<(u32, u32)> = self.iter().collect();
+        if need > Self::MAX_DIM {
+            self.many = Some(old.into_iter().collect());
+            self.bits = Vec::new();
+            return;
+        }
+        self.dim = need.next_power_of_two().max(1024);
+        self.bits = vec![0; (self.dim * self.dim).div_ceil(64)];
+        self.count = 0;
+        for p in old {
+            self.insert(p);
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let dim = self.dim.max(1);
+        self.bits.iter().enumerate().flat_map(move |(w, &word)| {
+            (0..64).filter(move |i| word >> i & 1 == 1).map(move |i| {
+                let at = w * 64 + i;
+                ((at / dim) as u32, (at % dim) as u32)
+            })
+        })
+    }
+
+    fn len(&self) -> u64 {
+        match &self.many {
+            Some(set) => set.len() as u64,
+            None => self.count,
+        }
+    }
+}
+
+/// [`Tally`]'s counts, gathered race by race.
+#[derive(Default)]
+struct Counter {
+    races: u64,
+    /// Racy variables: variable ids are dense, so a bitset, not a tree
+    /// (array code makes hundreds of thousands of variables racy).
+    vars: Vec<u64>,
+    distinct_vars: u64,
+    pairs: PairSet,
+}
+
+impl Counter {
+    fn add(&mut self, r: &Race) {
+        self.races += 1;
+        let (w, bit) = ((r.variable / 64) as usize, 1u64 << (r.variable % 64));
+        if self.vars.len() <= w {
+            self.vars.resize(w + 1, 0);
+        }
+        self.distinct_vars += u64::from(self.vars[w] & bit == 0);
+        self.vars[w] |= bit;
+        self.pairs.insert(r.location_pair());
+    }
+
+    fn tally(&self) -> Tally {
+        Tally {
+            racy_events: self.races,
+            racy_variables: self.distinct_vars,
+            location_pairs: self.pairs.len(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Counter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.tally().fmt(f)
+    }
+}
+
+/// Where a report keeps the races engines push.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Keep {
+    /// In memory (`Report::races`).
+    #[default]
+    Collect,
+    /// In a temporary file ([`Report::spill_races`]): for output that
+    /// streams them.
+    Spill,
+    /// Only counted (the summary's numbers): no memory or disk per race.
+    Count,
+}
+
 /// What an engine found.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -117,13 +234,18 @@ pub struct Report {
     pub witnesses: Option<Vec<Option<Vec<EventId>>>>,
     /// Where pushed races go instead of `races`, when spilled.
     spill: Option<spill::Spill>,
+    /// What pushed races add to instead, when only counted.
+    counted: Option<Box<Counter>>,
 }
 
 impl Clone for Report {
     /// A copy of a collected report. (A spilled report's races live in its
     /// temporary file, which is not copied: cloning one is a bug.)
     fn clone(&self) -> Report {
-        assert!(self.spill.is_none(), "a spilled report cannot be cloned");
+        assert!(
+            self.spill.is_none() && self.counted.is_none(),
+            "a spilled or counted report cannot be cloned"
+        );
         Report {
             relation: self.relation.clone(),
             engine: self.engine.clone(),
@@ -135,6 +257,7 @@ impl Clone for Report {
             notes: self.notes.clone(),
             witnesses: self.witnesses.clone(),
             spill: None,
+            counted: None,
         }
     }
 }
@@ -181,6 +304,17 @@ impl Report {
         Ok(())
     }
 
+    /// Keep the races as `keep` says (before the first race).
+    pub fn keep_races(&mut self, keep: Keep) -> io::Result<()> {
+        debug_assert!(self.races.is_empty(), "choose before the first race");
+        match keep {
+            Keep::Collect => {}
+            Keep::Spill => self.spill_races()?,
+            Keep::Count => self.counted = Some(Box::default()),
+        }
+        Ok(())
+    }
+
     /// Whether the races are spilled rather than collected.
     pub fn is_spilled(&self) -> bool {
         self.spill.is_some()
@@ -189,52 +323,45 @@ impl Report {
     /// Record one race witness (see the module docs for the order).
     #[inline]
     pub fn push(&mut self, race: Race) {
-        match &mut self.spill {
-            Some(s) => s.push(&race),
-            None => self.races.push(race),
+        match (&mut self.spill, &mut self.counted) {
+            (Some(s), _) => s.push(&race),
+            (_, Some(c)) => c.add(&race),
+            _ => self.races.push(race),
         }
     }
 
     /// Number of races recorded (one per racy event once normalized).
     pub fn race_count(&self) -> u64 {
-        match &self.spill {
-            Some(s) => s.len(),
-            None => self.races.len() as u64,
+        match (&self.spill, &self.counted) {
+            (Some(s), _) => s.len(),
+            (_, Some(c)) => c.races,
+            _ => self.races.len() as u64,
         }
     }
 
     /// Call `f` on every race in order, collected or spilled.
     pub fn each_race(&self, f: impl FnMut(&Race) -> io::Result<()>) -> io::Result<()> {
-        match &self.spill {
-            Some(s) => s.each(f),
-            None => self.races.iter().try_for_each(f),
+        match (&self.spill, &self.counted) {
+            (Some(s), _) => s.each(f),
+            (_, Some(_)) => Err(io::Error::other(
+                "the races were only counted (summary output), not kept",
+            )),
+            _ => self.races.iter().try_for_each(f),
         }
     }
 
-    /// Racy events, racy variables and location pairs, in one pass.
+    /// Racy events, racy variables and location pairs, in one pass (or
+    /// as counted, [`Keep::Count`]).
     pub fn tally(&self) -> io::Result<Tally> {
-        // Variable ids are dense: a bitset, not a tree (array code makes
-        // hundreds of thousands of variables racy).
-        let mut vars: Vec<u64> = Vec::new();
-        let mut distinct_vars = 0u64;
-        let mut pairs = rustc_hash::FxHashSet::default();
-        let mut n = 0;
+        if let Some(c) = &self.counted {
+            return Ok(c.tally());
+        }
+        let mut c = Counter::default();
         self.each_race(|r| {
-            n += 1;
-            let (w, bit) = ((r.variable / 64) as usize, 1u64 << (r.variable % 64));
-            if vars.len() <= w {
-                vars.resize(w + 1, 0);
-            }
-            distinct_vars += u64::from(vars[w] & bit == 0);
-            vars[w] |= bit;
-            pairs.insert(r.location_pair());
+            c.add(r);
             Ok(())
         })?;
-        Ok(Tally {
-            racy_events: n,
-            racy_variables: distinct_vars,
-            location_pairs: pairs.len() as u64,
-        })
+        Ok(c.tally())
     }
 
     /// Sorted ids of the racy events (collected races).
@@ -284,6 +411,9 @@ impl Report {
     pub fn normalize(&mut self) {
         if let Some(s) = &mut self.spill {
             s.finish();
+            return;
+        }
+        if self.counted.is_some() {
             return;
         }
         self.races.sort_by_key(|r| (r.second.id, r.first.id));
@@ -341,6 +471,30 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pair_set_counts_distinct_pairs_through_regrowth() {
+        let mut set = PairSet::default();
+        let mut want = std::collections::HashSet::new();
+        let mut x = 7u64;
+        for step in 0..60_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Locations grow with the steps: the bitset regrows, then (past
+            // 16,384 locations) becomes a hash set.
+            let range = 10 + step / 2;
+            let (a, b) = (((x >> 33) % range) as u32, ((x >> 13) % range) as u32);
+            let p = (a.min(b), a.max(b));
+            set.insert(p);
+            want.insert(p);
+            if step % 9_999 == 0 {
+                assert_eq!(set.len(), want.len() as u64, "step {step}");
+            }
+        }
+        assert!(set.many.is_some());
+        assert_eq!(set.len(), want.len() as u64);
+    }
+
     use super::*;
 
     fn race(first: u32, second: u32, var: u32, loc: (u32, u32)) -> Race {

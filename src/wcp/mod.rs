@@ -85,7 +85,7 @@ pub fn analyze_path(
     path: &Path,
     format: Option<Format>,
     window: Option<u64>,
-    spill: bool,
+    spill: crate::report::Keep,
 ) -> Result<(Report, Names), LoadError> {
     crate::detector::run_path(WcpVc::new(window), path, format, spill)
 }

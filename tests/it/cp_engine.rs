@@ -7,6 +7,7 @@ use common::oracle;
 use common::traces::dump;
 use cprace::cp::{Reporting, analyze, analyze_within};
 use cprace::generate::{Config, trace};
+use cprace::report::Keep;
 use cprace::trace::{Format, Trace, load_str};
 
 fn csv(text: &str) -> Trace {
@@ -269,7 +270,8 @@ fn spilled_reports_read_back_the_collected_races() {
         for (k, d) in [(None, None), (Some(4), None), (Some(6), Some(6))] {
             for reporting in [Reporting::All, Reporting::FirstRace, Reporting::OrderRaces] {
                 let collected = analyze_within(&t, k, d, reporting);
-                let spilled = cprace::cp::analyze_spilled(&t, k, d, reporting).unwrap();
+                let spilled =
+                    cprace::cp::analyze_spilled(&t, k, d, reporting, Keep::Spill).unwrap();
                 assert!(spilled.is_spilled() && spilled.races.is_empty());
                 let mut back = Vec::new();
                 spilled
@@ -279,6 +281,12 @@ fn spilled_reports_read_back_the_collected_races() {
                     })
                     .unwrap();
                 assert_eq!(back, collected.races, "seed {} {reporting:?}", cfg.seed);
+                // Counted only (summary output): the same counts.
+                let counted =
+                    cprace::cp::analyze_spilled(&t, k, d, reporting, Keep::Count).unwrap();
+                assert_eq!(counted.race_count(), collected.race_count());
+                assert_eq!(counted.tally().unwrap(), collected.tally().unwrap());
+                assert!(counted.each_race(|_| Ok(())).is_err());
                 let counters = |r: &cprace::report::Report| {
                     let mut s = r.stats.clone();
                     s.remove("seconds");
