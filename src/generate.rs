@@ -656,6 +656,138 @@ fn push_target(out: &mut Vec<u8>, cfg: &Config, ev: &Event) {
     }
 }
 
+/// A line's parts, formatted once: `T3|`, `r(`, `x12`, `)|f3.java:7\n`
+/// (STD), each at most [`PIECE`] bytes, so that a line is four fixed-size
+/// copies instead of a dozen short ones and the digit loops.
+struct Pieces {
+    /// `T{t}` and the first separator, by thread.
+    threads: Vec<Piece>,
+    /// The op and what opens the target, by `Op as usize` (None: an op the
+    /// generator does not emit).
+    ops: Vec<Option<Piece>>,
+    /// `l{l}`, by lock.
+    locks: Vec<Piece>,
+    /// `x{v}` and `v{v}` (not array elements), by variable.
+    vars: Vec<Piece>,
+    /// What closes the target, the separator, the location and the newline,
+    /// by location id.
+    locs: Vec<Piece>,
+}
+
+/// Bytes of a [`Piece`].
+const PIECE: usize = 32;
+
+/// A short byte string in a fixed-size array.
+#[derive(Clone, Copy)]
+struct Piece {
+    bytes: [u8; PIECE],
+    len: u8,
+}
+
+impl Piece {
+    /// `parts` joined, or None when longer than [`PIECE`] bytes.
+    fn new(parts: &[&[u8]]) -> Option<Piece> {
+        let mut bytes = [0u8; PIECE];
+        let mut len = 0;
+        for p in parts {
+            bytes.get_mut(len..len + p.len())?.copy_from_slice(p);
+            len += p.len();
+        }
+        Some(Piece {
+            bytes,
+            len: len as u8,
+        })
+    }
+}
+
+/// Most variables and locations [`Pieces`] formats ahead (32 bytes each).
+const MAX_PIECES: u32 = 1 << 16;
+
+impl Pieces {
+    fn new(cfg: &Config, open: &[u8], close: &[u8], sep2: &[u8]) -> Pieces {
+        let sep1: &[u8] = if close.is_empty() { b"," } else { b"|" };
+        let num = |prefix: &[u8], i: u32| {
+            let mut v = prefix.to_vec();
+            push_u32(&mut v, i);
+            v
+        };
+        // A table too long to format ahead stays empty: lines fall back.
+        let table = |n: u32, f: &dyn Fn(u32) -> Option<Piece>| -> Vec<Piece> {
+            if n > MAX_PIECES {
+                return Vec::new();
+            }
+            (0..n)
+                .map(f)
+                .collect::<Option<Vec<_>>>()
+                .unwrap_or_default()
+        };
+        let threads = cfg.threads.max(1);
+        let per = cfg.locs_per_thread.max(1);
+        let ops = [
+            Op::Read,
+            Op::Write,
+            Op::Acquire,
+            Op::Release,
+            Op::Fork,
+            Op::Join,
+            Op::VolatileRead,
+            Op::VolatileWrite,
+        ];
+        let mut op_pieces = vec![None; 16];
+        for op in ops {
+            if let Some(slot) = op_pieces.get_mut(op as usize) {
+                *slot = Piece::new(&[op.as_str().as_bytes(), open]);
+            }
+        }
+        Pieces {
+            threads: table(threads, &|t| Piece::new(&[&num(b"T", t), sep1])),
+            ops: op_pieces,
+            locks: table(cfg.locks, &|l| Piece::new(&[&num(b"l", l)])),
+            vars: table(cfg.vars.saturating_add(cfg.volatiles), &|v| {
+                let mut name = Vec::new();
+                push_var(&mut name, cfg, v);
+                Piece::new(&[&name])
+            }),
+            locs: table(threads.saturating_mul(per), &|l| {
+                let mut loc = num(b"f", l / per);
+                loc.extend_from_slice(b".java:");
+                push_u32(&mut loc, l % per);
+                Piece::new(&[close, sep2, &loc, b"\n"])
+            }),
+        }
+    }
+
+    /// Appends `ev`'s line to `out`; false when a part is not formatted
+    /// ahead (array elements, forks and joins, huge tables).
+    #[inline(always)]
+    fn line(&self, ev: &Event, out: &mut Vec<u8>) -> bool {
+        use crate::trace::model::TargetKind;
+        let target = match ev.op.target_kind() {
+            TargetKind::Variable => self.vars.get(ev.target as usize),
+            TargetKind::Lock => self.locks.get(ev.target as usize),
+            TargetKind::Thread => None,
+        };
+        let (Some(t), Some(op), Some(target), Some(loc)) = (
+            self.threads.get(ev.thread as usize),
+            self.ops.get(ev.op as usize).copied().flatten(),
+            target,
+            ev.loc
+                .checked_sub(1)
+                .and_then(|l| self.locs.get(l as usize)),
+        ) else {
+            return false;
+        };
+        let mut line = [0u8; 4 * PIECE];
+        let mut at = 0;
+        for p in [t, &op, target, loc] {
+            line[at..at + PIECE].copy_from_slice(&p.bytes);
+            at += p.len as usize;
+        }
+        out.extend_from_slice(&line[..at]);
+        true
+    }
+}
+
 /// Stream the trace `cfg` describes to `out` as text, formatting names on the fly
 /// (the output is byte-identical to `cprace convert` of the same trace). Holds
 /// only the generator's per-thread state, never the trace. Returns the number
@@ -672,26 +804,29 @@ pub fn write(
     if format == TextFormat::Csv {
         buf.extend_from_slice(b"thread,op,target,loc\n");
     }
+    let (sep1, open, close, sep2): (&[u8], &[u8], &[u8], &[u8]) = match format {
+        TextFormat::Csv => (b",", b",", b"", b","),
+        TextFormat::Std => (b"|", b"(", b")", b"|"),
+    };
+    let pieces = Pieces::new(cfg, open, close, sep2);
     let mut n = 0u64;
     for ev in Generator::new(cfg.clone()) {
-        let (sep1, open, close, sep2): (&[u8], &[u8], &[u8], &[u8]) = match format {
-            TextFormat::Csv => (b",", b",", b"", b","),
-            TextFormat::Std => (b"|", b"(", b")", b"|"),
-        };
-        buf.push(b'T');
-        push_u32(&mut buf, ev.thread);
-        buf.extend_from_slice(sep1);
-        buf.extend_from_slice(ev.op.as_str().as_bytes());
-        buf.extend_from_slice(open);
-        push_target(&mut buf, cfg, &ev);
-        buf.extend_from_slice(close);
-        buf.extend_from_slice(sep2);
-        let l = ev.loc - 1;
-        buf.push(b'f');
-        push_u32(&mut buf, l / per);
-        buf.extend_from_slice(b".java:");
-        push_u32(&mut buf, l % per);
-        buf.push(b'\n');
+        if !pieces.line(&ev, &mut buf) {
+            buf.push(b'T');
+            push_u32(&mut buf, ev.thread);
+            buf.extend_from_slice(sep1);
+            buf.extend_from_slice(ev.op.as_str().as_bytes());
+            buf.extend_from_slice(open);
+            push_target(&mut buf, cfg, &ev);
+            buf.extend_from_slice(close);
+            buf.extend_from_slice(sep2);
+            let l = ev.loc - 1;
+            buf.push(b'f');
+            push_u32(&mut buf, l / per);
+            buf.extend_from_slice(b".java:");
+            push_u32(&mut buf, l % per);
+            buf.push(b'\n');
+        }
         n += 1;
         if buf.len() >= (1 << 16) - 256 {
             out.write_all(&buf)?;
