@@ -1048,6 +1048,7 @@ fn run_gen(args: &GenArgs) -> Result<i32> {
         }
         None => {
             // Straight to standard output: the trace may be far larger than memory.
+            crate::output::grow_pipe(1);
             let mut stdout = std::io::stdout().lock();
             match write(&cfg, fmt, &mut stdout) {
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}

@@ -791,7 +791,7 @@ impl Pieces {
 /// Stream the trace `cfg` describes to `out` as text, formatting names on the fly
 /// (the output is byte-identical to `cprace convert` of the same trace). Holds
 /// only the generator's per-thread state, never the trace. Returns the number
-/// of events written. `out` should be buffered; this writes in 64 KiB chunks.
+/// of events written. `out` need not be buffered: this writes in 256 KiB chunks.
 pub fn write(
     cfg: &Config,
     format: TextFormat,
@@ -800,7 +800,7 @@ pub fn write(
     let per = cfg.locs_per_thread.max(1);
     crate::progress::phase("generating");
     crate::progress::start_writing();
-    let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 18);
     if format == TextFormat::Csv {
         buf.extend_from_slice(b"thread,op,target,loc\n");
     }
@@ -828,7 +828,7 @@ pub fn write(
             buf.push(b'\n');
         }
         n += 1;
-        if buf.len() >= (1 << 16) - 256 {
+        if buf.len() >= (1 << 18) - 256 {
             out.write_all(&buf)?;
             buf.clear();
             crate::progress::events_read(n);
