@@ -63,7 +63,8 @@ pub fn run_path<D: Detector + Send>(
             .keep_races(keep)
             .map_err(|e| LoadError::new(&path.to_string_lossy(), 0, b"", e.to_string()))?;
     }
-    let chunks = d.lookahead().div_ceil(CHUNK).max(1);
+    // A channel preallocates its slots: at most 256 chunks (64 MB) ahead.
+    let chunks = d.lookahead().div_ceil(CHUNK).clamp(1, 256);
     let (full_tx, full_rx) = sync_channel::<Vec<Event>>(chunks);
     let (empty_tx, empty_rx) = sync_channel::<Vec<Event>>(chunks + 4);
     std::thread::scope(|s| {

@@ -840,6 +840,103 @@ pub fn write(
     Ok(n)
 }
 
+/// Why the trace `cfg` describes cannot be written as RapidBin, if it cannot
+/// (the format has no volatile operations, 10 bits of thread and 15 of
+/// location).
+pub fn rapidbin_problem(cfg: &Config) -> Option<String> {
+    use crate::trace::rapid_bin::{MAX_LOCATIONS, MAX_THREADS};
+    let threads = cfg.threads.max(1) as usize;
+    let locs = threads.saturating_mul(cfg.locs_per_thread.max(1) as usize);
+    if cfg.volatiles > 0 {
+        Some("RapidBin has no volatile operations; add --volatiles 0".into())
+    } else if threads > MAX_THREADS {
+        Some(format!("RapidBin holds at most {MAX_THREADS} threads"))
+    } else if locs >= MAX_LOCATIONS {
+        Some(format!(
+            "RapidBin holds at most {} locations; this trace has {locs} ({threads} threads x {} per thread): lower --locations",
+            MAX_LOCATIONS - 1,
+            cfg.locs_per_thread.max(1)
+        ))
+    } else {
+        None
+    }
+}
+
+/// Stream the trace `cfg` describes to `out` as RapidBin (which `cfg` must
+/// fit: [`rapidbin_problem`]), ids as the generator numbers them (the
+/// names [`rapidbin_names`] gives). Returns the number of events and of
+/// variables named. Fails when the generator ends before `cfg.events`
+/// events, which the header already promised.
+pub fn write_rapidbin(cfg: &Config, out: &mut impl std::io::Write) -> std::io::Result<(u64, u32)> {
+    use crate::trace::rapid_bin::{header, word};
+    crate::progress::phase("generating");
+    crate::progress::start_writing();
+    let threads = cfg.threads.max(1) as usize;
+    let vars = cfg.vars.saturating_add(cfg.volatiles) as usize;
+    out.write_all(&header(threads, cfg.locks as usize, vars, cfg.events))?;
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 18);
+    let mut g = Generator::new(cfg.clone());
+    let mut n = 0u64;
+    for ev in g.by_ref() {
+        let code = match ev.op {
+            Op::Acquire => 0,
+            Op::Release => 1,
+            Op::Read => 2,
+            Op::Write => 3,
+            Op::Fork => 4,
+            Op::Join => 5,
+            op => {
+                return Err(std::io::Error::other(format!(
+                    "RapidBin has no operation for `{}`",
+                    op.as_str()
+                )));
+            }
+        };
+        buf.extend_from_slice(&word(ev.thread, code, ev.target, ev.loc).to_be_bytes());
+        n += 1;
+        if buf.len() >= 1 << 18 {
+            out.write_all(&buf)?;
+            buf.clear();
+            crate::progress::events_read(n);
+        }
+    }
+    out.write_all(&buf)?;
+    out.flush()?;
+    crate::progress::done_reading(n);
+    if n != cfg.events {
+        return Err(std::io::Error::other(format!(
+            "the generator stopped after {n} events, short of the {} in the RapidBin header (nothing left to generate: give it variables or locks)",
+            cfg.events
+        )));
+    }
+    let named = cfg
+        .vars
+        .saturating_add(cfg.volatiles)
+        .saturating_add(g.fresh);
+    Ok((n, named))
+}
+
+/// The name tables (threads, locks, variables, locations) of a trace
+/// [`write_rapidbin`] wrote, which named `variables` variables: what the
+/// RapidBin side file holds, so that reading it gives the trace `gen
+/// --format std` writes.
+pub fn rapidbin_names(cfg: &Config, variables: u32) -> [Vec<String>; 4] {
+    let threads = cfg.threads.max(1);
+    let per = cfg.locs_per_thread.max(1);
+    let mut locs = vec![String::new()];
+    for t in 0..threads {
+        for l in 0..per {
+            locs.push(format!("f{t}.java:{l}"));
+        }
+    }
+    [
+        (0..threads).map(|t| format!("T{t}")).collect(),
+        (0..cfg.locks).map(|l| format!("l{l}")).collect(),
+        (0..variables).map(|v| var_name(cfg, v)).collect(),
+        locs,
+    ]
+}
+
 /// Generate a whole trace in memory (tests and small experiments).
 pub fn trace(cfg: &Config) -> Trace {
     let names = Generator::names(cfg);

@@ -39,8 +39,7 @@ fn parent(path: &Path) -> &Path {
 /// as it was and no partial file remains.
 pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
     check_output_path(path)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".cprace-")
+    let tmp = output_builder()
         .suffix(".tmp")
         .tempfile_in(parent(path))
         .with_context(|| format!("cannot create a temporary file next to {}", path.display()))?;
@@ -59,6 +58,17 @@ pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>)
     Ok(())
 }
 
+/// Temporary files that become outputs: named `.cprace-*` and created with
+/// mode 0666 less the umask, like any file a command writes (a temporary
+/// file's default, 0600, would leave traces unreadable to the group).
+pub fn output_builder() -> tempfile::Builder<'static, 'static> {
+    let mut b = tempfile::Builder::new();
+    b.prefix(".cprace-");
+    #[cfg(unix)]
+    b.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    b
+}
+
 /// Like [`write_file`] for writers that take a path: `write` gets a temporary
 /// path next to `path` (same extension), renamed into place on success.
 pub fn write_via_path(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
@@ -66,8 +76,7 @@ pub fn write_via_path(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> R
     let suffix = path.extension().map_or(String::from(".tmp"), |e| {
         format!(".tmp.{}", e.to_string_lossy())
     });
-    let tmp = tempfile::Builder::new()
-        .prefix(".cprace-")
+    let tmp = output_builder()
         .suffix(&suffix)
         .tempfile_in(parent(path))
         .with_context(|| format!("cannot create a temporary file next to {}", path.display()))?

@@ -421,8 +421,9 @@ impl crate::detector::Detector for CpStream {
     fn report_mut(&mut self) -> &mut Report {
         &mut self.report
     }
-    /// A stretch: the parser fills the next one while the fixpoint runs.
+    /// A stretch (up to 2^20 events: 16 MB): the parser fills the next one
+    /// while the fixpoint runs.
     fn lookahead(&self) -> usize {
-        self.every
+        self.every.min(1 << 20)
     }
 }

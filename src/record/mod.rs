@@ -180,7 +180,8 @@ pub fn write_trace(
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let tmp = tempfile::NamedTempFile::new_in(&parent)
+    let tmp = crate::output::output_builder()
+        .tempfile_in(&parent)
         .with_context(|| format!("cannot create a file in {}", parent.display()))?;
     let cannot = || format!("cannot write {}", output.display());
     let side = crate::trace::rapid_bin::side_path(output);
@@ -189,7 +190,8 @@ pub fn write_trace(
     if format == OutFormat::RapidBin {
         match write_rapidbin(dir, &mut n, tmp.as_file()).with_context(cannot)? {
             Ok(()) => {
-                let side_tmp = tempfile::NamedTempFile::new_in(&parent)
+                let side_tmp = crate::output::output_builder()
+                    .tempfile_in(&parent)
                     .with_context(|| format!("cannot create a file in {}", parent.display()))?;
                 write::RapidBinWriter::write_side(
                     &n,

@@ -350,3 +350,86 @@ fn help_reads_like_a_manual() {
             && help.contains("--cs-length")
     );
 }
+
+#[test]
+fn rapidbin_output_reads_back_as_the_std_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    for profile in ["bench", "arrays", "ftpserver"] {
+        let common = [
+            "gen",
+            "--profile",
+            profile,
+            "--volatiles",
+            "0",
+            "-n",
+            "4000",
+            "--seed",
+            "3",
+        ];
+        let run = |extra: &[&str]| {
+            let mut a = common.to_vec();
+            a.extend_from_slice(extra);
+            let out = cprace(&a);
+            assert!(
+                out.status.success(),
+                "{profile} {extra:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.stdout
+        };
+        let (bin, std) = (p("t.bin"), p("t.std"));
+        run(&["--format", "rapidbin", "-o", &bin]);
+        let text = run(&["--format", "std"]);
+        // With its side file, the RapidBin trace is the same trace, names
+        // and all.
+        let out = cprace(&["convert", &bin, "--to", "std", "-o", &std]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read(&std).unwrap(), text, "{profile}");
+        // Through a pipe (no side file): the same events, numbered names.
+        let piped = run(&["--format", "rapidbin"]);
+        assert_eq!(piped.len(), 18 + 8 * 4000, "{profile}");
+        assert_eq!(std::fs::read(&bin).unwrap(), piped, "{profile}");
+    }
+}
+
+#[test]
+fn rapidbin_output_refuses_what_the_format_cannot_hold() {
+    for (args, says) in [
+        (&["--profile", "small"][..], "volatile"),
+        (
+            &["--threads", "2000", "--volatiles", "0"][..],
+            "1024 threads",
+        ),
+        (
+            &["--locations", "100000", "--volatiles", "0"][..],
+            "locations",
+        ),
+    ] {
+        let mut a = vec!["gen", "-n", "100", "--format", "rapidbin"];
+        a.extend_from_slice(args);
+        let out = cprace(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: no partial output");
+    }
+}
+
+#[test]
+fn written_files_follow_the_umask_like_any_new_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("reference");
+    std::fs::File::create(&reference).unwrap();
+    let want = std::fs::metadata(&reference).unwrap().permissions().mode() & 0o777;
+    let t = dir.path().join("t.std");
+    let out = cprace(&["gen", "-n", "100", "-o", t.to_str().unwrap()]);
+    assert!(out.status.success());
+    let got = std::fs::metadata(&t).unwrap().permissions().mode() & 0o777;
+    assert_eq!(got, want, "not a temporary file's 0600");
+}
