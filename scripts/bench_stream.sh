@@ -7,6 +7,9 @@
 #   scripts/bench_stream.sh 100M       # a shorter check
 #   RUNS="cp" scripts/bench_stream.sh 60M   # only some of hb, wcp, cp
 #   BIN=/path/to/cprace scripts/bench_stream.sh
+#   FORMAT=rapidbin scripts/bench_stream.sh 100M   # binary through the pipe
+#       (RapidBin has no volatiles: the bench profile with --volatiles 0,
+#       another trace than the STD runs')
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1G}
@@ -27,7 +30,12 @@ for run in ${RUNS:-hb wcp cp}; do
     *) echo "unknown run $run (hb, wcp, cp)" >&2; exit 2 ;;
   esac
   start=$(date +%s.%N)
-  racy=$("$BIN" gen --profile bench -n "$n" --seed 1 --format std \
+  if [ "${FORMAT:-std}" = rapidbin ]; then
+    gen_args=(--volatiles 0 --format rapidbin)
+  else
+    gen_args=(--format "${FORMAT:-std}")
+  fi
+  racy=$("$BIN" gen --profile bench -n "$n" --seed 1 "${gen_args[@]}" \
     | /usr/bin/time -f "%M" -o "$tmp" "$BIN" analyze - --relation "$1" --engine "$2" "${@:3}" --format summary \
     | sed -n 's/^SUMMARY: \([0-9]*\) racy events.*/\1/p') || true
   end=$(date +%s.%N)
