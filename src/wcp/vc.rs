@@ -92,7 +92,9 @@ impl SlotTable {
         let rec = &mut self.slots[slot as usize];
         if rec.who[last].0 != t && rec.who[last].0 != NONE {
             rec.who[last + 1] = rec.who[last];
-            rec.clocks[last + 1] = rec.clocks[last].clone();
+            // Moved, not copied: the old `last` becomes `other` (one shared
+            // clock's count fewer to raise and drop per variable).
+            rec.clocks.swap(last, last + 1);
         }
         rec.who[last] = (t, n);
         rec.clocks[last] = h.clone();
