@@ -674,6 +674,19 @@ struct Pieces {
     locs: Vec<Piece>,
 }
 
+/// The operations the generator emits (re-entrant acquires and releases
+/// are plain `acq` and `rel` events of a lock the thread holds).
+pub const EMITTED_OPS: [Op; 8] = [
+    Op::Read,
+    Op::Write,
+    Op::Acquire,
+    Op::Release,
+    Op::Fork,
+    Op::Join,
+    Op::VolatileRead,
+    Op::VolatileWrite,
+];
+
 /// Bytes of a [`Piece`].
 const PIECE: usize = 32;
 
@@ -723,18 +736,8 @@ impl Pieces {
         };
         let threads = cfg.threads.max(1);
         let per = cfg.locs_per_thread.max(1);
-        let ops = [
-            Op::Read,
-            Op::Write,
-            Op::Acquire,
-            Op::Release,
-            Op::Fork,
-            Op::Join,
-            Op::VolatileRead,
-            Op::VolatileWrite,
-        ];
         let mut op_pieces = vec![None; 16];
-        for op in ops {
+        for op in EMITTED_OPS {
             if let Some(slot) = op_pieces.get_mut(op as usize) {
                 *slot = Piece::new(&[op.as_str().as_bytes(), open]);
             }
@@ -800,7 +803,7 @@ pub fn write(
     let per = cfg.locs_per_thread.max(1);
     crate::progress::phase("generating");
     crate::progress::start_writing();
-    let mut buf: Vec<u8> = Vec::with_capacity(1 << 18);
+    let mut buf: Vec<u8> = Vec::with_capacity(OUT_CHUNK);
     if format == TextFormat::Csv {
         buf.extend_from_slice(b"thread,op,target,loc\n");
     }
@@ -828,16 +831,32 @@ pub fn write(
             buf.push(b'\n');
         }
         n += 1;
-        if buf.len() >= (1 << 18) - 256 {
-            out.write_all(&buf)?;
-            buf.clear();
-            crate::progress::events_read(n);
-        }
+        flush_full(out, &mut buf, n)?;
     }
-    out.write_all(&buf)?;
+    flush_rest(out, &buf, n)?;
+    Ok(n)
+}
+
+/// Bytes the writers gather before handing them to their output.
+const OUT_CHUNK: usize = 1 << 18;
+
+/// Writes `buf` out once it holds about [`OUT_CHUNK`] bytes (`n` events so far).
+#[inline]
+fn flush_full(out: &mut impl std::io::Write, buf: &mut Vec<u8>, n: u64) -> std::io::Result<()> {
+    if buf.len() >= OUT_CHUNK - 256 {
+        out.write_all(buf)?;
+        buf.clear();
+        crate::progress::events_read(n);
+    }
+    Ok(())
+}
+
+/// Writes the rest of `buf` and flushes (`n` events in all).
+fn flush_rest(out: &mut impl std::io::Write, buf: &[u8], n: u64) -> std::io::Result<()> {
+    out.write_all(buf)?;
     out.flush()?;
     crate::progress::done_reading(n);
-    Ok(n)
+    Ok(())
 }
 
 /// Why the trace `cfg` describes cannot be written as RapidBin, if it cannot
@@ -874,7 +893,7 @@ pub fn write_rapidbin(cfg: &Config, out: &mut impl std::io::Write) -> std::io::R
     let threads = cfg.threads.max(1) as usize;
     let vars = cfg.vars.saturating_add(cfg.volatiles) as usize;
     out.write_all(&header(threads, cfg.locks as usize, vars, cfg.events))?;
-    let mut buf: Vec<u8> = Vec::with_capacity(1 << 18);
+    let mut buf: Vec<u8> = Vec::with_capacity(OUT_CHUNK);
     let mut g = Generator::new(cfg.clone());
     let mut n = 0u64;
     for ev in g.by_ref() {
@@ -894,15 +913,9 @@ pub fn write_rapidbin(cfg: &Config, out: &mut impl std::io::Write) -> std::io::R
         };
         buf.extend_from_slice(&word(ev.thread, code, ev.target, ev.loc).to_be_bytes());
         n += 1;
-        if buf.len() >= 1 << 18 {
-            out.write_all(&buf)?;
-            buf.clear();
-            crate::progress::events_read(n);
-        }
+        flush_full(out, &mut buf, n)?;
     }
-    out.write_all(&buf)?;
-    out.flush()?;
-    crate::progress::done_reading(n);
+    flush_rest(out, &buf, n)?;
     if n != cfg.events {
         return Err(std::io::Error::other(format!(
             "the generator stopped after {n} events, short of the {} in the RapidBin header (nothing left to generate: give it variables or locks)",
