@@ -140,12 +140,22 @@ impl PairSet {
 
     fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         let dim = self.dim.max(1);
-        self.bits.iter().enumerate().flat_map(move |(w, &word)| {
-            (0..64).filter(move |i| word >> i & 1 == 1).map(move |i| {
-                let at = w * 64 + i;
-                ((at / dim) as u32, (at % dim) as u32)
+        self.bits
+            .iter()
+            .enumerate()
+            .filter(|&(_, &word)| word != 0)
+            .flat_map(move |(w, &word)| {
+                // The set bits, lowest first.
+                let mut rest = word;
+                std::iter::from_fn(move || {
+                    let i = rest.trailing_zeros() as usize;
+                    (rest != 0).then(|| {
+                        rest &= rest - 1;
+                        let at = w * 64 + i;
+                        ((at / dim) as u32, (at % dim) as u32)
+                    })
+                })
             })
-        })
     }
 
     fn len(&self) -> u64 {
