@@ -73,9 +73,10 @@ pub struct Options {
     pub input_format: Option<Format>,
     /// Which races to report (CP).
     pub reporting: Reporting,
-    /// Let streaming engines write races to a temporary file as they find
-    /// them instead of collecting them (for output formats that stream).
-    pub spill: crate::report::Keep,
+    /// Where the report keeps races: collected, written to a temporary file
+    /// as streaming engines find them (output formats that stream), or only
+    /// counted (the summary).
+    pub keep: crate::report::Keep,
 }
 
 impl Options {
@@ -88,7 +89,7 @@ impl Options {
             max_distance: None,
             input_format: None,
             reporting: Reporting::All,
-            spill: crate::report::Keep::Collect,
+            keep: crate::report::Keep::Collect,
         }
     }
 }
@@ -194,13 +195,13 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
             return Ok((po.finish(), names));
         }
         (Relation::Hb, "vc" | "epoch" | "lockset" | "treeclock") => {
-            return crate::hb::analyze_hb(path, engine, window, format, opts.spill);
+            return crate::hb::analyze_hb(path, engine, window, format, opts.keep);
         }
         (Relation::Lockset, _) => {
-            return crate::hb::analyze_lockset(path, engine, window, format, opts.spill);
+            return crate::hb::analyze_lockset(path, engine, window, format, opts.keep);
         }
         (Relation::Wcp, "vc") => {
-            return Ok(crate::wcp::analyze_path(path, format, window, opts.spill)?);
+            return Ok(crate::wcp::analyze_path(path, format, window, opts.keep)?);
         }
         // Windowed CP streams (exact CP and --order-races load the trace).
         (Relation::Cp, "datalog")
@@ -216,7 +217,7 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
                 crate::cp::stream::CpStream::new(k, pass),
                 path,
                 format,
-                opts.spill,
+                opts.keep,
             )?);
         }
         (Relation::Shb, _) => {
@@ -224,7 +225,7 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
                 crate::shb::ShbDetector::new(window),
                 path,
                 format,
-                opts.spill,
+                opts.keep,
             )?);
         }
         _ => {}
@@ -252,8 +253,8 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
         (Relation::Hb | Relation::Lockset, _) => crate::hb::hb_trace(engine, distance, t)?,
         (Relation::Cp, "reference") => crate::reference::cp::analyze_within(t, window, distance)?,
         (Relation::Cp, "compare") => compare_cp(t, opts)?,
-        (Relation::Cp, _) if opts.spill != crate::report::Keep::Collect => {
-            crate::cp::analyze_spilled(t, window, distance, opts.reporting, opts.spill)?
+        (Relation::Cp, _) if opts.keep != crate::report::Keep::Collect => {
+            crate::cp::analyze_spilled(t, window, distance, opts.reporting, opts.keep)?
         }
         (Relation::Cp, _) => crate::cp::analyze_within(t, window, distance, opts.reporting),
         (Relation::Wcp, "reference") => {

@@ -744,7 +744,7 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
                 reporting,
                 // The summary needs only counts; other streaming formats
                 // read the races back from a temporary file.
-                spill: match format {
+                keep: match format {
                     OutputFormat::Summary => crate::report::Keep::Count,
                     f if f.streams() => crate::report::Keep::Spill,
                     _ => crate::report::Keep::Collect,
@@ -753,7 +753,7 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
             let (report, names) = if witness {
                 // Witnesses need the whole trace; the report is collected.
                 let opts = Options {
-                    spill: crate::report::Keep::Collect,
+                    keep: crate::report::Keep::Collect,
                     ..opts
                 };
                 let t = trace::load(&trace, input_format)?;

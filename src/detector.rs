@@ -18,7 +18,7 @@ pub trait Detector {
     fn event(&mut self, id: EventId, ev: &Event);
     /// The normalized report.
     fn finish(self) -> Report;
-    /// The report being filled (to spill its races before the run).
+    /// The report being filled (to choose where its races go before the run).
     fn report_mut(&mut self) -> &mut Report;
     /// Events the parser may run ahead of the detector: a detector that
     /// works in batches (windowed CP's stretches) needs a batch's worth, or
@@ -50,8 +50,8 @@ macro_rules! impl_detector {
 const CHUNK: usize = 1 << 14;
 
 /// Run `d` over the trace at `path`: parse here, detect on a second thread.
-/// With `spill`, the races go to a temporary file as they are found instead of
-/// memory (see [`crate::report`]).
+/// `keep` says where the races go as they are found: memory, a temporary
+/// file, or only their counts (see [`crate::report::Keep`]).
 pub fn run_path<D: Detector + Send>(
     mut d: D,
     path: &Path,

@@ -60,14 +60,14 @@ crate::impl_detector!(
 );
 
 /// Run detector `d` over the trace at `path` in one streaming pass (parsing and
-/// detection on two threads); `spill` sends races to disk as they are found.
+/// detection on two threads); `keep` says where races go as they are found.
 pub fn stream_path<D: Detector + Send>(
     d: D,
     path: &Path,
     format: Option<Format>,
-    spill: crate::report::Keep,
+    keep: crate::report::Keep,
 ) -> Result<(Report, Names)> {
-    Ok(crate::detector::run_path(d, path, format, spill)?)
+    Ok(crate::detector::run_path(d, path, format, keep)?)
 }
 
 /// Analyse `path` with HB engine `engine` (one of [`HB_ENGINES`]).
@@ -76,13 +76,13 @@ pub fn analyze_hb(
     engine: &str,
     window: Option<u64>,
     format: Option<Format>,
-    spill: crate::report::Keep,
+    keep: crate::report::Keep,
 ) -> Result<(Report, Names)> {
     match engine {
-        "vc" => stream_path(VcDetector::new(window), path, format, spill),
-        "treeclock" | "tc" => stream_path(TcDetector::new(window), path, format, spill),
-        "epoch" => stream_path(EpochDetector::new(window), path, format, spill),
-        "lockset" => stream_path(GoldilocksDetector::new(window), path, format, spill),
+        "vc" => stream_path(VcDetector::new(window), path, format, keep),
+        "treeclock" | "tc" => stream_path(TcDetector::new(window), path, format, keep),
+        "epoch" => stream_path(EpochDetector::new(window), path, format, keep),
+        "lockset" => stream_path(GoldilocksDetector::new(window), path, format, keep),
         other => bail!(crate::UsageError(format!(
             "relation `hb` has no engine `{other}`; expected one of: {}",
             HB_ENGINES.join(", ")
@@ -96,10 +96,10 @@ pub fn analyze_lockset(
     engine: &str,
     window: Option<u64>,
     format: Option<Format>,
-    spill: crate::report::Keep,
+    keep: crate::report::Keep,
 ) -> Result<(Report, Names)> {
     match engine {
-        "eraser" => stream_path(EraserDetector::new(window), path, format, spill),
+        "eraser" => stream_path(EraserDetector::new(window), path, format, keep),
         other => bail!(crate::UsageError(format!(
             "relation `lockset` has no engine `{other}`; expected one of: {}",
             LOCKSET_ENGINES.join(", ")

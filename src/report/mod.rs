@@ -6,7 +6,8 @@
 //! either collects them (`races`, the default: tests, `sweep`, JSON and SARIF
 //! output) or, after [`Report::spill_races`], writes them straight to a
 //! temporary file of fixed-size records ([`spill`]), so a run with tens of
-//! millions of racy events stays flat in memory. Every printed format reads
+//! millions of racy events stays flat in memory; for the summary, which
+//! needs only counts, [`Keep::Count`] keeps nothing per race. Every printed format reads
 //! the races back one at a time through [`Report::each_race`]: CSV and JSON
 //! Lines write one row per race, the grouped text report keeps one entry per
 //! location pair ([`text`]), so only JSON and SARIF (one document) need the

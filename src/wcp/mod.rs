@@ -85,9 +85,9 @@ pub fn analyze_path(
     path: &Path,
     format: Option<Format>,
     window: Option<u64>,
-    spill: crate::report::Keep,
+    keep: crate::report::Keep,
 ) -> Result<(Report, Names), LoadError> {
-    crate::detector::run_path(WcpVc::new(window), path, format, spill)
+    crate::detector::run_path(WcpVc::new(window), path, format, keep)
 }
 
 crate::impl_detector!(WcpVc);

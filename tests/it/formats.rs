@@ -230,7 +230,7 @@ fn analysis(path: &Path, relation: Relation, locs: bool) -> Value {
         max_distance: None,
         input_format: None,
         reporting: Default::default(),
-        spill: cprace::report::Keep::Collect,
+        keep: cprace::report::Keep::Collect,
     };
     let (report, names) =
         analyze_path(path, &opts).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
