@@ -344,10 +344,9 @@ impl Generator {
         fill(&mut n.locks, cfg.locks, |i| format!("l{i}"));
         fill(&mut n.vars, cfg.vars, |i| format!("x{i}"));
         fill(&mut n.vars, cfg.volatiles, |i| format!("v{i}"));
-        for t in 0..cfg.threads.max(1) {
-            for l in 0..cfg.locs_per_thread.max(1) {
-                intern(&mut n.locs, &format!("f{t}.java:{l}"));
-            }
+        let per = cfg.locs_per_thread.max(1);
+        for l in 0..cfg.threads.max(1).saturating_mul(per) {
+            intern(&mut n.locs, &loc_name(per, l));
         }
         n
     }
@@ -640,6 +639,21 @@ fn push_var(out: &mut Vec<u8>, cfg: &Config, v: u32) {
     }
 }
 
+/// The generator's name for location id `l + 1` (`per` locations a thread).
+fn loc_name(per: u32, l: u32) -> String {
+    let mut out = Vec::new();
+    push_loc(&mut out, per, l);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Append the generator's name for location id `l + 1`: `f{thread}.java:{n}`.
+fn push_loc(out: &mut Vec<u8>, per: u32, l: u32) {
+    out.push(b'f');
+    push_u32(out, l / per);
+    out.extend_from_slice(b".java:");
+    push_u32(out, l % per);
+}
+
 /// Append the generator's name for `ev`'s target.
 fn push_target(out: &mut Vec<u8>, cfg: &Config, ev: &Event) {
     use crate::trace::model::TargetKind;
@@ -717,8 +731,9 @@ impl Piece {
 const MAX_PIECES: u32 = 1 << 16;
 
 impl Pieces {
-    fn new(cfg: &Config, open: &[u8], close: &[u8], sep2: &[u8]) -> Pieces {
-        let sep1: &[u8] = if close.is_empty() { b"," } else { b"|" };
+    /// The pieces of `cfg`'s lines with these separators (`thread SEP1 op
+    /// OPEN target CLOSE SEP2 location`).
+    fn new(cfg: &Config, [sep1, open, close, sep2]: [&[u8]; 4]) -> Pieces {
         let num = |prefix: &[u8], i: u32| {
             let mut v = prefix.to_vec();
             push_u32(&mut v, i);
@@ -752,9 +767,8 @@ impl Pieces {
                 Piece::new(&[&name])
             }),
             locs: table(threads.saturating_mul(per), &|l| {
-                let mut loc = num(b"f", l / per);
-                loc.extend_from_slice(b".java:");
-                push_u32(&mut loc, l % per);
+                let mut loc = Vec::new();
+                push_loc(&mut loc, per, l);
                 Piece::new(&[close, sep2, &loc, b"\n"])
             }),
         }
@@ -807,11 +821,12 @@ pub fn write(
     if format == TextFormat::Csv {
         buf.extend_from_slice(b"thread,op,target,loc\n");
     }
-    let (sep1, open, close, sep2): (&[u8], &[u8], &[u8], &[u8]) = match format {
-        TextFormat::Csv => (b",", b",", b"", b","),
-        TextFormat::Std => (b"|", b"(", b")", b"|"),
+    let seps: [&[u8]; 4] = match format {
+        TextFormat::Csv => [b",", b",", b"", b","],
+        TextFormat::Std => [b"|", b"(", b")", b"|"],
     };
-    let pieces = Pieces::new(cfg, open, close, sep2);
+    let [sep1, open, close, sep2] = seps;
+    let pieces = Pieces::new(cfg, seps);
     let mut n = 0u64;
     for ev in Generator::new(cfg.clone()) {
         if !pieces.line(&ev, &mut buf) {
@@ -823,11 +838,7 @@ pub fn write(
             push_target(&mut buf, cfg, &ev);
             buf.extend_from_slice(close);
             buf.extend_from_slice(sep2);
-            let l = ev.loc - 1;
-            buf.push(b'f');
-            push_u32(&mut buf, l / per);
-            buf.extend_from_slice(b".java:");
-            push_u32(&mut buf, l % per);
+            push_loc(&mut buf, per, ev.loc - 1);
             buf.push(b'\n');
         }
         n += 1;
@@ -887,7 +898,7 @@ pub fn rapidbin_problem(cfg: &Config) -> Option<String> {
 /// variables named. Fails when the generator ends before `cfg.events`
 /// events, which the header already promised.
 pub fn write_rapidbin(cfg: &Config, out: &mut impl std::io::Write) -> std::io::Result<(u64, u32)> {
-    use crate::trace::rapid_bin::{header, word};
+    use crate::trace::rapid_bin::{header, op_code, word};
     crate::progress::phase("generating");
     crate::progress::start_writing();
     let threads = cfg.threads.max(1) as usize;
@@ -897,19 +908,11 @@ pub fn write_rapidbin(cfg: &Config, out: &mut impl std::io::Write) -> std::io::R
     let mut g = Generator::new(cfg.clone());
     let mut n = 0u64;
     for ev in g.by_ref() {
-        let code = match ev.op {
-            Op::Acquire => 0,
-            Op::Release => 1,
-            Op::Read => 2,
-            Op::Write => 3,
-            Op::Fork => 4,
-            Op::Join => 5,
-            op => {
-                return Err(std::io::Error::other(format!(
-                    "RapidBin has no operation for `{}`",
-                    op.as_str()
-                )));
-            }
+        let Some(code) = op_code(ev.op) else {
+            return Err(std::io::Error::other(format!(
+                "RapidBin has no operation for `{}`",
+                ev.op.as_str()
+            )));
         };
         buf.extend_from_slice(&word(ev.thread, code, ev.target, ev.loc).to_be_bytes());
         n += 1;
@@ -934,20 +937,12 @@ pub fn write_rapidbin(cfg: &Config, out: &mut impl std::io::Write) -> std::io::R
 /// RapidBin side file holds, so that reading it gives the trace `gen
 /// --format std` writes.
 pub fn rapidbin_names(cfg: &Config, variables: u32) -> [Vec<String>; 4] {
-    let threads = cfg.threads.max(1);
-    let per = cfg.locs_per_thread.max(1);
-    let mut locs = vec![String::new()];
-    for t in 0..threads {
-        for l in 0..per {
-            locs.push(format!("f{t}.java:{l}"));
-        }
-    }
-    [
-        (0..threads).map(|t| format!("T{t}")).collect(),
-        (0..cfg.locks).map(|l| format!("l{l}")).collect(),
-        (0..variables).map(|v| var_name(cfg, v)).collect(),
-        locs,
-    ]
+    let n = Generator::names(cfg);
+    let all = |t: &Interner| t.iter().map(String::from).collect::<Vec<_>>();
+    // Generator::names has the plain variables; the array elements follow.
+    let mut vars = all(&n.vars);
+    vars.extend((vars.len() as u32..variables).map(|v| var_name(cfg, v)));
+    [all(&n.threads), all(&n.locks), vars, all(&n.locs)]
 }
 
 /// Generate a whole trace in memory (tests and small experiments).

@@ -366,19 +366,26 @@ pub fn word(thread: u32, code: u64, decoration: u32, loc: u32) -> u64 {
     thread as u64 | code << 10 | (decoration as u64) << 14 | (loc as u64 & 0x7FFF) << 48
 }
 
+/// RapidBin's operation code for `op` (re-entrant acquires and releases are
+/// acquires and releases), or None for a volatile access, which it has no
+/// code for.
+pub fn op_code(op: Op) -> Option<u64> {
+    match op {
+        Op::Acquire | Op::ReentrantAcquire => Some(0),
+        Op::Release | Op::ReentrantRelease => Some(1),
+        Op::Read => Some(2),
+        Op::Write => Some(3),
+        Op::Fork => Some(4),
+        Op::Join => Some(5),
+        Op::VolatileRead | Op::VolatileWrite => None,
+    }
+}
+
 /// Encode one event (which must pass [`check`]).
 fn encode(ev: &Event) -> u64 {
-    let code: u64 = match ev.op {
-        Op::Acquire | Op::ReentrantAcquire => 0,
-        Op::Release | Op::ReentrantRelease => 1,
-        Op::Read => 2,
-        Op::Write => 3,
-        Op::Fork => 4,
-        Op::Join => 5,
-        // Refused by `check`; kept total so that encoding never panics.
-        Op::VolatileRead => 2,
-        Op::VolatileWrite => 3,
-    };
+    // Volatiles are refused by `check`; kept total so that encoding never
+    // panics (as a data read or write).
+    let code = op_code(ev.op).unwrap_or(if ev.op.is_write() { 3 } else { 2 });
     word(ev.thread, code, ev.target, ev.loc)
 }
 

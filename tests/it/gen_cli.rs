@@ -11,7 +11,8 @@ use cprace::generate::{self, Config, TextFormat};
 use cprace::trace::{Format, Op, load_str};
 use serde_json::Value;
 
-fn gen_text(args: &[&str]) -> String {
+/// `cprace gen ARGS..`'s output (it must succeed).
+fn gen_bytes(args: &[&str]) -> Vec<u8> {
     let mut a = vec!["gen"];
     a.extend_from_slice(args);
     let out = cprace(&a);
@@ -20,7 +21,11 @@ fn gen_text(args: &[&str]) -> String {
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    out.stdout
+}
+
+fn gen_text(args: &[&str]) -> String {
+    String::from_utf8(gen_bytes(args)).expect("UTF-8")
 }
 
 /// `cprace stats --format json` of a generated trace given by `args`.
@@ -357,7 +362,6 @@ fn rapidbin_output_reads_back_as_the_std_output() {
     let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
     for profile in ["bench", "arrays", "ftpserver"] {
         let common = [
-            "gen",
             "--profile",
             profile,
             "--volatiles",
@@ -367,17 +371,7 @@ fn rapidbin_output_reads_back_as_the_std_output() {
             "--seed",
             "3",
         ];
-        let run = |extra: &[&str]| {
-            let mut a = common.to_vec();
-            a.extend_from_slice(extra);
-            let out = cprace(&a);
-            assert!(
-                out.status.success(),
-                "{profile} {extra:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            out.stdout
-        };
+        let run = |extra: &[&str]| gen_bytes(&[&common[..], extra].concat());
         let (bin, std) = (p("t.bin"), p("t.std"));
         run(&["--format", "rapidbin", "-o", &bin]);
         let text = run(&["--format", "std"]);
