@@ -270,7 +270,7 @@ impl CpInput {
         let mut open: Vec<Vec<u32>> = vec![Vec::new(); trace.num_threads()];
         let mut acc: Vec<(u32, u32, bool)> = before.to_vec();
         let mut next_cs = 0usize;
-        for (i, ev) in trace.events.iter().enumerate() {
+        for ev in &trace.events {
             let o = &mut open[ev.thread as usize];
             match ev.op {
                 Op::Acquire => {
@@ -292,7 +292,6 @@ impl CpInput {
                 }
                 _ => {}
             }
-            let _ = i;
         }
         merge_accesses(&mut acc);
         let mut start_of = vec![0usize; self.sections.len() + 1];

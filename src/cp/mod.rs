@@ -115,9 +115,10 @@ pub fn analyze_within(
     report
 }
 
-/// [`analyze_within`] with the races written to a temporary file as the
-/// final pass finds them ([`Report::spill_races`]), for the output formats
-/// that stream: the report holds no race in memory, however many there are.
+/// [`analyze_within`] with the races kept as `keep` says as the final pass
+/// finds them: written to a temporary file ([`Report::spill_races`]) for the
+/// output formats that stream, or only counted for the summary; either way
+/// the report holds no race in memory, however many there are.
 pub fn analyze_spilled(
     trace: &Trace,
     window: Option<u64>,
