@@ -118,9 +118,7 @@ impl PairSet {
             return self.insert((a, b));
         }
         let i = a as usize * self.dim + b as usize;
-        let (w, bit) = (i / 64, 1u64 << (i % 64));
-        self.count += u64::from(self.bits[w] & bit == 0);
-        self.bits[w] |= bit;
+        self.count += u64::from(insert_bit(&mut self.bits, i));
     }
 
     /// Room for locations below `need`: a bigger bitset, or the hash set.
@@ -167,6 +165,17 @@ impl PairSet {
     }
 }
 
+/// Set bit `i` of `bits` (grown as needed); true when it was not set.
+fn insert_bit(bits: &mut Vec<u64>, i: usize) -> bool {
+    let (w, bit) = (i / 64, 1u64 << (i % 64));
+    if bits.len() <= w {
+        bits.resize(w + 1, 0);
+    }
+    let new = bits[w] & bit == 0;
+    bits[w] |= bit;
+    new
+}
+
 /// [`Tally`]'s counts, gathered race by race.
 #[derive(Default)]
 struct Counter {
@@ -181,12 +190,7 @@ struct Counter {
 impl Counter {
     fn add(&mut self, r: &Race) {
         self.races += 1;
-        let (w, bit) = ((r.variable / 64) as usize, 1u64 << (r.variable % 64));
-        if self.vars.len() <= w {
-            self.vars.resize(w + 1, 0);
-        }
-        self.distinct_vars += u64::from(self.vars[w] & bit == 0);
-        self.vars[w] |= bit;
+        self.distinct_vars += u64::from(insert_bit(&mut self.vars, r.variable as usize));
         self.pairs.insert(r.location_pair());
     }
 
@@ -243,10 +247,17 @@ pub struct Report {
     /// reordering prefix after which both events are enabled, or None when
     /// none was found (see [`crate::witness`]).
     pub witnesses: Option<Vec<Option<Vec<EventId>>>>,
-    /// Where pushed races go instead of `races`, when spilled.
-    spill: Option<spill::Spill>,
-    /// What pushed races add to instead, when only counted.
-    counted: Option<Box<Counter>>,
+    /// Where pushed races go instead of `races`, when not collected.
+    kept: Option<Kept>,
+}
+
+/// Races kept elsewhere than [`Report::races`].
+#[derive(Debug)]
+enum Kept {
+    /// In a temporary file ([`Keep::Spill`]).
+    Spilled(spill::Spill),
+    /// Only their counts ([`Keep::Count`]).
+    Counted(Box<Counter>),
 }
 
 impl Clone for Report {
@@ -254,7 +265,7 @@ impl Clone for Report {
     /// temporary file, which is not copied: cloning one is a bug.)
     fn clone(&self) -> Report {
         assert!(
-            self.spill.is_none() && self.counted.is_none(),
+            self.kept.is_none(),
             "a spilled or counted report cannot be cloned"
         );
         Report {
@@ -267,8 +278,7 @@ impl Clone for Report {
             stats: self.stats.clone(),
             notes: self.notes.clone(),
             witnesses: self.witnesses.clone(),
-            spill: None,
-            counted: None,
+            kept: None,
         }
     }
 }
@@ -311,7 +321,7 @@ impl Report {
     /// collecting them (see the module docs). Call before the first push.
     pub fn spill_races(&mut self) -> io::Result<()> {
         debug_assert!(self.races.is_empty(), "spill before the first race");
-        self.spill = Some(spill::Spill::new()?);
+        self.kept = Some(Kept::Spilled(spill::Spill::new()?));
         Ok(())
     }
 
@@ -321,50 +331,50 @@ impl Report {
         match keep {
             Keep::Collect => {}
             Keep::Spill => self.spill_races()?,
-            Keep::Count => self.counted = Some(Box::default()),
+            Keep::Count => self.kept = Some(Kept::Counted(Box::default())),
         }
         Ok(())
     }
 
     /// Whether the races are spilled rather than collected.
     pub fn is_spilled(&self) -> bool {
-        self.spill.is_some()
+        matches!(self.kept, Some(Kept::Spilled(_)))
     }
 
     /// Record one race witness (see the module docs for the order).
     #[inline]
     pub fn push(&mut self, race: Race) {
-        match (&mut self.spill, &mut self.counted) {
-            (Some(s), _) => s.push(&race),
-            (_, Some(c)) => c.add(&race),
-            _ => self.races.push(race),
+        match &mut self.kept {
+            Some(Kept::Spilled(s)) => s.push(&race),
+            Some(Kept::Counted(c)) => c.add(&race),
+            None => self.races.push(race),
         }
     }
 
     /// Number of races recorded (one per racy event once normalized).
     pub fn race_count(&self) -> u64 {
-        match (&self.spill, &self.counted) {
-            (Some(s), _) => s.len(),
-            (_, Some(c)) => c.races,
-            _ => self.races.len() as u64,
+        match &self.kept {
+            Some(Kept::Spilled(s)) => s.len(),
+            Some(Kept::Counted(c)) => c.races,
+            None => self.races.len() as u64,
         }
     }
 
     /// Call `f` on every race in order, collected or spilled.
     pub fn each_race(&self, f: impl FnMut(&Race) -> io::Result<()>) -> io::Result<()> {
-        match (&self.spill, &self.counted) {
-            (Some(s), _) => s.each(f),
-            (_, Some(_)) => Err(io::Error::other(
+        match &self.kept {
+            Some(Kept::Spilled(s)) => s.each(f),
+            Some(Kept::Counted(_)) => Err(io::Error::other(
                 "the races were only counted (summary output), not kept",
             )),
-            _ => self.races.iter().try_for_each(f),
+            None => self.races.iter().try_for_each(f),
         }
     }
 
     /// Racy events, racy variables and location pairs, in one pass (or
     /// as counted, [`Keep::Count`]).
     pub fn tally(&self) -> io::Result<Tally> {
-        if let Some(c) = &self.counted {
+        if let Some(Kept::Counted(c)) = &self.kept {
             return Ok(c.tally());
         }
         let mut c = Counter::default();
@@ -420,12 +430,10 @@ impl Report {
     /// before returning. A spilled report is already in order: its file is
     /// flushed here.
     pub fn normalize(&mut self) {
-        if let Some(s) = &mut self.spill {
-            s.finish();
-            return;
-        }
-        if self.counted.is_some() {
-            return;
+        match &mut self.kept {
+            Some(Kept::Spilled(s)) => return s.finish(),
+            Some(Kept::Counted(_)) => return,
+            None => {}
         }
         self.races.sort_by_key(|r| (r.second.id, r.first.id));
         self.races.dedup_by_key(|r| r.second.id);
@@ -449,7 +457,7 @@ impl Report {
         layout: &Layout,
         out: &mut dyn Write,
     ) -> io::Result<()> {
-        if let Some(s) = &self.spill {
+        if let Some(Kept::Spilled(s)) = &self.kept {
             s.check()?;
         }
         match format {
