@@ -117,13 +117,12 @@ impl Symbolizer {
 
     /// The global variable holding `addr` (`name` or `name+offset`), if any.
     pub fn global(&self, addr: u64) -> Option<String> {
-        let mut out = Vec::new();
-        self.global_into(addr, &mut out)
-            .then(|| String::from_utf8_lossy(&out).into_owned())
+        let mut out = String::new();
+        self.global_into(addr, &mut out).then_some(out)
     }
 
     /// Appends the global variable holding `addr` to `out`; false if none.
-    pub fn global_into(&self, addr: u64, out: &mut Vec<u8>) -> bool {
+    pub fn global_into(&self, addr: u64, out: &mut String) -> bool {
         let Some(seg) = self.segment(addr) else {
             return false;
         };
@@ -137,9 +136,9 @@ impl Symbolizer {
         if off >= *size {
             return false;
         }
-        out.extend_from_slice(name.as_bytes());
+        out.push_str(name);
         if off != 0 {
-            out.extend_from_slice(format!("+{off}").as_bytes());
+            let _ = std::fmt::Write::write_fmt(out, format_args!("+{off}"));
         }
         true
     }

@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 use super::events::{self, Event};
 use super::shadow::Shadow;
 use super::symbols::Symbolizer;
+use crate::trace::intern::Arena;
 
 /// What a recording held, for the summary line.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -50,66 +51,13 @@ pub const OP_VREAD: u8 = 6;
 /// See [`OP_VREAD`].
 pub const OP_VWRITE: u8 = 7;
 
-/// Names back to back in one buffer: a run names millions of variables,
-/// which as one `String` each cost an allocation each.
-#[derive(Default)]
-pub struct Names {
-    text: Vec<u8>,
-    /// End of each name in `text`.
-    ends: Vec<usize>,
-}
-
-impl Names {
-    /// The number of names.
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// Name `i`'s bytes (UTF-8: names are built from `str`s and hex digits).
-    #[inline(always)]
-    pub fn bytes(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.text[start..self.ends[i]]
-    }
-
-    /// Name `i`.
-    pub fn get(&self, i: usize) -> std::borrow::Cow<'_, str> {
-        match std::str::from_utf8(self.bytes(i)) {
-            Ok(s) => s.into(),
-            Err(_) => String::from_utf8_lossy(self.bytes(i)),
-        }
-    }
-
-    /// Ends the name appended to the buffer since the last one; its id.
-    fn end(&mut self) -> u32 {
-        self.ends.push(self.text.len());
-        self.ends.len() as u32 - 1
-    }
-}
-
-impl serde::Serialize for Names {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let mut seq = s.serialize_seq(Some(self.len()))?;
-        for i in 0..self.len() {
-            seq.serialize_element(&self.get(i))?;
-        }
-        seq.end()
-    }
-}
-
 /// Appends `0x` and `v` in lowercase hex without leading zeros (as `{v:#x}`).
-fn push_hex(out: &mut Vec<u8>, v: u64) {
+fn push_hex(out: &mut String, v: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let digits = (64 - (v | 1).leading_zeros()).div_ceil(4);
-    out.extend_from_slice(b"0x");
+    out.push_str("0x");
     for i in (0..digits).rev() {
-        out.push(DIGITS[(v >> (i * 4)) as usize & 15]);
+        out.push(char::from(DIGITS[(v >> (i * 4)) as usize & 15]));
     }
 }
 
@@ -139,9 +87,9 @@ pub struct Namer {
     pub threads: Vec<String>,
     /// Lock names, by id.
     pub locks: Vec<String>,
-    /// Variable names, by id (two ids may share a name: then they are one
-    /// variable of the trace, as in STD).
-    pub variables: Names,
+    /// Variable names, by id, back to back (a run names millions; two ids
+    /// may share a name: then they are one variable of the trace, as in STD).
+    pub variables: Arena,
     /// Location texts, by id; 0 is the empty location.
     pub locations: Vec<String>,
     /// Totals so far.
@@ -165,7 +113,7 @@ impl Namer {
             loc_cache: vec![(u64::MAX, 0); LOC_CACHE],
             threads: Vec::new(),
             locks: Vec::new(),
-            variables: Names::default(),
+            variables: Arena::default(),
             locations: vec![String::new()],
             counts: Counts::default(),
         }
@@ -241,14 +189,15 @@ impl Namer {
     #[inline(never)]
     fn new_memory(&mut self, addr: u64, tid: u32) -> u32 {
         let n = self.generation(addr);
-        let v = &mut self.variables;
-        if !self.sym.global_into(addr, &mut v.text) {
-            push_hex(&mut v.text, addr);
-        }
-        if n != 0 {
-            let _ = write!(v.text, "~{n}");
-        }
-        let id = v.end();
+        let sym = &self.sym;
+        let id = self.variables.push_with(|text| {
+            if !sym.global_into(addr, text) {
+                push_hex(text, addr);
+            }
+            if n != 0 {
+                let _ = std::fmt::Write::write_fmt(text, format_args!("~{n}"));
+            }
+        });
         self.shadow.set(addr, tid, id);
         id
     }
@@ -260,16 +209,16 @@ impl Namer {
             return id;
         }
         let name = self.object_name(addr);
-        let v = &mut self.variables;
-        v.text.extend_from_slice(name.as_bytes());
-        match arg {
-            0 => {}
-            1 => v.text.extend_from_slice(b".w"),
-            t => {
-                let _ = write!(v.text, ".r.T{}", t - 2);
+        let id = self.variables.push_with(|text| {
+            text.push_str(&name);
+            match arg {
+                0 => {}
+                1 => text.push_str(".w"),
+                t => {
+                    let _ = std::fmt::Write::write_fmt(text, format_args!(".r.T{}", t - 2));
+                }
             }
-        }
-        let id = v.end();
+        });
         self.sync_ids.insert((addr, arg), id);
         id
     }
@@ -399,7 +348,11 @@ impl StdWriter {
         let target = match e.op {
             0 | 1 => n.locks[e.target as usize].as_bytes(),
             4 | 5 => n.threads[e.target as usize].as_bytes(),
-            _ => n.variables.bytes(e.target as usize),
+            _ => n
+                .variables
+                .get(e.target as usize)
+                .unwrap_or_default()
+                .as_bytes(),
         };
         self.line(n, e, target, out)
     }
@@ -463,7 +416,7 @@ impl RapidBinWriter {
         if e.op >= OP_VREAD {
             return Err(format!(
                 "the run made volatile accesses (atomics, semaphores, barriers, rwlock reads, ...; the first is `{}`), which RapidBin has no operation for",
-                n.variables.get(e.target as usize)
+                n.variables.get(e.target as usize).unwrap_or_default()
             ));
         }
         if e.thread as usize >= MAX_THREADS || (e.op >= 4 && e.target as usize >= MAX_THREADS) {

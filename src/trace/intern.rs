@@ -309,9 +309,7 @@ fn family_of(key: &Key, name: &[u8]) -> Option<(Key, usize)> {
 #[derive(Clone)]
 pub struct Interner {
     /// Every name, back to back.
-    text: String,
-    /// Where name `i` ends in `text` (it starts where name `i - 1` ends).
-    ends: Vec<usize>,
+    arena: Arena,
     /// Whole-name keys to ids.
     names: Table,
     /// Family keys to indices into `families`.
@@ -335,8 +333,7 @@ const CACHE_MAX: usize = 1 << 13;
 impl Default for Interner {
     fn default() -> Self {
         Interner {
-            text: String::new(),
-            ends: Vec::new(),
+            arena: Arena::default(),
             names: Table::default(),
             family_keys: Table::default(),
             families: Vec::new(),
@@ -355,7 +352,7 @@ impl std::fmt::Debug for Interner {
 
 impl PartialEq for Interner {
     fn eq(&self, other: &Self) -> bool {
-        self.ends == other.ends && self.text == other.text
+        self.arena == other.arena
     }
 }
 
@@ -365,20 +362,18 @@ impl Interner {
     /// Number of names.
     #[inline]
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.arena.len()
     }
 
     /// True when there are no names.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.arena.is_empty()
     }
 
     /// The name with id `i`.
     #[inline]
     pub fn get_index(&self, i: usize) -> Option<&str> {
-        let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        self.text.get(start..end)
+        self.arena.get(i)
     }
 
     /// The id of `name`, if it has one.
@@ -570,10 +565,9 @@ impl Interner {
     fn add_bytes(&mut self, name: &[u8]) -> u32 {
         if name.is_ascii() {
             // Cheaper than a call to `from_utf8` for a short name.
-            self.text.extend(name.iter().map(|&b| char::from(b)));
-            let id = self.ends.len() as u32;
-            self.ends.push(self.text.len());
-            return id;
+            return self
+                .arena
+                .push_with(|text| text.extend(name.iter().map(|&b| char::from(b))));
         }
         match std::str::from_utf8(name) {
             Ok(s) => self.add(s),
@@ -586,10 +580,53 @@ impl Interner {
     /// Append `name` to the arena under the next id.
     #[inline]
     fn add(&mut self, name: &str) -> u32 {
-        let id = self.ends.len() as u32;
-        self.text.push_str(name);
+        self.arena.push_with(|text| text.push_str(name))
+    }
+}
+
+/// Names back to back in one string, numbered in the order they came: a
+/// name costs no allocation of its own (traces and recordings name
+/// millions). No lookup by name: [`Interner`] adds that.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Arena {
+    text: String,
+    /// Where name `i` ends in `text` (it starts where name `i - 1` ends).
+    ends: Vec<usize>,
+}
+
+impl Arena {
+    /// Number of names.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when there are no names.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Name `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.text.get(start..end)
+    }
+
+    /// A new name, the next id: what `write` appends to the text.
+    #[inline]
+    pub fn push_with(&mut self, write: impl FnOnce(&mut String)) -> u32 {
+        write(&mut self.text);
         self.ends.push(self.text.len());
-        id
+        self.ends.len() as u32 - 1
+    }
+}
+
+impl serde::Serialize for Arena {
+    /// The names in order, as a sequence of strings.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq((0..self.len()).map(|i| self.get(i).unwrap_or_default()))
     }
 }
 
