@@ -1063,16 +1063,7 @@ fn run_gen_rapidbin(args: &GenArgs, cfg: &crate::generate::Config) -> Result<i32
                 .with_context(|| format!("cannot write {}", side.display()))
             })?;
         }
-        None => {
-            crate::output::grow_pipe(1);
-            let mut stdout = std::io::stdout().lock();
-            match write_rapidbin(cfg, &mut stdout) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                r => {
-                    r.context("cannot write to standard output")?;
-                }
-            }
-        }
+        None => crate::output::to_stdout(|w| write_rapidbin(cfg, &mut &mut *w).map(|_| ()))?,
     }
     Ok(0)
 }
@@ -1094,17 +1085,8 @@ fn run_gen(args: &GenArgs) -> Result<i32> {
                     .with_context(|| format!("cannot write {}", p.display()))
             })?;
         }
-        None => {
-            // Straight to standard output: the trace may be far larger than memory.
-            crate::output::grow_pipe(1);
-            let mut stdout = std::io::stdout().lock();
-            match write(&cfg, fmt, &mut stdout) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                r => {
-                    r.context("cannot write to standard output")?;
-                }
-            }
-        }
+        // Streamed: the trace may be far larger than memory.
+        None => crate::output::to_stdout(|w| write(&cfg, fmt, &mut &mut *w).map(|_| ()))?,
     }
     Ok(0)
 }

@@ -118,6 +118,7 @@ fn io_broken_pipe(e: &io::Error) -> bool {
 
 /// Stream `write` to standard output; a closed pipe ends it quietly.
 pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    grow_pipe(1);
     let mut w = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     match write(&mut w).and_then(|_| w.flush()) {
         Err(e) if io_broken_pipe(&e) => Ok(()),
