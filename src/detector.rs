@@ -58,11 +58,9 @@ pub fn run_path<D: Detector + Send>(
     format: Option<Format>,
     keep: Keep,
 ) -> Result<(Report, Names), LoadError> {
-    if keep != Keep::Collect {
-        d.report_mut()
-            .keep_races(keep)
-            .map_err(|e| LoadError::new(&path.to_string_lossy(), 0, b"", e.to_string()))?;
-    }
+    d.report_mut()
+        .keep_races(keep)
+        .map_err(|e| LoadError::new(&path.to_string_lossy(), 0, b"", e.to_string()))?;
     // A channel preallocates its slots: at most 256 chunks (64 MB) ahead.
     let chunks = d.lookahead().div_ceil(CHUNK).clamp(1, 256);
     let (full_tx, full_rx) = sync_channel::<Vec<Event>>(chunks);
