@@ -782,7 +782,10 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
             } else {
                 report.write(&names, format, &layout, out)?;
             }
-            Ok(report.exit_code())
+            let code = report.exit_code();
+            let big = report.events > crate::alloc::BIG;
+            crate::alloc::drop_later((report, names), big);
+            Ok(code)
         }
         Command::Verify {
             trace,

@@ -31,7 +31,7 @@ const NONE: u32 = u32::MAX;
 /// A clock the HB edge rules can run on: [`VectorClock`] (`vc`) or
 /// [`TreeClock`] (`treeclock`). Volatile variables always keep a
 /// [`VectorClock`] (the join of their writers' clocks, not one thread's).
-pub trait HbClock: Default + Send {
+pub trait HbClock: Default + Send + 'static {
     /// The clock of a thread `t` that has learned nothing yet (own entry 1).
     fn thread(t: ThreadId) -> Self;
     /// Entry of thread `t`.
@@ -349,6 +349,8 @@ impl<C: HbClock> ClockDetector<C> {
             .stats
             .insert("clock_joins".into(), json!(c.joins));
         self.report.normalize();
-        self.report
+        let report = std::mem::take(&mut self.report);
+        crate::alloc::drop_later(self, report.events > crate::alloc::BIG);
+        report
     }
 }

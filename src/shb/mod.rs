@@ -90,7 +90,9 @@ impl ShbDetector {
             "every SHB race is a predictable race (OOPSLA 2018 theorem), not only the first".into(),
         );
         self.report.normalize();
-        self.report
+        let report = std::mem::take(&mut self.report);
+        crate::alloc::drop_later(self, report.events > crate::alloc::BIG);
+        report
     }
 }
 

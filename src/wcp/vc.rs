@@ -571,7 +571,9 @@ impl WcpVc {
             ));
         }
         self.report.normalize();
-        self.report
+        let report = std::mem::take(&mut self.report);
+        crate::alloc::drop_later(self, report.events > crate::alloc::BIG);
+        report
     }
 }
 
