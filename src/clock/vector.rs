@@ -1,23 +1,42 @@
-//! Vector clocks: a [`Store`] of times, the persistent radix tree of 16-entry
-//! blocks shared copy-on-write (cloning a clock is O(1), a write copies only
-//! the shared part of the path to the written entry). A join adopts every subtree the target lacks by reference and skips
-//! subtrees both clocks share, so clocks that are passed along (release ->
-//! acquire, fork, join) share everything but the paths where they differ.
+//! Vector clocks. A clock of threads `0..SMALL` only keeps its entries
+//! inline: a copy is a memcpy and a join a vector maximum, with no reference
+//! counts or allocation (most traces have a handful of threads, and their
+//! detectors copy and join clocks at every synchronization event). A clock
+//! that learns of a later thread becomes a [`Store`] of times: the persistent
+//! radix tree of 16-entry blocks shared copy-on-write (cloning a clock is
+//! O(1), a write copies only the shared part of the path to the written
+//! entry). A join adopts every subtree the target lacks by reference and
+//! skips subtrees both clocks share, so clocks that are passed along
+//! (release -> acquire, fork, join) share everything but the paths where
+//! they differ.
 
 use std::sync::Arc;
 
 use super::store::{BITS, FAN, Node, Store};
 
+/// Threads whose entries a clock keeps inline (ids `0..SMALL`).
+const SMALL: usize = 8;
+
 /// A vector clock indexed by thread id; missing entries are 0. See the
 /// [module conventions](super).
 #[derive(Clone, Debug)]
 pub struct VectorClock {
-    s: Store<u32>,
+    r: Repr,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    /// Entries of threads `0..SMALL`; every other entry is 0.
+    Small([u32; SMALL]),
+    /// Any thread ids, as a persistent tree.
+    Tree(Store<u32>),
 }
 
 impl Default for VectorClock {
     fn default() -> Self {
-        VectorClock { s: Store::new(0) }
+        VectorClock {
+            r: Repr::Small([0; SMALL]),
+        }
     }
 }
 
@@ -31,48 +50,67 @@ impl VectorClock {
     /// Entry of thread `t`.
     #[inline]
     pub fn get(&self, t: u32) -> u32 {
-        self.s.get(t)
+        match &self.r {
+            Repr::Small(a) => a.get(t as usize).copied().unwrap_or(0),
+            Repr::Tree(s) => s.get(t),
+        }
+    }
+
+    /// The entry of thread `t`, writable (copying the shared part of its
+    /// path; a small clock becomes a tree when `t` is past its entries).
+    #[inline]
+    fn entry(&mut self, t: u32) -> &mut u32 {
+        if let Repr::Small(a) = &self.r
+            && t as usize >= SMALL
+        {
+            self.r = Repr::Tree(to_store(a));
+        }
+        match &mut self.r {
+            Repr::Small(a) => &mut a[t as usize],
+            Repr::Tree(s) => s.get_mut(t),
+        }
     }
 
     /// Set the entry of thread `t` (copying the shared part of its path).
     #[inline]
     pub fn set(&mut self, t: u32, v: u32) {
-        *self.s.get_mut(t) = v;
+        *self.entry(t) = v;
     }
 
     /// Increment the entry of thread `t`.
     #[inline]
     pub fn tick(&mut self, t: u32) {
-        *self.s.get_mut(t) += 1;
+        *self.entry(t) += 1;
     }
 
-    /// Pointwise maximum with `other`. Blocks only `other` has are shared,
-    /// blocks both share are skipped, and a shared block is copied only when
-    /// `other` raises one of its entries.
+    /// Pointwise maximum with `other`. Small clocks take the maximum of
+    /// each entry; trees share the blocks only `other` has, skip blocks both
+    /// share, and copy a shared block only when `other` raises one of its
+    /// entries.
     pub fn join(&mut self, other: &VectorClock) {
-        let Some(o) = &other.s.root else {
-            return;
-        };
-        self.s.grow(other.s.height);
-        // The slot of `self` covering the ids `other` covers.
-        let mut level = self.s.height;
-        let mut s = &mut self.s.root;
-        while level > other.s.height {
-            let n = s.get_or_insert_with(|| Arc::new(Node::empty(level, 0)));
-            if let Node::Inner(c) = &**n
-                && c[0].as_ref().is_some_and(|x| Arc::ptr_eq(x, o))
-            {
-                return;
+        match (&mut self.r, &other.r) {
+            (Repr::Small(a), Repr::Small(b)) => {
+                for (a, &b) in a.iter_mut().zip(b) {
+                    *a = (*a).max(b);
+                }
             }
-            let Node::Inner(c) = Arc::make_mut(n) else {
-                unreachable!("inner levels hold inner nodes")
-            };
-            s = &mut c[0];
-            level -= 1;
-        }
-        match s {
-            None => *s = Some(o.clone()),
-            Some(n) => join_node(n, o),
+            (Repr::Tree(s), Repr::Small(b)) => {
+                for (t, &v) in b.iter().enumerate() {
+                    if v > s.get(t as u32) {
+                        *s.get_mut(t as u32) = v;
+                    }
+                }
+            }
+            (Repr::Small(a), Repr::Tree(o)) => {
+                let mut s = o.clone();
+                for (t, &v) in a.iter().enumerate() {
+                    if v > s.get(t as u32) {
+                        *s.get_mut(t as u32) = v;
+                    }
+                }
+                self.r = Repr::Tree(s);
+            }
+            (Repr::Tree(s), Repr::Tree(o)) => join_store(s, o),
         }
     }
 
@@ -83,7 +121,17 @@ impl VectorClock {
 
     /// The non-zero entries `(thread, time)`, by thread id.
     pub fn entries(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        self.s.iter().filter(|e| *e.1 != 0).map(|(t, &v)| (t, v))
+        let (small, tree) = match &self.r {
+            Repr::Small(a) => (Some(a), None),
+            Repr::Tree(s) => (None, Some(s)),
+        };
+        let small = small
+            .into_iter()
+            .flat_map(|a| a.iter().enumerate().map(|(t, &v)| (t as u32, v)));
+        let tree = tree
+            .into_iter()
+            .flat_map(|s| s.iter().map(|(t, &v)| (t, v)));
+        small.chain(tree).filter(|e| e.1 != 0)
     }
 
     /// The entries of threads `0..n` as a dense slice (for flat matrices).
@@ -105,28 +153,104 @@ impl VectorClock {
     }
 
     /// Call `f(t, self[t], other[t])` for every thread `t` whose entries
-    /// differ, by thread id. Subtrees both clocks share are skipped, so the
+    /// differ, by thread id. Subtrees two trees share are skipped, so the
     /// cost follows the blocks that differ (a counter carried from one clock
     /// to the next pays for what changed, not for every thread).
     pub fn diff(&self, other: &VectorClock, mut f: impl FnMut(u32, u32, u32)) {
-        let level = self.s.height.max(other.s.height);
-        diff_nodes(
-            (self.s.root.as_ref(), self.s.height),
-            (other.s.root.as_ref(), other.s.height),
-            level,
-            0,
-            &mut f,
-        );
+        match (&self.r, &other.r) {
+            (Repr::Tree(a), Repr::Tree(b)) => {
+                let level = a.height.max(b.height);
+                diff_nodes(
+                    (a.root.as_ref(), a.height),
+                    (b.root.as_ref(), b.height),
+                    level,
+                    0,
+                    &mut f,
+                );
+            }
+            _ => {
+                // A small clock has few entries: merge the two lists.
+                let (mut x, mut y) = (self.entries().peekable(), other.entries().peekable());
+                loop {
+                    match (x.peek().copied(), y.peek().copied()) {
+                        (None, None) => return,
+                        (Some((t, a)), Some((u, b))) if t == u => {
+                            if a != b {
+                                f(t, a, b);
+                            }
+                            x.next();
+                            y.next();
+                        }
+                        (Some((t, a)), Some((u, _))) if t < u => {
+                            f(t, a, 0);
+                            x.next();
+                        }
+                        (Some((t, a)), None) => {
+                            f(t, a, 0);
+                            x.next();
+                        }
+                        (_, Some((u, b))) => {
+                            f(u, 0, b);
+                            y.next();
+                        }
+                    }
+                }
+            }
+        }
     }
 
-    /// Whether `self` and `other` are the same shared clock (O(1); equal
-    /// clocks built separately are not).
+    /// Whether `self` and `other` are the same clock, in O(1): the same
+    /// shared tree, or small clocks with equal entries (equal trees built
+    /// separately are not).
     pub fn ptr_eq(&self, other: &VectorClock) -> bool {
-        match (&self.s.root, &other.s.root) {
-            (Some(a), Some(b)) => self.s.height == other.s.height && Arc::ptr_eq(a, b),
-            (None, None) => true,
+        match (&self.r, &other.r) {
+            (Repr::Small(a), Repr::Small(b)) => a == b,
+            (Repr::Tree(a), Repr::Tree(b)) => match (&a.root, &b.root) {
+                (Some(x), Some(y)) => a.height == b.height && Arc::ptr_eq(x, y),
+                (None, None) => true,
+                _ => false,
+            },
             _ => false,
         }
+    }
+}
+
+/// The entries of a small clock as a tree.
+fn to_store(a: &[u32; SMALL]) -> Store<u32> {
+    let mut s = Store::new(0);
+    for (t, &v) in a.iter().enumerate() {
+        if v != 0 {
+            *s.get_mut(t as u32) = v;
+        }
+    }
+    s
+}
+
+/// `s ⊔= o` on trees: share what only `o` has, skip what both share.
+fn join_store(s: &mut Store<u32>, other: &Store<u32>) {
+    let Some(o) = &other.root else {
+        return;
+    };
+    s.grow(other.height);
+    // The slot of `s` covering the ids `other` covers.
+    let mut level = s.height;
+    let mut n = &mut s.root;
+    while level > other.height {
+        let x = n.get_or_insert_with(|| Arc::new(Node::empty(level, 0)));
+        if let Node::Inner(c) = &**x
+            && c[0].as_ref().is_some_and(|y| Arc::ptr_eq(y, o))
+        {
+            return;
+        }
+        let Node::Inner(c) = Arc::make_mut(x) else {
+            unreachable!("inner levels hold inner nodes")
+        };
+        n = &mut c[0];
+        level -= 1;
+    }
+    match n {
+        None => *n = Some(o.clone()),
+        Some(x) => join_node(x, o),
     }
 }
 
@@ -373,10 +497,14 @@ mod tests {
         }
         assert_eq!(lock.entries().count(), 1000);
         assert_eq!(threads[10].entries().count(), 11);
-        let Some(Node::Inner(a)) = threads[999].s.root.as_deref() else {
+        let root = |c: &VectorClock| match &c.r {
+            Repr::Tree(s) => s.root.clone(),
+            Repr::Small(_) => None,
+        };
+        let Some(Node::Inner(a)) = root(&threads[999]).as_deref().cloned() else {
             panic!("three levels")
         };
-        let Some(Node::Inner(b)) = threads[998].s.root.as_deref() else {
+        let Some(Node::Inner(b)) = root(&threads[998]).as_deref().cloned() else {
             panic!("three levels")
         };
         // The first block-of-256 subtree is shared between the two threads.
