@@ -24,14 +24,17 @@
 //!
 //! # Representations
 //!
-//! - [`VectorClock`] (vector.rs): a persistent radix tree of 16-entry blocks
-//!   shared between clocks copy-on-write. Copying is O(1) (a release makes the
+//! - [`VectorClock`] (vector.rs): while it knows only threads 0-7, its
+//!   entries inline (32 bytes: a copy is a memcpy, a join eight maxima, no
+//!   allocation or reference count; most traces have a handful of threads
+//!   and their detectors copy and join at every synchronization event).
+//!   From thread 8 on, a persistent radix tree of 16-entry blocks shared
+//!   between clocks copy-on-write. Copying is O(1) (a release makes the
 //!   lock's clock the thread's clock, sharing everything), a join shares every
 //!   block the joined-into clock lacks and skips blocks both clocks share, and
 //!   memory follows the distinct blocks alive, not threads x clocks: 100,000
 //!   threads passing one lock along hold one path of blocks each. Any engine,
-//!   any relation (HB, WCP, CP) can use it; with up to 16 threads a clock is
-//!   one block.
+//!   any relation (HB, WCP, CP) can use it; a clock is 40 bytes.
 //! - [`TreeClock`] (tree.rs): the tree clocks of Mathur, Pavlogiannis, Tunç
 //!   and Viswanathan (ASPLOS 2022): join in time proportional to the entries
 //!   that change. Valid only for clocks whose knowledge is transitively

@@ -481,6 +481,21 @@ mod tests {
         }
     }
 
+    /// The size the module docs give, and a small clock turning into a tree
+    /// only when a later thread appears.
+    #[test]
+    fn small_until_thread_eight() {
+        assert_eq!(std::mem::size_of::<VectorClock>(), 40);
+        let mut c: VectorClock = [(0, 3), (7, 2)].into_iter().collect();
+        assert!(matches!(c.r, Repr::Small(_)));
+        let mut t = VectorClock::default();
+        t.set(8, 5);
+        assert!(matches!(t.r, Repr::Tree(_)));
+        c.join(&t);
+        assert!(matches!(c.r, Repr::Tree(_)));
+        assert_eq!(c.entries().collect::<Vec<_>>(), [(0, 3), (7, 2), (8, 5)]);
+    }
+
     /// A lock passed along a chain of threads shares all but one path per
     /// thread, so a join of a clock into a fresh one adopts it by reference.
     #[test]
