@@ -7,95 +7,84 @@ use crate::trace::{Event, EventId, LoadStats, Names, Op};
 /// Event counts by kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// All events.
-    pub events: u64,
-    /// Non-re-entrant acquires.
-    pub acquires: u64,
-    /// Non-re-entrant releases.
-    pub releases: u64,
-    /// Data reads.
-    pub reads: u64,
-    /// Data writes.
-    pub writes: u64,
-    /// Forks.
-    pub forks: u64,
-    /// Joins.
-    pub joins: u64,
-    /// Volatile reads and writes.
-    pub volatile_accesses: u64,
+    /// Events of each [`Op`], indexed by `op as usize` (one increment per
+    /// event instead of a branch per kind).
+    by_op: [u64; OPS],
     /// Data reads and writes made while their thread held at least one lock.
-    pub accesses_under_locks: u64,
+    accesses_under_locks: u64,
     /// Data reads whose value another thread wrote (the last earlier write
     /// to the variable is another thread's): the reads-from edges schedulable
     /// HB adds to HB.
-    pub reads_from_other_threads: u64,
+    reads_from_other_threads: u64,
     /// Locks each thread holds right now (re-entrant acquires not counted).
     held: Vec<u32>,
     /// Per variable, the thread of its last data write.
     last_writer: Vec<u32>,
 }
 
+/// Number of [`Op`] kinds.
+const OPS: usize = Op::ReentrantRelease as usize + 1;
+
 /// No write yet, in [`Counts::last_writer`].
 const NO_WRITER: u32 = u32::MAX;
 
 impl Counts {
     /// Count one event.
+    #[inline]
     pub fn add(&mut self, _id: EventId, ev: &Event) {
-        self.events += 1;
+        self.by_op[ev.op as usize] += 1;
         let t = ev.thread as usize;
         if self.held.len() <= t {
             self.held.resize(t + 1, 0);
         }
-        if ev.op.is_access() && self.held[t] > 0 {
-            self.accesses_under_locks += 1;
-        }
+        let held = &mut self.held[t];
         match ev.op {
-            Op::Acquire => {
-                self.acquires += 1;
-                self.held[t] += 1;
-            }
-            Op::Release => {
-                self.releases += 1;
-                self.held[t] = self.held[t].saturating_sub(1);
-            }
             Op::Read => {
-                self.reads += 1;
+                self.accesses_under_locks += u64::from(*held > 0);
                 let w = self.last_writer.get(ev.target as usize).copied();
-                if w.is_some_and(|w| w != NO_WRITER && w != ev.thread) {
-                    self.reads_from_other_threads += 1;
-                }
+                self.reads_from_other_threads +=
+                    u64::from(w.is_some_and(|w| w != NO_WRITER && w != ev.thread));
             }
             Op::Write => {
-                self.writes += 1;
+                self.accesses_under_locks += u64::from(*held > 0);
                 let x = ev.target as usize;
                 if self.last_writer.len() <= x {
                     self.last_writer.resize(x + 1, NO_WRITER);
                 }
                 self.last_writer[x] = ev.thread;
             }
-            Op::Fork => self.forks += 1,
-            Op::Join => self.joins += 1,
-            Op::VolatileRead | Op::VolatileWrite => self.volatile_accesses += 1,
-            Op::ReentrantAcquire | Op::ReentrantRelease => {}
+            Op::Acquire => *held += 1,
+            Op::Release => *held = held.saturating_sub(1),
+            _ => {}
         }
+    }
+
+    /// Events of kind `op`.
+    fn of(&self, op: Op) -> u64 {
+        self.by_op[op as usize]
+    }
+
+    /// All events.
+    pub fn events(&self) -> u64 {
+        self.by_op.iter().sum()
     }
 }
 
 /// The stats of a trace as a JSON object (also the source of the text form).
 pub fn to_json(c: &Counts, names: &Names, load: &LoadStats) -> Value {
     json!({
-        "events": c.events,
+        "events": c.events(),
         "threads": names.threads.len(),
         "locks": names.locks.len(),
         "variables": names.vars.len(),
         "locations": names.locs.len() - 1,
-        "acquires": c.acquires,
-        "releases": c.releases,
-        "reads": c.reads,
-        "writes": c.writes,
-        "forks": c.forks,
-        "joins": c.joins,
-        "volatile_accesses": c.volatile_accesses,
+        "acquires": c.of(Op::Acquire),
+        "releases": c.of(Op::Release),
+        "reads": c.of(Op::Read),
+        "writes": c.of(Op::Write),
+        "forks": c.of(Op::Fork),
+        "joins": c.of(Op::Join),
+        "volatile_accesses": c.of(Op::VolatileRead) + c.of(Op::VolatileWrite),
         "accesses_under_locks": c.accesses_under_locks,
         "reads_from_other_threads": c.reads_from_other_threads,
         "max_nesting_depth": load.max_nesting,
