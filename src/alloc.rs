@@ -10,7 +10,7 @@
 //! library), [`reset_peak`] and [`peak`] return None rather than a wrong zero.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 
 /// Bytes currently allocated through [`Counting`].
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
@@ -128,16 +128,54 @@ pub fn current() -> Option<usize> {
 /// Free `x` on a thread of its own when `big`, so the caller need not wait:
 /// a detector's per-variable state can be millions of allocations, and
 /// freeing them after the last event took about a tenth of the run on a
-/// variable-heavy trace. A process that exits first never frees it at all.
+/// variable-heavy trace. A process that exits first never frees it at all;
+/// [`settle`] waits for these frees.
 pub fn drop_later<T: Send + 'static>(x: T, big: bool) {
     if big {
-        // When no thread can be started, the closure and `x` are dropped here.
-        let _ = std::thread::Builder::new()
+        PENDING.fetch_add(1, SeqCst);
+        let freeing = std::thread::Builder::new()
             .name("cprace-free".into())
-            .spawn(move || drop(x));
+            .spawn(move || {
+                drop(x);
+                PENDING.fetch_sub(1, SeqCst);
+            });
+        // No thread: the closure, and `x` with it, was dropped here.
+        if freeing.is_err() {
+            PENDING.fetch_sub(1, SeqCst);
+        }
+    }
+}
+
+/// Frees [`drop_later`] has started and not finished.
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+
+/// Wait until every [`drop_later`] free has finished (before measuring a
+/// run's peak heap, so that an earlier run's memory is not still counted).
+pub fn settle() {
+    while PENDING.load(SeqCst) > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 
 /// Events after which a detector's state is worth freeing on its own thread
 /// ([`drop_later`]).
 pub const BIG: u64 = 1 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A big value is freed on another thread, and `settle` waits for it.
+    #[test]
+    fn settle_waits_for_background_frees() {
+        let shared = Arc::new(());
+        let held = Arc::clone(&shared);
+        drop_later((held, vec![0u8; 1 << 20]), true);
+        settle();
+        assert_eq!(Arc::strong_count(&shared), 1);
+        // Not big: freed at once.
+        drop_later(Arc::clone(&shared), false);
+        assert_eq!(Arc::strong_count(&shared), 1);
+    }
+}

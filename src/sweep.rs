@@ -286,6 +286,8 @@ fn run_one(t: &Trace, relation: Relation, window: Option<u64>, repeat: usize) ->
     let mut seconds_runs = Vec::new();
     let mut peak_bytes = None;
     for _ in 0..repeat.max(1) {
+        // The previous run's state may still be being freed.
+        crate::alloc::settle();
         let baseline = crate::alloc::reset_peak();
         let started = Instant::now();
         let report: Report = analyze::analyze_trace(t, &opts)?;
