@@ -168,6 +168,13 @@ impl VectorClock {
                     &mut f,
                 );
             }
+            (Repr::Small(a), Repr::Small(b)) => {
+                for (t, (&x, &y)) in a.iter().zip(b).enumerate() {
+                    if x != y {
+                        f(t as u32, x, y);
+                    }
+                }
+            }
             _ => {
                 // A small clock has few entries: merge the two lists.
                 let (mut x, mut y) = (self.entries().peekable(), other.entries().peekable());
