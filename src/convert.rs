@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::cli::ConvertTo;
-use crate::trace::{self, Event, EventId, Format, LoadError, Trace};
+use crate::trace::{self, Event, EventId, Format, LoadError, Op, Trace};
 
 /// What `convert` was asked to do.
 #[derive(Debug)]
@@ -68,18 +68,37 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
     if std {
         check_std_names(&t, &args.trace, format, args.rapid)?;
     }
+    // RAPID has no blocked requests: leave them out of its STD.
+    let rapid_events;
+    let t = match requests_note(&t).filter(|_| args.rapid) {
+        Some(note) => {
+            eprintln!("cprace: note: {note}");
+            rapid_events = Trace {
+                events: t
+                    .events
+                    .iter()
+                    .filter(|e| e.op != Op::Request)
+                    .copied()
+                    .collect(),
+                names: t.names.clone(),
+                stats: t.stats.clone(),
+            };
+            &rapid_events
+        }
+        None => &t,
+    };
     let write = |w: &mut dyn Write| -> Result<()> {
         match (std, args.rapid) {
-            (false, _) => trace::csv_format::write(&t, &mut &mut *w),
-            (true, false) => trace::std_format::write(&t, &mut &mut *w),
-            (true, true) => Ok(write_rapid_std(&t, &mut &mut *w)?),
+            (false, _) => trace::csv_format::write(t, &mut &mut *w),
+            (true, false) => trace::std_format::write(t, &mut &mut *w),
+            (true, true) => Ok(write_rapid_std(t, &mut &mut *w)?),
         }
     };
     match &args.output {
         Some(p) => {
             if args.rapid {
                 crate::output::write_file(&locations_path(p), |w| {
-                    Ok(write_location_table(&t, &mut &mut *w)?)
+                    Ok(write_location_table(t, &mut &mut *w)?)
                 })?;
             }
             crate::output::write_file(p, write)?;
@@ -87,6 +106,22 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
         None => write(out)?,
     }
     Ok(0)
+}
+
+/// What leaving out the blocked requests (`req`, which RAPID's formats have
+/// no operation for) does to `t`, or None when it has none.
+pub fn requests_note(t: &Trace) -> Option<String> {
+    let n = t.events.iter().filter(|e| e.op == Op::Request).count();
+    let first = t.events.iter().position(|e| e.op == Op::Request)?;
+    let ids = if first + n == t.events.len() {
+        "every other event keeps its id (the requests were the trace's last events)".to_string()
+    } else {
+        format!("events after event {first} move up by one id per request left out before them")
+    };
+    Some(format!(
+        "left out {} (`req`), which RAPID has no operation for; {ids}",
+        crate::report::text::plural(n as u64, "blocked lock request")
+    ))
 }
 
 /// Fail on the first name STD cannot hold, naming the file and line where it
@@ -215,6 +250,9 @@ fn write_location_table(t: &Trace, out: &mut impl Write) -> std::io::Result<()> 
 fn convert_to_rapidbin(input: &Path, format: Option<Format>, output: &Path) -> Result<i32> {
     use trace::rapid_bin;
     let t = trace::load::load_checked(input, format, Some(&rapid_bin::check))?;
+    if let Some(note) = requests_note(&t) {
+        eprintln!("cprace: note: {note}");
+    }
     let side = rapid_bin::side_path(output);
     let tmp = |p: &Path| {
         let mut s = p.as_os_str().to_owned();

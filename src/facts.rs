@@ -226,7 +226,7 @@ impl Relations {
                 Op::VolatileWrite => &mut r.volatile_write_event,
                 Op::Fork => &mut r.fork_event,
                 Op::Join => &mut r.join_event,
-                Op::ReentrantAcquire | Op::ReentrantRelease => continue,
+                Op::ReentrantAcquire | Op::ReentrantRelease | Op::Request => continue,
             };
             rel.push((i, ev.target));
         }

@@ -23,7 +23,7 @@ pub struct Counts {
 }
 
 /// Number of [`Op`] kinds.
-const OPS: usize = Op::ReentrantRelease as usize + 1;
+const OPS: usize = Op::Request as usize + 1;
 
 /// No write yet, in [`Counts::last_writer`].
 const NO_WRITER: u32 = u32::MAX;

@@ -537,7 +537,7 @@ impl GoldilocksDetector {
                 let ve = self.lazy.vol(ev.target);
                 self.push(ve, te);
             }
-            Op::ReentrantAcquire | Op::ReentrantRelease => {}
+            Op::ReentrantAcquire | Op::ReentrantRelease | Op::Request => {}
         }
     }
 

@@ -264,7 +264,7 @@ impl<C: HbClock> HbClocks<C> {
                 self.threads[t].receive(&self.vols[r]);
                 self.joins += 1;
             }
-            Op::ReentrantAcquire | Op::ReentrantRelease => {}
+            Op::ReentrantAcquire | Op::ReentrantRelease | Op::Request => {}
         }
         false
     }

@@ -31,6 +31,11 @@ pub enum Op {
     ReentrantAcquire,
     /// The release matching a [`Op::ReentrantAcquire`]; ignored by analyses.
     ReentrantRelease,
+    /// A blocked lock request (`req`): the thread asked for lock `target` and
+    /// the trace ended before it got it (a recorder stopped a hung program).
+    /// Only legal as a thread's last event. The deadlock analysis reads it;
+    /// every race analysis ignores it, as it ignores re-entrant acquires.
+    Request,
 }
 
 impl Op {
@@ -51,6 +56,7 @@ impl Op {
             b"join" => Op::Join,
             b"vr" => Op::VolatileRead,
             b"vw" => Op::VolatileWrite,
+            b"req" => Op::Request,
             _ => return None,
         })
     }
@@ -66,6 +72,7 @@ impl Op {
             Op::Join => "join",
             Op::VolatileRead => "vr",
             Op::VolatileWrite => "vw",
+            Op::Request => "req",
         }
     }
 
@@ -88,9 +95,11 @@ impl Op {
     pub fn target_kind(self) -> TargetKind {
         match self {
             Op::Read | Op::Write | Op::VolatileRead | Op::VolatileWrite => TargetKind::Variable,
-            Op::Acquire | Op::Release | Op::ReentrantAcquire | Op::ReentrantRelease => {
-                TargetKind::Lock
-            }
+            Op::Acquire
+            | Op::Release
+            | Op::ReentrantAcquire
+            | Op::ReentrantRelease
+            | Op::Request => TargetKind::Lock,
             Op::Fork | Op::Join => TargetKind::Thread,
         }
     }

@@ -367,8 +367,8 @@ pub fn word(thread: u32, code: u64, decoration: u32, loc: u32) -> u64 {
 }
 
 /// RapidBin's operation code for `op` (re-entrant acquires and releases are
-/// acquires and releases), or None for a volatile access, which it has no
-/// code for.
+/// acquires and releases), or None for a volatile access or a blocked
+/// request, which it has no code for.
 pub fn op_code(op: Op) -> Option<u64> {
     match op {
         Op::Acquire | Op::ReentrantAcquire => Some(0),
@@ -377,7 +377,7 @@ pub fn op_code(op: Op) -> Option<u64> {
         Op::Write => Some(3),
         Op::Fork => Some(4),
         Op::Join => Some(5),
-        Op::VolatileRead | Op::VolatileWrite => None,
+        Op::VolatileRead | Op::VolatileWrite | Op::Request => None,
     }
 }
 
@@ -389,19 +389,22 @@ fn encode(ev: &Event) -> u64 {
     word(ev.thread, code, ev.target, ev.loc)
 }
 
-/// Write `t` as RapidBin to `out` (its events must pass [`check`]).
+/// Write `t` as RapidBin to `out` (its events must pass [`check`]). Blocked
+/// requests (`req`), which RapidBin has no code for, are left out: each is
+/// its thread's last event, so the ids of the events before them stay.
 pub fn write(t: &Trace, out: &mut impl Write) -> std::io::Result<()> {
     let n = &t.names;
+    let requests = t.events.iter().filter(|e| e.op == Op::Request).count();
     out.write_all(&header(
         n.threads.len(),
         n.locks.len(),
         n.vars.len(),
-        t.events.len() as u64,
+        (t.events.len() - requests) as u64,
     ))?;
     let mut buf = Vec::with_capacity(8 * BATCH);
     for chunk in t.events.chunks(BATCH) {
         buf.clear();
-        for ev in chunk {
+        for ev in chunk.iter().filter(|e| e.op != Op::Request) {
             buf.extend(encode(ev).to_be_bytes());
         }
         out.write_all(&buf)?;

@@ -17,6 +17,9 @@ struct ThreadState {
     started: bool,
     forked: bool,
     joined: bool,
+    /// The lock of the thread's blocked request (`req`), which must be its
+    /// last event.
+    blocked: Option<u32>,
     /// Locks held, innermost last.
     held: Vec<u32>,
 }
@@ -138,9 +141,11 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
     pub fn push(&mut self, thread: &str, op: &str, target: &str, loc: &str) -> Result<(), String> {
         let Some(op) = Op::parse(op) else {
             return Err(if op.is_empty() {
-                "empty op; expected one of r, w, acq, rel, fork, join, vr, vw".to_string()
+                "empty op; expected one of r, w, acq, rel, fork, join, vr, vw, req".to_string()
             } else {
-                format!("unknown op `{op}`; expected one of r, w, acq, rel, fork, join, vr, vw")
+                format!(
+                    "unknown op `{op}`; expected one of r, w, acq, rel, fork, join, vr, vw, req"
+                )
             });
         };
         if !is_name_ok(thread) {
@@ -246,6 +251,13 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                 self.names.thread(t)
             ));
         }
+        if let Some(l) = ts.blocked {
+            return Err(format!(
+                "event of thread `{}` after its blocked request of lock `{}`; expected a `req` only as a thread's last event",
+                self.names.thread(t),
+                self.names.lock(l)
+            ));
+        }
         ts.started = true;
         let mut op = op;
         match op {
@@ -343,8 +355,18 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                         self.names.thread(target)
                     ));
                 }
+                if let Some(l) = self.threads[u].blocked {
+                    return Err(format!(
+                        "join of thread `{}`, which ends blocked requesting lock `{}`; a blocked thread never finishes",
+                        self.names.thread(target),
+                        self.names.lock(l)
+                    ));
+                }
                 self.threads[u].joined = true;
             }
+            // A blocked request takes nothing: the thread waits, and its
+            // next event would be an error.
+            Op::Request => self.threads[t as usize].blocked = Some(target),
             _ => {}
         }
         let ev = Event {

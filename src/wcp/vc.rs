@@ -308,7 +308,7 @@ impl WcpVc {
             Op::Join => self.join(t, ev.target as usize),
             Op::VolatileWrite => self.volatile_access(ev.thread, ev.target, true),
             Op::VolatileRead => self.volatile_access(ev.thread, ev.target, false),
-            Op::ReentrantAcquire | Op::ReentrantRelease => {}
+            Op::ReentrantAcquire | Op::ReentrantRelease | Op::Request => {}
         }
     }
 

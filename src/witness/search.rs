@@ -122,6 +122,8 @@ pub fn search(trace: &Trace, idx: &TraceIndex, e1: EventId, e2: EventId, budget:
                     continue;
                 }
                 Op::Write | Op::VolatileWrite => n.written[ev.target as usize] = e,
+                // A blocked request never runs.
+                Op::Request => continue,
                 _ => {}
             }
             n.pos[t] += 1;
