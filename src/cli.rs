@@ -333,6 +333,50 @@ pub enum Command {
         #[arg(long, value_name = "DIR", requires = "witness")]
         witness_out: Option<PathBuf>,
     },
+    /// Report deadlocks: actual, predicted (with witnesses) and lock-order inversions
+    ///
+    /// Streams the trace once (any input format, compressed or not, `-` for
+    /// standard input) and reports, each cycle of locks once, in this order:
+    ///   actual     the trace ends with threads blocked in a cycle, each in a
+    ///              `req` event (a lock requested and never granted: a
+    ///              recorder stopped a hung program) for a lock another holds
+    ///   predicted  a sync-preserving deadlock (Tunç, Mathur, Pavlogiannis,
+    ///              Viswanathan, PLDI 2023): a correct reordering of a prefix
+    ///              of the trace, keeping every lock's critical sections in
+    ///              order, after which every thread of the cycle holds its lock
+    ///              and requests the next one. Sound, and complete for that
+    ///              class, in time linear in the window per deadlock pattern.
+    ///              Cycles may also pass through joins: a thread holding a lock
+    ///              while it waits to join a thread that requests it
+    ///              (critical sections spanning threads, after Sulzmann).
+    ///   inversion  a cycle in the lock-order graph (an edge l1 -> l2 when a
+    ///              thread acquires l2 while holding l1, or while a thread
+    ///              holding l1 waits to join it), in ThreadSanitizer's layout:
+    ///              a potential deadlock. By default cycles no reordering can
+    ///              deadlock in are dropped: all edges from one thread, a gate
+    ///              lock held around the edges, edges ordered by fork/join;
+    ///              --all lists them too, each saying why it cannot deadlock.
+    /// Every deadlock any reordering reaches is among the three lists.
+    ///
+    /// --window W: predictions reorder at most the last W events before the
+    /// deadlock (1M by default, so memory stays flat; `none` for the whole
+    /// trace). Memory is otherwise per thread, per lock and per edge.
+    ///
+    /// Output: text (one block per deadlock, then a SUMMARY), json
+    /// ({"deadlocks": [{"kind", "threads", "locks", "events" (the requests,
+    /// one per lock), "witness", "links"}], ...}), jsonl (one deadlock a
+    /// line), csv (one row a deadlock), sarif (rules deadlock/KIND), summary.
+    /// --witness fills `witness` (loads the trace); check it with
+    /// `cprace verify TRACE --witness REPORT.json`.
+    /// Exit code: 0 no deadlock, 1 some reported, 2 bad input or usage.
+    ///
+    /// Examples:
+    ///   cprace deadlocks data/figures/cp-fig9.csv
+    ///   cprace deadlocks trace.std.xz --witness --format json > d.json
+    ///   cprace verify trace.std.xz --witness d.json
+    ///   cprace gen --profile deadlocks -n 100k | cprace deadlocks - --all
+    #[command(verbatim_doc_comment)]
+    Deadlocks(crate::deadlock::Args),
     /// Check race witnesses against a trace, independently of every engine
     ///
     /// FILE is the JSON output of `cprace analyze --witness --format json` (every
@@ -621,6 +665,7 @@ fn trace_input(c: &mut Command) -> Option<(&mut PathBuf, Option<Format>)> {
             ..
         } => Some((trace, *input_format)),
         Command::Sweep(a) => Some((&mut a.trace, a.input_format)),
+        Command::Deadlocks(a) => Some((&mut a.trace, a.input_format)),
         Command::Query(a) => Some((&mut a.trace, a.input_format)),
         Command::Verify {
             trace,
@@ -696,6 +741,7 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
         }
         Command::Gen(args) => run_gen(&args),
         Command::Sweep(args) => crate::sweep::run_cli(&args, out),
+        Command::Deadlocks(args) => crate::deadlock::run(&args, out),
         Command::Query(args) => run_query(&args, out),
         Command::Cc(args) => crate::record::run_cc(&args),
         Command::Record(args) => crate::record::run_record(&args, out),

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod clock;
 pub mod convert;
 pub mod cp;
+pub mod deadlock;
 pub mod detector;
 pub mod facts;
 pub mod generate;

@@ -24,6 +24,7 @@
 //! callback on a report made by `Report::new` (spilled or not, as `analyze`
 //! asks); its `--first-race` mode simply stops calling back after the first.
 
+pub mod deadlock;
 pub mod format;
 pub mod sarif;
 pub mod spill;
@@ -36,7 +37,12 @@ use serde_json::{Map, Value};
 
 use crate::trace::{Event, EventId, Names, Op, ThreadId};
 
+pub use deadlock::{Deadlock, DeadlockKind, DeadlockLink, Holder, Site};
 pub use format::{Layout, OutputFormat};
+
+/// The relation name of a deadlock report (`cprace deadlocks`), whose
+/// findings are [`Report::deadlocks`] rather than races.
+pub const DEADLOCK: &str = "deadlock";
 
 /// One side of a race.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -247,6 +253,8 @@ pub struct Report {
     /// reordering prefix after which both events are enabled, or None when
     /// none was found (see [`crate::witness`]).
     pub witnesses: Option<Vec<Option<Vec<EventId>>>>,
+    /// The deadlocks of a deadlock report (relation [`DEADLOCK`]).
+    pub deadlocks: Vec<Deadlock>,
     /// Where pushed races go instead of `races`, when not collected.
     kept: Option<Kept>,
 }
@@ -278,6 +286,7 @@ impl Clone for Report {
             stats: self.stats.clone(),
             notes: self.notes.clone(),
             witnesses: self.witnesses.clone(),
+            deadlocks: self.deadlocks.clone(),
             kept: None,
         }
     }
@@ -439,9 +448,13 @@ impl Report {
         self.races.dedup_by_key(|r| r.second.id);
     }
 
-    /// Exit status following diff(1): 0 without races, 1 with.
+    /// Exit status following diff(1): 0 without races (or deadlocks), 1 with.
     pub fn exit_code(&self) -> i32 {
-        if self.race_count() == 0 { 0 } else { 1 }
+        if self.race_count() == 0 && self.deadlocks.is_empty() {
+            0
+        } else {
+            1
+        }
     }
 
     /// The report as the JSON object of the output contract.
@@ -459,6 +472,9 @@ impl Report {
     ) -> io::Result<()> {
         if let Some(Kept::Spilled(s)) = &self.kept {
             s.check()?;
+        }
+        if self.relation == DEADLOCK {
+            return deadlock::write(self, names, format, out);
         }
         match format {
             OutputFormat::Json => format::write_json(self, names, out),

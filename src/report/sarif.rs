@@ -57,10 +57,10 @@ fn uri(file: &str) -> String {
     s
 }
 
-/// A SARIF location for access `a`: physical when its location reads as
-/// `file:line`, logical (the location text) otherwise, message only when empty.
-fn location(a: &Access, names: &Names, message: Option<String>) -> Value {
-    let loc = names.loc(a.loc);
+/// A SARIF location for location id `loc`: physical when its text reads as
+/// `file:line`, logical (the text) otherwise, message only when not empty.
+pub(super) fn site_location(names: &Names, loc: u32, message: String) -> Value {
+    let loc = names.loc(loc);
     let mut v = serde_json::Map::new();
     if let Some((file, line)) = file_line(loc) {
         v.insert(
@@ -73,10 +73,15 @@ fn location(a: &Access, names: &Names, message: Option<String>) -> Value {
             json!([{"name": loc, "kind": "member"}]),
         );
     }
-    if let Some(m) = message {
-        v.insert("message".into(), json!({"text": m}));
+    if !message.is_empty() {
+        v.insert("message".into(), json!({"text": message}));
     }
     Value::Object(v)
+}
+
+/// A SARIF location for access `a` (see [`site_location`]).
+fn location(a: &Access, names: &Names, message: Option<String>) -> Value {
+    site_location(names, a.loc, message.unwrap_or_default())
 }
 
 /// The SARIF log of `report`.

@@ -1,0 +1,1 @@
+//! Deadlock shapes for `cprace gen`.
