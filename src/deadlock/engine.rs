@@ -26,6 +26,10 @@ pub struct Options {
     pub all: bool,
     /// Bounds on the cycle enumeration.
     pub limits: Limits,
+    /// Follow critical sections through joins (edges from the locks a thread
+    /// holds while joining to the joined thread's requests). Without it,
+    /// lock sets are per thread, as in SPDOffline.
+    pub through_joins: bool,
 }
 
 /// Default window: a million events.
@@ -37,6 +41,7 @@ impl Default for Options {
             window: Some(DEFAULT_WINDOW),
             all: false,
             limits: Limits::default(),
+            through_joins: true,
         }
     }
 }
@@ -126,7 +131,7 @@ impl Engine {
             Op::Acquire => {
                 let l = ev.target;
                 let (class, new) = self.graph.request(t, l, site);
-               self.window.push(
+                self.window.push(
                     id,
                     t,
                     Some(Kind::Acquire {
@@ -145,37 +150,41 @@ impl Engine {
             Op::Request => {
                 let l = ev.target;
                 let (class, new) = self.graph.request(t, l, site);
-               self.window.push(id, t, None, true, true);
+                self.window.push(id, t, None, true, true);
                 self.graph.thread(t).blocked = Some((l, site));
                 self.candidate(class, pos, site, true);
                 self.new_labels(new);
                 self.wake(class);
             }
             Op::Release => {
-               self.window.push(id, t, Some(Kind::Release { lock: ev.target }), false, true);
+                self.window
+                    .push(id, t, Some(Kind::Release { lock: ev.target }), false, true);
                 self.graph.released(t, ev.target);
             }
             Op::Fork => {
                 self.window.log(ev.target).fork = Some((t, pos));
-               self.window.push(id, t, None, false, false);
+                self.window.push(id, t, None, false, false);
                 self.graph.forked(t, ev.target);
             }
             Op::Join => {
                 let child = ev.target;
                 let len = self.window.log(child).len;
-               self.window.push(id, t, Some(Kind::Join { child, len }), false, false);
-                let new = self.graph.joined(t, child, site);
+                self.window
+                    .push(id, t, Some(Kind::Join { child, len }), false, false);
+                let new = self.graph.joined(t, child, site, self.opts.through_joins);
                 self.new_labels(new);
             }
             Op::Read | Op::VolatileRead => {
                 let k = self.window.read_of(t, ev.target);
-               self.window.push(id, t, k, false, false);
+                self.window.push(id, t, k, false, false);
             }
             Op::Write | Op::VolatileWrite => {
-               self.window.push(id, t, None, false, false);
+                self.window.push(id, t, None, false, false);
                 self.window.wrote(t, ev.target);
             }
-            Op::ReentrantAcquire | Op::ReentrantRelease =>self.window.push(id, t, None, false, false),
+            Op::ReentrantAcquire | Op::ReentrantRelease => {
+                self.window.push(id, t, None, false, false)
+            }
         }
         self.graph.thread(t).len += 1;
         self.events += 1;
@@ -274,14 +283,10 @@ impl Engine {
         let next = |class: u32, after: Option<EventId>| -> Option<Stuck> {
             let c = cands.get(class as usize)?;
             let later = |s: &&Stuck| after.is_none_or(|a| s.id > a);
-            let i = c.queue.partition_point(|s| {
-                u64::from(s.id) < base || after.is_some_and(|a| s.id <= a)
-            });
-            c.queue
-                .get(i)
-                .or(c.request.as_ref())
-                .filter(later)
-                .copied()
+            let i = c
+                .queue
+                .partition_point(|s| u64::from(s.id) < base || after.is_some_and(|a| s.id <= a));
+            c.queue.get(i).or(c.request.as_ref()).filter(later).copied()
         };
         match pend.decide(&self.window, next) {
             Verdict::Waiting(i) => {
@@ -379,7 +384,11 @@ impl Engine {
                     thread: j.site.thread,
                     lock: label.from,
                     acquire: held_site(&j.held),
-                    joins: label.chain.iter().map(|&j| g.joins[j as usize].site).collect(),
+                    joins: label
+                        .chain
+                        .iter()
+                        .map(|&j| g.joins[j as usize].site)
+                        .collect(),
                 }
             }
         };
@@ -515,10 +524,15 @@ impl Engine {
                         let p: Vec<LabelId> = (0..c.len())
                             .filter_map(|i| {
                                 let (a, b) = (c[i], c[(i + 1) % c.len()]);
-                                g.out.get(a as usize)?.iter().copied().find(|&e| g.labels[e as usize].to == b)
+                                g.out
+                                    .get(a as usize)?
+                                    .iter()
+                                    .copied()
+                                    .find(|&e| g.labels[e as usize].to == b)
                             })
                             .collect();
-                        f.deadlocks.push(self.inversion(&p, Some(why.describe(lock_name))));
+                        f.deadlocks
+                            .push(self.inversion(&p, Some(why.describe(lock_name))));
                     }
                 }
             }

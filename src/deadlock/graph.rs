@@ -332,10 +332,16 @@ impl Graph {
         self.thread(child).clock = c;
     }
 
-    /// Thread `t` joined `child` at `site`: returns the new edges (from the
-    /// locks `t` holds to every abstract acquire of `child` and of the
-    /// threads `child` joined, transitively).
-    pub fn joined(&mut self, t: ThreadId, child: ThreadId, site: Site) -> Vec<LabelId> {
+    /// Thread `t` joined `child` at `site`: returns the new edges, with
+    /// `edges`, from the locks `t` holds to every abstract acquire of `child`
+    /// and of the threads `child` joined, transitively.
+    pub fn joined(
+        &mut self,
+        t: ThreadId,
+        child: ThreadId,
+        site: Site,
+        edges: bool,
+    ) -> Vec<LabelId> {
         let clock = self.clock_before(t);
         let child_len = self.thread(child).len;
         let mut child_clock = self.threads[child as usize].clock.clone();
@@ -363,7 +369,7 @@ impl Graph {
             clock,
         });
         let mut new = Vec::new();
-        if set == LockSets::EMPTY {
+        if set == LockSets::EMPTY || !edges {
             return new;
         }
         // Every thread below the join, with the chain of joins down to it.

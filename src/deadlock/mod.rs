@@ -92,7 +92,11 @@ fn report(findings: Findings, opts: &Options, events: u64) -> Report {
 }
 
 /// Stream `path` through the engine: the report and the names.
-pub fn analyze_path(path: &Path, format: Option<Format>, opts: &Options) -> Result<(Report, Names)> {
+pub fn analyze_path(
+    path: &Path,
+    format: Option<Format>,
+    opts: &Options,
+) -> Result<(Report, Names)> {
     crate::progress::phase("deadlocks");
     let mut e = Engine::new(*opts);
     let mut n = 0u64;

@@ -329,7 +329,16 @@ pub fn realize(g: &Graph, cycle: &[u32], limits: &Limits) -> Result<Vec<LabelId>
         let mut m = Marks::new(g);
         let mut path = Vec::new();
         let mut steps = 0;
-        let found = choose(g, &edges, sets, fj, &mut m, &mut path, &mut steps, limits.budget);
+        let found = choose(
+            g,
+            &edges,
+            sets,
+            fj,
+            &mut m,
+            &mut path,
+            &mut steps,
+            limits.budget,
+        );
         *conflict = conflict.or(m.conflict);
         found.then_some(path)
     };

@@ -99,7 +99,11 @@ impl Closure {
 
     /// The release position of the acquire at `pos` of `t` (NONE when held).
     fn release_of(w: &Window, l: u32, a: Latest) -> u32 {
-        match w.threads.get(a.thread as usize).and_then(|log| log.at(a.pos)) {
+        match w
+            .threads
+            .get(a.thread as usize)
+            .and_then(|log| log.at(a.pos))
+        {
             Some(&super::window::Entry {
                 kind: Kind::Acquire { rel, .. },
                 ..
@@ -282,7 +286,11 @@ impl Pending {
                 }
             }
             if !dropped {
-                let reqs = self.links.iter().map(|l| l.current.expect("chosen")).collect();
+                let reqs = self
+                    .links
+                    .iter()
+                    .map(|l| l.current.expect("chosen"))
+                    .collect();
                 return Verdict::Deadlock(reqs, self.closure.cut.clone());
             }
         }

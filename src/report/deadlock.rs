@@ -99,13 +99,7 @@ impl Deadlock {
     pub fn threads(&self) -> Vec<ThreadId> {
         let mut v: Vec<ThreadId> = Vec::new();
         for l in &self.links {
-            for t in l
-                .holder
-                .joins
-                .iter()
-                .map(|j| j.thread)
-                .chain([l.thread])
-            {
+            for t in l.holder.joins.iter().map(|j| j.thread).chain([l.thread]) {
                 if !v.contains(&t) {
                     v.push(t);
                 }
@@ -202,7 +196,11 @@ fn write_block(d: &Deadlock, names: &Names, out: &mut dyn Write) -> io::Result<(
                 thread(names, l.thread)
             )?;
             writeln!(out, "    {}", at(names, &l.request))?;
-            writeln!(out, "  Lock {} previously acquired by the same thread here:", lock(names, h.lock))?;
+            writeln!(
+                out,
+                "  Lock {} previously acquired by the same thread here:",
+                lock(names, h.lock)
+            )?;
             writeln!(out, "    {}", at(names, &h.acquire))?;
         } else {
             writeln!(
@@ -220,7 +218,11 @@ fn write_block(d: &Deadlock, names: &Names, out: &mut dyn Write) -> io::Result<(
             )?;
             writeln!(out, "    {}", at(names, &h.acquire))?;
             for j in &h.joins {
-                writeln!(out, "  and thread {} waits to join here:", thread(names, j.thread))?;
+                writeln!(
+                    out,
+                    "  and thread {} waits to join here:",
+                    thread(names, j.thread)
+                )?;
                 writeln!(out, "    {}", at(names, j))?;
             }
         }
@@ -343,21 +345,39 @@ fn write_csv(r: &Report, names: &Names, out: &mut dyn Write) -> io::Result<()> {
         let ls = &d.links;
         w.write_record([
             d.kind.as_str().to_string(),
-            join(d.threads().iter().map(|&t| names.thread(t).to_string()).collect()),
-            join(d.locks().iter().map(|&l| names.lock(l).to_string()).collect()),
+            join(
+                d.threads()
+                    .iter()
+                    .map(|&t| names.thread(t).to_string())
+                    .collect(),
+            ),
+            join(
+                d.locks()
+                    .iter()
+                    .map(|&l| names.lock(l).to_string())
+                    .collect(),
+            ),
             join(d.events().iter().map(|e| e.to_string()).collect()),
-            join(ls.iter().map(|l| names.loc(l.request.loc).to_string()).collect()),
+            join(
+                ls.iter()
+                    .map(|l| names.loc(l.request.loc).to_string())
+                    .collect(),
+            ),
             join(ls.iter().map(|l| l.holder.acquire.id.to_string()).collect()),
-            join(ls.iter().map(|l| names.loc(l.holder.acquire.loc).to_string()).collect()),
+            join(
+                ls.iter()
+                    .map(|l| names.loc(l.holder.acquire.loc).to_string())
+                    .collect(),
+            ),
             join(
                 ls.iter()
                     .flat_map(|l| &l.holder.joins)
                     .map(|j| j.id.to_string())
                     .collect(),
             ),
-            d.witness
-                .as_ref()
-                .map_or(String::new(), |w| join(w.iter().map(|e| e.to_string()).collect())),
+            d.witness.as_ref().map_or(String::new(), |w| {
+                join(w.iter().map(|e| e.to_string()).collect())
+            }),
             d.filtered.clone().unwrap_or_default(),
         ])
         .map_err(io::Error::from)?;
@@ -398,7 +418,11 @@ fn to_sarif(r: &Report, names: &Names) -> Value {
                 related.push(super::sarif::site_location(
                     names,
                     l.request.loc,
-                    format!("thread {} requests lock {}", thread(names, l.thread), lock(names, l.lock)),
+                    format!(
+                        "thread {} requests lock {}",
+                        thread(names, l.thread),
+                        lock(names, l.lock)
+                    ),
                 ));
             }
             related.push(super::sarif::site_location(

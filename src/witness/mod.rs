@@ -9,6 +9,7 @@
 //! missing. [`verify`] checks a witness against the trace alone.
 
 pub mod closure;
+pub mod deadlock;
 pub mod search;
 pub mod verify;
 

@@ -1,6 +1,7 @@
 //! Shared test helpers.
 
 pub mod cli;
+pub mod deadlock_gen;
 pub mod laws;
 pub mod oracle;
 pub mod query;

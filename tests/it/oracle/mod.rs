@@ -23,7 +23,10 @@
 //! threads (a forked thread's first event is next only once its fork is in ρ).
 //! A *predictable deadlock* is a correct reordering prefix after which two or
 //! more threads each have as next event an acquire of a lock held by the next
-//! thread of a cycle.
+//! thread of a cycle. [`deadlock_cycles`] also counts threads blocked in a
+//! join (of a thread of the cycle) and blocked requests (`req`, which never
+//! run: a thread whose next event is one waits for the lock's holder, itself
+//! included).
 //!
 //! The explorer is a depth-first search over states (per-thread positions plus
 //! the last write of every variable some read reads); everything else in a
@@ -119,6 +122,58 @@ pub fn explore_with(t: &Trace, mode: Mode, max_states: usize) -> Exploration {
 /// next in their threads, or None when there is none (or the budget ran out).
 pub fn reordering_for(t: &Trace, mode: Mode, a: u32, b: u32) -> Option<Vec<u32>> {
     search(t, mode, |m| m.is_next(a) && m.is_next(b))
+}
+
+/// Every deadlock some correct reordering (in `mode`) reaches: its cycle of
+/// waiting threads as the locks requested along it, rotated to start at the
+/// smallest (threads blocked in joins and blocked requests count). The flag
+/// is false when the state budget ran out.
+pub fn deadlock_cycles(t: &Trace, mode: Mode, max_states: usize) -> (BTreeSet<Vec<u32>>, bool) {
+    let mut m = Machine::new(t, mode);
+    let mut out = BTreeSet::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![m.save()];
+    seen.insert(m.key());
+    while let Some(state) = stack.pop() {
+        m.restore(&state);
+        out.extend(m.wait_cycles());
+        for th in 0..m.threads.len() {
+            if let Some(e) = m.enabled(th) {
+                m.step(th, e);
+                if seen.insert(m.key()) {
+                    if seen.len() > max_states {
+                        return (out, false);
+                    }
+                    stack.push(m.save());
+                }
+                m.restore(&state);
+            }
+        }
+    }
+    (out, true)
+}
+
+/// After the correct reordering prefix `prefix` (checked as [`check`] does),
+/// the cycles of waiting threads that the threads of `requests` are on, each
+/// request being next in its thread.
+pub fn deadlock_after(
+    t: &Trace,
+    prefix: &[u32],
+    requests: &[u32],
+) -> Result<Vec<Vec<u32>>, String> {
+    check(t, Mode::All, prefix, None)?;
+    let mut m = Machine::new(t, Mode::All);
+    for &e in prefix {
+        m.step(t.events[e as usize].thread as usize, e);
+    }
+    for &e in requests {
+        if !m.is_next(e) {
+            return Err(format!(
+                "request {e} is not next in its thread after the prefix"
+            ));
+        }
+    }
+    Ok(m.wait_cycles())
 }
 
 /// A correct reordering prefix after which some threads deadlock, or None.
@@ -336,9 +391,72 @@ impl<'t> Machine<'t> {
                 let s = self.slot[ev.target as usize] as usize;
                 self.state.last_write[s] == self.rf[e as usize]
             }
+            // A blocked request never runs.
+            Op::Request => false,
             _ => true,
         };
         ok.then_some(e)
+    }
+
+    /// What `th` waits for, counting joins and blocked requests.
+    fn waits_for(&self, th: usize) -> Option<usize> {
+        let e = self.next(th)?;
+        let ev = &self.t.events[e as usize];
+        match ev.op {
+            Op::Acquire | Op::Request => {
+                let h = self.state.holder[ev.target as usize];
+                (h != NONE && (h != th as u32 || ev.op == Op::Request)).then_some(h as usize)
+            }
+            Op::Join => {
+                let u = ev.target as usize;
+                ((self.state.pos[u] as usize) < self.threads[u].len()).then_some(u)
+            }
+            _ => None,
+        }
+    }
+
+    /// Every cycle of waiting threads, as the locks requested along it,
+    /// rotated to start at the smallest.
+    fn wait_cycles(&self) -> Vec<Vec<u32>> {
+        let n = self.threads.len();
+        let mut out = Vec::new();
+        for start in 0..n {
+            // `start` is on a cycle when walking from it comes back to it.
+            let mut cur = start;
+            let mut on = false;
+            for _ in 0..n {
+                match self.waits_for(cur) {
+                    Some(u) => cur = u,
+                    None => break,
+                }
+                if cur == start {
+                    on = true;
+                    break;
+                }
+            }
+            if !on {
+                continue;
+            }
+            let mut locks = Vec::new();
+            let mut cur = start;
+            loop {
+                let e = self.next(cur).expect("a waiting thread has a next event");
+                let ev = &self.t.events[e as usize];
+                if matches!(ev.op, Op::Acquire | Op::Request) {
+                    locks.push(ev.target);
+                }
+                cur = self.waits_for(cur).expect("on a cycle");
+                if cur == start {
+                    break;
+                }
+            }
+            let i = (0..locks.len()).min_by_key(|&i| locks[i]).unwrap_or(0);
+            locks.rotate_left(i);
+            if !out.contains(&locks) {
+                out.push(locks);
+            }
+        }
+        out
     }
 
     /// Run `e`, the enabled next event of `th`.
