@@ -13,6 +13,7 @@ mod bad_input;
 mod compressed;
 mod cp_engine;
 mod cp_stream;
+mod deadlock_cli;
 mod deadlock_shapes;
 mod deadlocks;
 mod figures;
