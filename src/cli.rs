@@ -424,12 +424,37 @@ pub enum Command {
     ///   bench         8 threads, 20 locks, 1000 variables (benchmark shape)
     ///   arrays        Java array code: a third of the events touch a new
     ///                 array element (a0[17]), ~690k variables per 2M events
+    ///   deadlocks     bench with nesting up to 3 in one lock order, no
+    ///                 fork/join, every deadlock shape every 100k events
+    ///
+    /// Deadlock shapes (--deadlocks all, or a comma list): short scripts on
+    /// threads and locks of their own, woven between the other events in an
+    /// order that never deadlocks:
+    ///   inversion     two threads take two locks in opposite orders
+    ///                 (a predicted deadlock)
+    ///   philosophers  --philosophers N (default 5) threads each take fork i
+    ///                 then fork i+1 (predicted, a cycle of N locks)
+    ///   gated         the inversion inside sections on a gate lock (no
+    ///                 deadlock; `deadlocks --all` lists it)
+    ///   forkjoin      the inversion's second half in a thread forked after
+    ///                 the first (no deadlock; --all lists it)
+    ///   hidden        the inversion ordered by happens-before through a
+    ///                 third lock: only a reordering across those critical
+    ///                 sections reaches it (predicted)
+    ///   join          a thread holding a lock while it joins a thread that
+    ///                 requests it (predicted; no lock-order cycle)
+    /// --deadlock-every N repeats them in turn every N events (forkjoin and
+    /// join fork new threads each time); 0 weaves each in once.
+    /// --lock-order ordered keeps the other threads' nested locks in one
+    /// global order, so they add no cycle of their own.
     ///
     /// Examples:
     ///   cprace gen --profile ftpserver --events 10M --format std -o ftp-10M.std
     ///   cprace gen --events 1000 --threads 3 --locks 2 --seed 7 | cprace stats -
     ///   cprace gen --profile long-cs --cs-length 500 --locked-share 0.9 -o long.csv
     ///   cprace gen --threads 16 --nesting 4 --fork-join false --volatiles 0 -n 100k
+    ///   cprace gen --profile deadlocks -n 10M --format std -o nested.std
+    ///   cprace gen --profile small --deadlocks inversion,join -n 300 | cprace deadlocks -
     #[command(verbatim_doc_comment)]
     Gen(GenArgs),
     /// Choose a window: run windowed CP once per K and tabulate the races
@@ -942,7 +967,7 @@ fn parse_profile(s: &str) -> Result<String, String> {
 /// Options of `cprace gen`: a profile, then knobs overriding it.
 #[derive(clap::Args, Debug)]
 pub struct GenArgs {
-    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, threads-256, bench, arrays.
+    /// Named profile giving the defaults: small, ftpserver, long-cs, many-threads, threads-256, bench, arrays, deadlocks.
     #[arg(long, default_value = "bench", value_parser = parse_profile)]
     pub profile: String,
     /// Number of events to write (k, M, G suffixes: 10M is ten million).
@@ -1001,6 +1026,30 @@ pub struct GenArgs {
     /// Share of accesses going to a few hot variables (contention).
     #[arg(long, value_parser = parse_share)]
     pub hot: Option<f64>,
+    /// Nested acquires take locks in `random` order or in one global order
+    /// (`ordered`: the background has no lock-order cycle).
+    #[arg(long, value_enum)]
+    pub lock_order: Option<LockOrder>,
+    /// Deadlock shapes to weave in, on threads and locks of their own:
+    /// `all`, `none` or a comma list of inversion, philosophers, gated,
+    /// forkjoin, hidden, join (see `cprace gen --help`).
+    #[arg(long, value_parser = crate::deadlock::shapes::parse)]
+    pub deadlocks: Option<crate::deadlock::shapes::Shapes>,
+    /// Weave a shape in every N events, in turn (0: each shape once).
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub deadlock_every: Option<u64>,
+    /// Philosophers at the table of the `philosophers` shape (2 or more).
+    #[arg(long, value_parser = parse_u32)]
+    pub philosophers: Option<u32>,
+}
+
+/// Lock order of nested acquires in generated traces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LockOrder {
+    /// Any lock not held.
+    Random,
+    /// A lock above every lock held.
+    Ordered,
 }
 
 impl GenArgs {
@@ -1059,6 +1108,21 @@ impl GenArgs {
         }
         if let Some(v) = self.hot {
             c.p_hot = v;
+        }
+        if let Some(v) = self.lock_order {
+            c.ordered_locks = v == LockOrder::Ordered;
+        }
+        if let Some(v) = &self.deadlocks {
+            c.deadlocks.shapes = v.0.clone();
+        }
+        if let Some(v) = self.deadlock_every {
+            c.deadlocks.every = v;
+        }
+        if let Some(v) = self.philosophers {
+            if v < 2 {
+                return Err(usage(format!("--philosophers {v}: expected at least 2")));
+            }
+            c.deadlocks.philosophers = v;
         }
         if let Some(v) = self.cs_length {
             if !(v >= 1.0 && v.is_finite()) {

@@ -80,6 +80,12 @@ pub struct Config {
     /// 0 disables. Of the other accesses, as many again go to recently new
     /// elements (neighbours are read again soon, as in a stencil).
     pub p_fresh: f64,
+    /// Nested acquires follow one global lock order (a lock above every
+    /// lock held), so the background has no lock-order cycle.
+    pub ordered_locks: bool,
+    /// Deadlock shapes woven in, on threads and locks of their own (see
+    /// [`crate::deadlock::shapes`]).
+    pub deadlocks: crate::deadlock::shapes::Plan,
     /// Seed.
     pub seed: u64,
 }
@@ -105,6 +111,11 @@ impl Default for Config {
             p_hot: 0.3,
             locked_share: None,
             p_fresh: 0.0,
+            ordered_locks: false,
+            deadlocks: crate::deadlock::shapes::Plan {
+                philosophers: 5,
+                ..Default::default()
+            },
             seed: 0,
         }
     }
@@ -122,6 +133,9 @@ impl Config {
     /// - `arrays`: Java array code (Java Grande `sor`): about a third of the
     ///   events touch a new array element, so the trace names variables by the
     ///   hundreds of thousands per million events.
+    /// - `deadlocks`: `bench` with nesting up to 3 in one global lock order
+    ///   and no fork/join, and every deadlock shape woven in every 100,000
+    ///   events.
     pub fn profile(name: &str) -> Option<Config> {
         let base = Config::default();
         Some(match name {
@@ -216,6 +230,18 @@ impl Config {
                 p_fresh: 0.36,
                 ..base
             },
+            "deadlocks" => Config {
+                max_nesting: 3,
+                ordered_locks: true,
+                // Joining while holding locks would add cycles of its own.
+                fork_join: false,
+                deadlocks: crate::deadlock::shapes::Plan {
+                    shapes: crate::deadlock::shapes::Shape::ALL.to_vec(),
+                    every: 100_000,
+                    philosophers: 5,
+                },
+                ..Config::profile("bench")?
+            },
             _ => return None,
         })
     }
@@ -267,7 +293,15 @@ impl Config {
         "threads-256",
         "bench",
         "arrays",
+        "deadlocks",
     ];
+
+    /// Threads and locks of the trace: the background's and the deadlock
+    /// shapes'.
+    pub fn all_threads_and_locks(&self) -> (u32, u32) {
+        let (t, l) = crate::deadlock::shapes::Weaver::extra(&self.deadlocks, self.events);
+        (self.threads.max(1).saturating_add(t), self.locks.saturating_add(l))
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -305,6 +339,8 @@ pub struct Generator {
     unlocked_accesses: u64,
     /// Array elements created so far (see [`Config::p_fresh`]).
     fresh: u32,
+    /// The deadlock shapes being woven in, if any.
+    weaver: Option<crate::deadlock::shapes::Weaver>,
 }
 
 impl Generator {
@@ -333,6 +369,9 @@ impl Generator {
             locked_accesses: 0,
             unlocked_accesses: 0,
             fresh: 0,
+            weaver: (!cfg.deadlocks.shapes.is_empty()).then(|| {
+                crate::deadlock::shapes::Weaver::new(cfg.deadlocks.clone(), cfg.events, n as u32, cfg.locks)
+            }),
             cfg,
         }
     }
@@ -340,12 +379,13 @@ impl Generator {
     /// The name tables matching the ids this generator emits.
     pub fn names(cfg: &Config) -> Names {
         let mut n = Names::default();
-        fill(&mut n.threads, cfg.threads.max(1), |i| format!("T{i}"));
-        fill(&mut n.locks, cfg.locks, |i| format!("l{i}"));
+        let (threads, locks) = cfg.all_threads_and_locks();
+        fill(&mut n.threads, threads, |i| format!("T{i}"));
+        fill(&mut n.locks, locks, |i| format!("l{i}"));
         fill(&mut n.vars, cfg.vars, |i| format!("x{i}"));
         fill(&mut n.vars, cfg.volatiles, |i| format!("v{i}"));
         let per = cfg.locs_per_thread.max(1);
-        for l in 0..cfg.threads.max(1).saturating_mul(per) {
+        for l in 0..threads.saturating_mul(per) {
             intern(&mut n.locs, &loc_name(per, l));
         }
         n
@@ -419,8 +459,20 @@ impl Generator {
         }
         let depth = self.threads[ti].held.len() as u32;
         if may_acquire && locks > 0 && depth < max_nesting && self.rng.chance(p_acquire) {
-            let l = self.rng.below(locks as u64) as u32;
-            match self.lock_holder[l as usize] {
+            let l = if self.cfg.ordered_locks {
+                // Above every lock held (none left: the lock count, taken
+                // by nobody and skipped below).
+                let lo = self.threads[ti].held.iter().max().map_or(0, |&m| m + 1);
+                match locks.checked_sub(lo).filter(|&n| n > 0) {
+                    Some(n) => lo + self.rng.below(u64::from(n)) as u32,
+                    None => locks,
+                }
+            } else {
+                self.rng.below(locks as u64) as u32
+            };
+            match (l < locks).then(|| self.lock_holder[l as usize]) {
+                None => {}
+                Some(holder) => match holder {
                 None => {
                     self.lock_holder[l as usize] = Some(t);
                     self.threads[ti].held.push(l);
@@ -439,6 +491,7 @@ impl Generator {
                     return Some(self.ev(t, Op::Acquire, l));
                 }
                 _ => {}
+                },
             }
         }
         let c = &self.cfg;
@@ -533,9 +586,23 @@ impl Generator {
 
     fn emit(&mut self, e: Event) -> Event {
         self.emitted += 1;
-        let b = &mut self.threads[e.thread as usize].budget;
-        *b = b.saturating_sub(1);
+        if let Some(t) = self.threads.get_mut(e.thread as usize) {
+            t.budget = t.budget.saturating_sub(1);
+        }
         e
+    }
+
+    /// The next event of the deadlock shapes, if one is due (`force`: the
+    /// trace is ending, emit what is left). Its location becomes one of its
+    /// thread's.
+    fn shape_event(&mut self, remaining: u64, force: bool) -> Option<Event> {
+        let w = self.weaver.as_mut()?;
+        let coin = force || self.rng.chance(0.5);
+        let room = remaining.saturating_sub(self.outstanding + 1);
+        let mut e = w.next(self.emitted, room, coin)?;
+        let per = self.cfg.locs_per_thread.max(1);
+        e.loc = 1 + e.thread * per + (e.loc % per);
+        Some(e)
     }
 }
 
@@ -553,13 +620,23 @@ impl Iterator for Generator {
         if remaining == 0 {
             return None;
         }
+        // A deadlock shape started is finished (it releases what it takes).
+        let shape_left = self.weaver.as_ref().map_or(0, |w| w.left());
+        if shape_left > 0 && remaining <= self.outstanding + shape_left {
+            let e = self.shape_event(remaining, true)?;
+            return Some(self.emit(e));
+        }
         // Only room left for the releases owed: emit them (invariant:
         // outstanding <= remaining, so this ends with every lock released).
         if remaining <= self.outstanding {
             let e = self.forced_release()?;
             return Some(self.emit(e));
         }
-        let may_acquire = remaining > self.outstanding + 1;
+        if let Some(e) = self.shape_event(remaining - shape_left, false) {
+            return Some(self.emit(e));
+        }
+        let shape_left = self.weaver.as_ref().map_or(0, |w| w.left());
+        let may_acquire = remaining > self.outstanding + shape_left + 1;
         let n = self.threads.len() as u64;
         for _ in 0..64 {
             let t = self.rng.below(n) as usize;
@@ -875,7 +952,7 @@ fn flush_rest(out: &mut impl std::io::Write, buf: &[u8], n: u64) -> std::io::Res
 /// location).
 pub fn rapidbin_problem(cfg: &Config) -> Option<String> {
     use crate::trace::rapid_bin::{MAX_LOCATIONS, MAX_THREADS};
-    let threads = cfg.threads.max(1) as usize;
+    let threads = cfg.all_threads_and_locks().0 as usize;
     let locs = threads.saturating_mul(cfg.locs_per_thread.max(1) as usize);
     if cfg.volatiles > 0 {
         Some("RapidBin has no volatile operations; add --volatiles 0".into())
@@ -901,9 +978,9 @@ pub fn write_rapidbin(cfg: &Config, out: &mut impl std::io::Write) -> std::io::R
     use crate::trace::rapid_bin::{header, op_code, word};
     crate::progress::phase("generating");
     crate::progress::start_writing();
-    let threads = cfg.threads.max(1) as usize;
     let vars = cfg.vars.saturating_add(cfg.volatiles) as usize;
-    out.write_all(&header(threads, cfg.locks as usize, vars, cfg.events))?;
+    let (threads, locks) = cfg.all_threads_and_locks();
+    out.write_all(&header(threads as usize, locks as usize, vars, cfg.events))?;
     let mut buf: Vec<u8> = Vec::with_capacity(OUT_CHUNK);
     let mut g = Generator::new(cfg.clone());
     let mut n = 0u64;

@@ -5,8 +5,6 @@
 //! At the end: the deadlocks that happened (blocked requests in a cycle),
 //! the predicted ones, and the lock-order inversions left.
 
-use std::collections::VecDeque;
-
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::graph::{ClassId, Graph, Held, LabelId};
@@ -46,13 +44,6 @@ impl Default for Options {
     }
 }
 
-/// An abstract acquire's requests in the window, and its blocked request.
-#[derive(Clone, Debug, Default)]
-struct Candidates {
-    queue: VecDeque<Stuck>,
-    request: Option<Stuck>,
-}
-
 /// A predicted deadlock as found: its report and its closure's cut.
 #[derive(Clone, Debug)]
 pub struct Found {
@@ -73,6 +64,8 @@ pub struct Findings {
     pub stats: Vec<(&'static str, u64)>,
     /// Whether a limit cut the enumeration short.
     pub truncated: bool,
+    /// Whether deciding patterns stopped at the closure budget.
+    pub out_of_steps: bool,
 }
 
 /// The engine's state.
@@ -80,7 +73,9 @@ pub struct Engine {
     opts: Options,
     graph: Graph,
     window: Window,
-    cands: Vec<Candidates>,
+    /// The blocked request of each abstract acquire that has one (its
+    /// acquires are in the window's log).
+    requests: FxHashMap<ClassId, Stuck>,
     /// Every pattern found, in order.
     patterns: Vec<Vec<LabelId>>,
     /// Patterns being decided, by slot.
@@ -92,8 +87,12 @@ pub struct Engine {
     /// Order in which `resolved` filled.
     resolved_order: Vec<Vec<u32>>,
     truncated: bool,
+    /// Search steps spent finding patterns.
+    searched: usize,
+    /// Whether deciding stopped for the closure budget.
+    out_of_steps: bool,
     decided: u64,
-    /// Closure work of the patterns no longer pending.
+    /// Closure steps spent deciding patterns.
     steps: u64,
     events: u64,
 }
@@ -105,13 +104,15 @@ impl Engine {
             opts,
             graph: Graph::default(),
             window: Window::new(opts.window),
-            cands: Vec::new(),
+            requests: FxHashMap::default(),
             patterns: Vec::new(),
             pending: Vec::new(),
             waiting: Vec::new(),
             resolved: FxHashMap::default(),
             resolved_order: Vec::new(),
             truncated: false,
+            searched: 0,
+            out_of_steps: false,
             decided: 0,
             steps: 0,
             events: 0,
@@ -138,12 +139,12 @@ impl Engine {
                         lock: l,
                         rel: NONE,
                         loc: ev.loc,
+                        class,
                     }),
                     false,
                     true,
                 );
-                self.graph.acquired(t, l, site);
-                self.candidate(class, pos, site, false);
+                self.graph.acquired(t, l, site, class);
                 self.new_labels(new);
                 self.wake(class);
             }
@@ -152,7 +153,13 @@ impl Engine {
                 let (class, new) = self.graph.request(t, l, site);
                 self.window.push(id, t, None, true, true);
                 self.graph.thread(t).blocked = Some((l, site));
-                self.candidate(class, pos, site, true);
+                let s = Stuck {
+                    id,
+                    thread: t,
+                    pos,
+                    loc: ev.loc,
+                };
+                self.requests.insert(class, s);
                 self.new_labels(new);
                 self.wake(class);
             }
@@ -188,34 +195,6 @@ impl Engine {
         }
         self.graph.thread(t).len += 1;
         self.events += 1;
-        // Now and then, forget requests that fell into the base.
-        if self.events % 65_536 == 0 {
-            let base = self.window.base;
-            for c in &mut self.cands {
-                while c.queue.front().is_some_and(|s| u64::from(s.id) < base) {
-                    c.queue.pop_front();
-                }
-            }
-        }
-    }
-
-    fn candidate(&mut self, class: ClassId, pos: u32, site: Site, request: bool) {
-        let c = class as usize;
-        if self.cands.len() <= c {
-            self.cands.resize_with(c + 1, Candidates::default);
-            self.waiting.resize_with(c + 1, Vec::new);
-        }
-        let s = Stuck {
-            id: site.id,
-            thread: site.thread,
-            pos,
-            loc: site.loc,
-        };
-        if request {
-            self.cands[c].request = Some(s);
-        } else {
-            self.cands[c].queue.push_back(s);
-        }
     }
 
     /// Patterns through the new edges: decide each whose cycle of locks has
@@ -223,9 +202,11 @@ impl Engine {
     fn new_labels(&mut self, new: Vec<LabelId>) {
         for l in new {
             let before = self.patterns.len();
-            if !patterns::through(&self.graph, l, &self.opts.limits, &mut self.patterns) {
-                self.truncated = true;
-            }
+            let left = self.opts.limits.total_budget.saturating_sub(self.searched);
+            let (steps, complete) =
+                patterns::through(&self.graph, l, &self.opts.limits, left, &mut self.patterns);
+            self.searched += steps;
+            self.truncated |= !complete;
             for p in before..self.patterns.len() {
                 let key = patterns::lock_cycle_key(&self.graph, &self.patterns[p]);
                 if self.resolved.contains_key(&key) {
@@ -264,8 +245,10 @@ impl Engine {
 
     /// Decide the patterns waiting for a request of `class`.
     fn wake(&mut self, class: ClassId) {
-        let slots = std::mem::take(&mut self.waiting[class as usize]);
-        for s in slots {
+        let Some(w) = self.waiting.get_mut(class as usize).filter(|w| !w.is_empty()) else {
+            return;
+        };
+        for s in std::mem::take(w) {
             self.decide(s);
         }
     }
@@ -278,25 +261,46 @@ impl Engine {
         if self.resolved.contains_key(&key) {
             return;
         }
+        if self.steps > self.opts.limits.closure_budget {
+            // Out of budget: the pattern stays undecided (an inversion).
+            self.out_of_steps = true;
+            return;
+        }
         self.decided += 1;
-        let (cands, base) = (&self.cands, self.window.base);
+        let before = pend.closure.steps;
+        let (g, w, requests) = (&self.graph, &self.window, &self.requests);
+        // The class's next acquire in the window, then its blocked request.
         let next = |class: u32, after: Option<EventId>| -> Option<Stuck> {
-            let c = cands.get(class as usize)?;
-            let later = |s: &&Stuck| after.is_none_or(|a| s.id > a);
-            let i = c
-                .queue
-                .partition_point(|s| u64::from(s.id) < base || after.is_some_and(|a| s.id <= a));
-            c.queue.get(i).or(c.request.as_ref()).filter(later).copied()
+            let t = g.classes[class as usize].thread;
+            match w.threads.get(t as usize)?.next_of(class, after) {
+                Some(e) => Some(Stuck {
+                    id: e.id,
+                    thread: t,
+                    pos: e.pos,
+                    loc: match e.kind {
+                        Kind::Acquire { loc, .. } => loc,
+                        _ => 0,
+                    },
+                }),
+                None => requests
+                    .get(&class)
+                    .filter(|s| after.is_none_or(|a| s.id > a))
+                    .copied(),
+            }
         };
-        match pend.decide(&self.window, next) {
+        let verdict = pend.decide(&self.window, next);
+        self.steps += pend.closure.steps - before;
+        match verdict {
             Verdict::Waiting(i) => {
                 let class = pend.links[i].class as usize;
                 self.pending[slot] = Some((p, pend));
+                if self.waiting.len() <= class {
+                    self.waiting.resize_with(class + 1, Vec::new);
+                }
                 self.waiting[class].push(slot);
             }
-            Verdict::Never => self.steps += pend.closure.steps,
+            Verdict::Never => {}
             Verdict::Deadlock(reqs, cut) => {
-                self.steps += pend.closure.steps;
                 let deadlock = self.predicted(&self.patterns[p], &reqs);
                 self.resolved_order.push(key.clone());
                 self.resolved.insert(key, Found { deadlock, cut });
@@ -494,6 +498,7 @@ impl Engine {
     pub fn finish(self, names: &crate::trace::Names) -> Findings {
         let mut f = Findings {
             truncated: self.truncated,
+            out_of_steps: self.out_of_steps,
             ..Findings::default()
         };
         let mut listed: FxHashSet<Vec<u32>> = FxHashSet::default();
@@ -566,16 +571,7 @@ impl Engine {
             ("edges_through_joins", join_labels),
             ("patterns", self.patterns.len() as u64),
             ("patterns_decided", self.decided),
-            (
-                "closure_steps",
-                self.steps
-                    + self
-                        .pending
-                        .iter()
-                        .flatten()
-                        .map(|(_, p)| p.closure.steps)
-                        .sum::<u64>(),
-            ),
+            ("closure_steps", self.steps),
         ]);
         f.stats.extend(filtered);
         f

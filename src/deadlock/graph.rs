@@ -107,6 +107,8 @@ pub struct Held {
     pub lock: u32,
     /// The acquire.
     pub site: Site,
+    /// The set of locks the thread held before.
+    pub before: SetId,
 }
 
 /// Fork/join vector time: per thread, how many of its events are known to
@@ -136,12 +138,8 @@ pub struct Class {
     pub first_held: Vec<Held>,
     /// Fork/join time just before the first instance.
     pub first_clock: FjClock,
-    /// The last instance and its position in the thread.
-    pub last: Site,
-    /// Position of the last instance in its thread.
-    pub last_pos: u32,
-    /// Number of instances.
-    pub instances: u64,
+    /// The set of locks held after an instance that is an acquire.
+    pub after: SetId,
 }
 
 /// A join: who joined whom, where, holding what.
@@ -207,6 +205,8 @@ pub struct Graph {
     pub sets: LockSets,
     /// Abstract acquires.
     pub classes: Vec<Class>,
+    /// Per abstract acquire, the position of its last instance in its thread.
+    pub last_pos: Vec<u32>,
     class_ids: FxHashMap<(ThreadId, u32, SetId), ClassId>,
     /// Joins.
     pub joins: Vec<JoinInfo>,
@@ -215,6 +215,9 @@ pub struct Graph {
     label_ids: FxHashMap<Label, LabelId>,
     /// Per lock, the edges leaving it.
     pub out: Vec<Vec<LabelId>>,
+    /// Per lock, the locks with an edge to it (each once).
+    pub into: Vec<Vec<u32>>,
+    lock_pairs: rustc_hash::FxHashSet<(u32, u32)>,
 }
 
 impl Graph {
@@ -248,6 +251,13 @@ impl Graph {
             self.out.resize_with(from + 1, Vec::new);
         }
         self.out[from].push(id);
+        if self.lock_pairs.insert((label.from, label.to)) {
+            let to = label.to as usize;
+            if self.into.len() <= to {
+                self.into.resize_with(to + 1, Vec::new);
+            }
+            self.into[to].push(label.from);
+        }
         self.labels.push(label.clone());
         self.label_ids.insert(label, id);
         Some(id)
@@ -261,15 +271,13 @@ impl Graph {
         let mut new = Vec::new();
         let class = match self.class_ids.get(&(t, lock, set)) {
             Some(&c) => {
-                let class = &mut self.classes[c as usize];
-                class.last = site;
-                class.last_pos = pos;
-                class.instances += 1;
+                self.last_pos[c as usize] = pos;
                 c
             }
             None => {
                 let id = self.classes.len() as ClassId;
                 let first_clock = self.clock_before(t);
+                let after = self.sets.with(set, lock, true);
                 let ts = &mut self.threads[t as usize];
                 ts.classes.push(id);
                 self.classes.push(Class {
@@ -279,10 +287,9 @@ impl Graph {
                     first: site,
                     first_held: ts.held.clone(),
                     first_clock,
-                    last: site,
-                    last_pos: pos,
-                    instances: 1,
+                    after,
                 });
+                self.last_pos.push(pos);
                 self.class_ids.insert((t, lock, set), id);
                 for g in self.sets.get(set).to_vec() {
                     new.extend(self.add_label(Label {
@@ -298,13 +305,14 @@ impl Graph {
         (class, new)
     }
 
-    /// Thread `t` took `lock` (not re-entrantly) at `site`.
-    pub fn acquired(&mut self, t: ThreadId, lock: u32, site: Site) {
-        let set = self.thread(t).set;
-        let set = self.sets.with(set, lock, true);
+    /// Thread `t` took `lock` (not re-entrantly) at `site`, an instance of
+    /// `class`.
+    pub fn acquired(&mut self, t: ThreadId, lock: u32, site: Site, class: ClassId) {
+        let after = self.classes[class as usize].after;
         let ts = &mut self.threads[t as usize];
-        ts.held.push(Held { lock, site });
-        ts.set = set;
+        let before = ts.set;
+        ts.held.push(Held { lock, site, before });
+        ts.set = after;
         if self.holder.len() <= lock as usize {
             self.holder.resize(lock as usize + 1, None);
         }
@@ -313,11 +321,23 @@ impl Graph {
 
     /// Thread `t` released `lock` (not re-entrantly).
     pub fn released(&mut self, t: ThreadId, lock: u32) {
-        let set = self.thread(t).set;
-        let set = self.sets.with(set, lock, false);
+        let ts = self.thread(t);
+        let set = match ts.held.last() {
+            // The innermost lock: back to the set before it.
+            Some(h) if h.lock == lock => h.before,
+            _ => {
+                let set = ts.set;
+                self.sets.with(set, lock, false)
+            }
+        };
         let ts = &mut self.threads[t as usize];
         if let Some(i) = ts.held.iter().rposition(|h| h.lock == lock) {
             ts.held.remove(i);
+            // Out of nesting: the sets before the later ones lose the lock.
+            for j in i..ts.held.len() {
+                let b = ts.held[j].before;
+                ts.held[j].before = self.sets.with(b, lock, false);
+            }
         }
         ts.set = set;
         if let Some(h) = self.holder.get_mut(lock as usize) {
@@ -399,6 +419,24 @@ impl Graph {
             }
         }
         new
+    }
+
+    /// Per lock, whether it reaches lock `target` through edges (`target`
+    /// itself does).
+    pub fn reaching(&self, target: u32) -> Vec<bool> {
+        let n = self.out.len().max(self.into.len()).max(target as usize + 1);
+        let mut seen = vec![false; n];
+        seen[target as usize] = true;
+        let mut todo = vec![target];
+        while let Some(l) = todo.pop() {
+            for &p in self.into.get(l as usize).map_or(&[][..], |v| &v[..]) {
+                if !seen[p as usize] {
+                    seen[p as usize] = true;
+                    todo.push(p);
+                }
+            }
+        }
+        seen
     }
 
     /// The threads and lock sets a label puts in a deadlock: the requesting

@@ -87,6 +87,12 @@ fn report(findings: Findings, opts: &Options, events: u64) -> Report {
             l.max_patterns, l.max_len, l.budget
         ));
     }
+    if findings.out_of_steps {
+        r.notes.push(format!(
+            "deciding deadlock patterns stopped after {} closure steps: the patterns left undecided are listed as lock-order inversions",
+            opts.limits.closure_budget
+        ));
+    }
     r.deadlocks = findings.deadlocks;
     r
 }

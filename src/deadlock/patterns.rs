@@ -16,8 +16,12 @@ pub struct Limits {
     pub max_patterns: usize,
     /// Most search steps per new edge (and per cycle checked for `--all`).
     pub budget: usize,
+    /// Most search steps in all.
+    pub total_budget: usize,
     /// Most cycles of locks listed by `--all`.
     pub max_cycles: usize,
+    /// Most closure steps deciding patterns, in all.
+    pub closure_budget: u64,
 }
 
 impl Default for Limits {
@@ -26,7 +30,9 @@ impl Default for Limits {
             max_len: 16,
             max_patterns: 10_000,
             budget: 100_000,
+            total_budget: 20_000_000,
             max_cycles: 1_000,
+            closure_budget: 1_000_000_000,
         }
     }
 }
@@ -106,19 +112,33 @@ impl Marks {
 }
 
 /// Every pattern whose first edge is the new edge `first` (so that each
-/// pattern is found once, when its last edge appears), appended to `out`.
-/// Returns false when a limit cut the search short.
-pub fn through(g: &Graph, first: LabelId, limits: &Limits, out: &mut Vec<Vec<LabelId>>) -> bool {
+/// pattern is found once, when its last edge appears), appended to `out`,
+/// in at most `budget` search steps. Returns the steps taken and false when
+/// a limit cut the search short.
+pub fn through(
+    g: &Graph,
+    first: LabelId,
+    limits: &Limits,
+    budget: usize,
+    out: &mut Vec<Vec<LabelId>>,
+) -> (usize, bool) {
+    let start = &g.labels[first as usize];
+    let reach = g.reaching(start.from);
+    // Only a path back to the edge's lock closes a cycle.
+    if !reach.get(start.to as usize).copied().unwrap_or(false) {
+        return (0, true);
+    }
     let mut m = Marks::new(g);
     if !m.add(g, first, true) {
-        return true;
+        return (0, true);
     }
-    let start = &g.labels[first as usize];
     let mut search = Search {
         g,
         limits,
         target: start.from,
+        reach,
         steps: 0,
+        budget: budget.min(limits.budget),
         complete: true,
         out,
     };
@@ -128,14 +148,17 @@ pub fn through(g: &Graph, first: LabelId, limits: &Limits, out: &mut Vec<Vec<Lab
     } else {
         search.dfs(&mut m, &mut path, start.to);
     }
-    search.complete
+    (search.steps, search.complete)
 }
 
 struct Search<'a> {
     g: &'a Graph,
     limits: &'a Limits,
     target: u32,
+    /// Locks that reach `target`.
+    reach: Vec<bool>,
     steps: usize,
+    budget: usize,
     complete: bool,
     out: &'a mut Vec<Vec<LabelId>>,
 }
@@ -155,14 +178,18 @@ impl Search<'_> {
         };
         for &e in edges {
             self.steps += 1;
-            if self.steps > self.limits.budget || self.out.len() >= self.limits.max_patterns {
+            if self.steps > self.budget || self.out.len() >= self.limits.max_patterns {
                 self.complete = false;
                 return;
             }
             let next = self.g.labels[e as usize].to;
             let closes = next == self.target;
             // A lock already held in the pattern closes a different cycle.
-            if !closes && (m.holds(next) || path.len() + 1 >= self.limits.max_len) {
+            if !closes
+                && (m.holds(next)
+                    || path.len() + 1 >= self.limits.max_len
+                    || !self.reach.get(next as usize).copied().unwrap_or(false))
+            {
                 continue;
             }
             let mark = m.log.len();
@@ -189,7 +216,8 @@ fn stuck_points(g: &Graph, p: &[LabelId]) -> Vec<(ThreadId, u32, FjClock)> {
     for &l in p {
         let label = &g.labels[l as usize];
         let c = &g.classes[label.class as usize];
-        v.push((c.thread, c.last_pos, c.first_clock.clone()));
+        let last = g.last_pos[label.class as usize];
+        v.push((c.thread, last, c.first_clock.clone()));
         for &j in &label.chain {
             let j = &g.joins[j as usize];
             v.push((j.site.thread, j.pos, j.clock.clone()));

@@ -141,8 +141,8 @@ impl Closure {
                 }
                 self.steps += 1;
                 match e.kind {
-                    Kind::Read { thread, pos } => self.stack.push((thread, pos + 1)),
-                    Kind::Join { child, len } => self.stack.push((child, len)),
+                    Kind::Read { thread, pos } => self.need(thread, pos + 1),
+                    Kind::Join { child, len } => self.need(child, len),
                     Kind::Acquire { lock, rel, .. } => {
                         let me = Latest {
                             id: e.id,
@@ -183,7 +183,7 @@ impl Closure {
                                 self.stack.clear();
                                 return Err(Unclosable);
                             } else {
-                                self.stack.push((a.thread, r + 1));
+                                self.need(a.thread, r + 1);
                             }
                         }
                     }
@@ -191,7 +191,19 @@ impl Closure {
                 }
             }
         }
+        // A big closure step leaves a big stack: give it back.
+        if self.stack.capacity() > 4096 {
+            self.stack = Vec::new();
+        }
         Ok(())
+    }
+
+    /// The first `n` events of `t` must be in the set.
+    #[inline]
+    fn need(&mut self, t: ThreadId, n: u32) {
+        if self.cut(t) < n {
+            self.stack.push((t, n));
+        }
     }
 }
 

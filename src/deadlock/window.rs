@@ -7,8 +7,10 @@
 //! in their order: a deadlock is predicted by reordering only the events of
 //! the window (with no window, the whole trace after the first lock
 //! operation). Events before the first lock operation are base too: no
-//! deadlock needs them reordered, since they hold no acquire. Memory is the
-//! window's: about 28 bytes per event in it, plus 8 per variable.
+//! deadlock needs them reordered, since they hold no acquire. The base moves
+//! in steps (at checkpoints every W/16 events, at most 65,536), so the window
+//! holds between W and W plus a step. Memory is the window's: 28 bytes per
+//! logged event in it, plus 8 per variable.
 
 use std::collections::VecDeque;
 
@@ -20,8 +22,8 @@ pub const NONE: u32 = u32::MAX;
 /// What a closure must know about an event beyond thread order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// Acquire of `lock` at `loc`, released at position `rel` of the same
-    /// thread (NONE while held).
+    /// Acquire of `lock` at `loc` (an instance of abstract acquire `class`),
+    /// released at position `rel` of the same thread (NONE while held).
     Acquire {
         /// The lock.
         lock: u32,
@@ -29,8 +31,10 @@ pub enum Kind {
         rel: u32,
         /// Location id.
         loc: u32,
+        /// Its abstract acquire.
+        class: u32,
     },
-    /// Release of `lock`.
+    /// Release of `lock` (not logged: it only patches its acquire).
     Release {
         /// The lock.
         lock: u32,
@@ -88,11 +92,28 @@ pub struct Log {
     pub entries: VecDeque<Entry>,
     /// The fork of the thread: forking thread and position.
     pub fork: Option<(ThreadId, u32)>,
-    /// Positions of its acquires not released yet, with their lock.
-    open: Vec<(u32, u32)>,
+    /// Entries moved into the base so far (an entry's index plus this is
+    /// its number, which stays).
+    moved: u64,
+    /// Its acquires not released yet: lock, position, entry number.
+    open: Vec<(u32, u32, u64)>,
+    /// Whether its last event is a blocked request (which never runs).
+    blocked: bool,
 }
 
 impl Log {
+    /// The first acquire of abstract acquire `class` after event `after`
+    /// (None: from the start) that is not in the base.
+    pub fn next_of(&self, class: u32, after: Option<EventId>) -> Option<&Entry> {
+        let mut start = self.from(self.base);
+        if let Some(a) = after {
+            start = start.max(self.entries.partition_point(|e| e.id <= a));
+        }
+        self.entries
+            .range(start..)
+            .find(|e| matches!(e.kind, Kind::Acquire { class: c, .. } if c == class))
+    }
+
     /// Index of the first entry at position `pos` or later.
     pub fn from(&self, pos: u32) -> usize {
         self.entries.partition_point(|e| e.pos < pos)
@@ -105,26 +126,34 @@ impl Log {
     }
 }
 
-/// Marks a blocked request in the ring (it never joins the base).
-const REQUEST: u32 = 1 << 31;
+/// The lock state the base ends with, per lock.
+#[derive(Clone, Copy, Debug)]
+pub struct BaseLock {
+    /// The trace-latest acquire in the base (its event id).
+    last: EventId,
+    /// That acquire, when the base ends holding it.
+    pub open: Option<Open>,
+}
 
 /// The window and its base.
 #[derive(Debug, Default)]
 pub struct Window {
     /// Most events in the window (None: the whole trace).
     limit: Option<u64>,
+    /// Events between checkpoints.
+    step: u64,
     /// Whether logging started (at the first lock operation).
     pub active: bool,
     /// Events seen.
     pub head: u64,
     /// Id of the first event after the base.
     pub base: u64,
-    /// Thread of every event after the base (only with a limit).
-    ring: VecDeque<u32>,
+    /// Checkpoints after the base: event id and each thread's length then.
+    checkpoints: VecDeque<(u64, Vec<u32>)>,
     /// Per thread.
     pub threads: Vec<Log>,
-    /// Per lock, its acquire when the base ends holding it.
-    pub base_open: Vec<Option<Open>>,
+    /// Per lock, what the base ends with.
+    base_locks: Vec<Option<BaseLock>>,
     /// Per variable, the last write: thread + 1 (0: none seen) and position.
     last_write: Vec<(u32, u32)>,
 }
@@ -134,6 +163,7 @@ impl Window {
     pub fn new(limit: Option<u64>) -> Window {
         Window {
             limit,
+            step: limit.map_or(0, |w| (w / 16).clamp(1, 1 << 16)),
             ..Window::default()
         }
     }
@@ -154,7 +184,12 @@ impl Window {
 
     /// The lock `l` acquire the base ends holding, if any.
     pub fn open_at_base(&self, l: u32) -> Option<&Open> {
-        self.base_open.get(l as usize).and_then(|o| o.as_ref())
+        self.base_locks
+            .get(l as usize)
+            .and_then(|b| b.as_ref())
+            .and_then(|b| b.open.as_ref())
+            // Released inside the base since it moved there: not held.
+            .filter(|o| o.rel == NONE || o.rel >= self.base_of(o.thread))
     }
 
     /// Start logging: every event so far is base.
@@ -162,21 +197,14 @@ impl Window {
         self.active = true;
         self.base = self.head;
         for l in &mut self.threads {
-            l.base = l.len;
+            l.base = l.len - u32::from(l.blocked);
         }
     }
 
     /// Account for event `id` of thread `t`; `entry` is what to log, if
     /// anything; `request` marks a blocked request (never base). Logging
     /// starts at the first lock operation (`lock_op`).
-    pub fn push(
-        &mut self,
-        id: EventId,
-        t: ThreadId,
-        kind: Option<Kind>,
-        request: bool,
-        lock_op: bool,
-    ) {
+    pub fn push(&mut self, id: EventId, t: ThreadId, kind: Option<Kind>, request: bool, lock_op: bool) {
         if !self.active && lock_op {
             self.activate();
         }
@@ -185,82 +213,100 @@ impl Window {
         let log = self.log(t);
         let pos = log.len;
         log.len += 1;
+        log.blocked = request;
         if !active {
             return;
         }
-        if let Some(kind) = kind {
-            match kind {
-                Kind::Acquire { lock, .. } => log.open.push((lock, pos)),
-                Kind::Release { lock } => {
-                    if let Some(i) = log.open.iter().rposition(|&(l, _)| l == lock) {
-                        let (_, apos) = log.open.remove(i);
-                        let i = log.from(apos);
-                        match log.entries.get_mut(i) {
-                            Some(Entry {
-                                pos,
-                                kind: Kind::Acquire { rel, .. },
-                                ..
-                            }) if *pos == apos => *rel = log.len - 1,
-                            // The acquire is in the base, which ends holding the lock.
-                            _ => {
-                                if let Some(Some(o)) = self.base_open.get_mut(lock as usize)
-                                    && o.thread == t
-                                    && o.pos == apos
-                                {
-                                    o.rel = pos;
-                                }
+        match kind {
+            Some(Kind::Acquire { lock, .. }) => {
+                let number = log.moved + log.entries.len() as u64;
+                log.open.push((lock, pos, number));
+            }
+            Some(Kind::Release { lock }) => {
+                if let Some(i) = log.open.iter().rposition(|&(l, _, _)| l == lock) {
+                    let (_, apos, number) = log.open.remove(i);
+                    let entry = number
+                        .checked_sub(log.moved)
+                        .and_then(|i| log.entries.get_mut(i as usize));
+                    match entry {
+                        Some(Entry {
+                            kind: Kind::Acquire { rel, .. },
+                            ..
+                        }) => *rel = pos,
+                        // The acquire is in the base, which ends holding the lock.
+                        _ => {
+                            if let Some(Some(BaseLock { open: Some(o), .. })) =
+                                self.base_locks.get_mut(lock as usize)
+                                && o.thread == t
+                                && o.pos == apos
+                            {
+                                o.rel = pos;
                             }
                         }
                     }
                 }
-                _ => {}
             }
-            let log = &mut self.threads[t as usize];
-            log.entries.push_back(Entry { pos, id, kind });
+            _ => {}
         }
-        if let Some(limit) = self.limit {
-            self.ring.push_back(t | if request { REQUEST } else { 0 });
-            while self.ring.len() as u64 > limit {
-                self.advance();
+        if let Some(kind) = kind.filter(|k| !matches!(k, Kind::Release { .. })) {
+            self.threads[t as usize]
+                .entries
+                .push_back(Entry { pos, id, kind });
+        }
+        if let Some(limit) = self.limit
+            && self.head % self.step == 0
+        {
+            let lens = self
+                .threads
+                .iter()
+                .map(|l| l.len - u32::from(l.blocked))
+                .collect();
+            self.checkpoints.push_back((self.head, lens));
+            let mut next = None;
+            while self
+                .checkpoints
+                .front()
+                .is_some_and(|&(at, _)| at + limit <= self.head)
+            {
+                next = self.checkpoints.pop_front();
+            }
+            if let Some((at, lens)) = next {
+                self.advance(at, &lens);
             }
         }
     }
 
-    /// Move the oldest event of the window into the base.
-    fn advance(&mut self) {
-        let Some(x) = self.ring.pop_front() else {
-            return;
-        };
-        self.base += 1;
-        if x & REQUEST != 0 {
-            // A blocked request never runs: its thread stays before it.
-            return;
-        }
-        let log = &mut self.threads[x as usize];
-        let pos = log.base;
-        log.base += 1;
-        if log.entries.front().is_some_and(|e| e.pos == pos) {
-            let e = log.entries.pop_front().expect("front exists");
-            match e.kind {
-                Kind::Acquire { lock, rel, loc } => {
+    /// Move the base to event id `at`, where the threads had `lens` events.
+    fn advance(&mut self, at: u64, lens: &[u32]) {
+        self.base = at;
+        for (t, log) in self.threads.iter_mut().enumerate() {
+            // A thread first seen after the checkpoint has nothing in the base.
+            log.base = lens.get(t).copied().unwrap_or(0).max(log.base);
+            while log.entries.front().is_some_and(|e| e.pos < log.base) {
+                let e = log.entries.pop_front().expect("front exists");
+                log.moved += 1;
+                if let Kind::Acquire { lock, rel, loc, .. } = e.kind {
                     let i = lock as usize;
-                    if self.base_open.len() <= i {
-                        self.base_open.resize(i + 1, None);
+                    if self.base_locks.len() <= i {
+                        self.base_locks.resize(i + 1, None);
                     }
-                    self.base_open[i] = Some(Open {
-                        thread: x,
-                        id: e.id,
-                        pos,
-                        loc,
-                        rel,
-                    });
-                }
-                Kind::Release { lock } => {
-                    if let Some(o) = self.base_open.get_mut(lock as usize) {
-                        *o = None;
+                    // Threads are moved one after the other: keep the
+                    // trace-latest acquire of each lock.
+                    let b = &mut self.base_locks[i];
+                    if b.is_none_or(|b| b.last < e.id) {
+                        let held = rel == NONE || rel >= log.base;
+                        *b = Some(BaseLock {
+                            last: e.id,
+                            open: held.then_some(Open {
+                                thread: t as ThreadId,
+                                id: e.id,
+                                pos: e.pos,
+                                loc,
+                                rel,
+                            }),
+                        });
                     }
                 }
-                _ => {}
             }
         }
     }
