@@ -1,17 +1,20 @@
 //! Recording real C/C++ programs: `cprace cc` builds them against the
 //! recorder runtime (`recorder/`, libcprace_rt.so), `cprace record` runs them
-//! and turns the runtime's per-thread event files into an STD trace.
+//! and turns the runtime's per-thread event files ([`events`]) into trace
+//! events ([`lower`]) and a trace file ([`write`]).
 
 pub mod cc;
 pub mod events;
+pub mod lower;
 mod shadow;
 pub mod symbols;
 pub mod write;
 
 use std::ffi::OsString;
 use std::io::{Seek, SeekFrom, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
@@ -70,6 +73,14 @@ pub struct RecordArgs {
     /// (exit status then that of `cprace analyze`).
     #[arg(long, value_enum)]
     pub analyze: Option<Relation>,
+    /// Stop the program after this many seconds (a hang, a deadlock): the
+    /// events recorded up to then become the trace.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub timeout: Option<f64>,
+    /// Deepest call stack recorded per event (deeper calls keep their
+    /// outermost frames).
+    #[arg(long, value_name = "FRAMES", default_value_t = cprace_events::DEFAULT_STACK_DEPTH)]
+    pub stack_depth: u32,
     /// Convert the event files a run left in this directory (made by running
     /// a `cprace cc` program with CPRACE_RECORD_DIR=DIR) instead of running a
     /// program: measures the trace writing alone.
@@ -82,6 +93,15 @@ pub struct RecordArgs {
         allow_hyphen_values = true
     )]
     pub program: Vec<OsString>,
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a timeout; expected a positive number of seconds (e.g. 10 or 0.5)"
+        )),
+    }
 }
 
 impl RecordArgs {
@@ -105,9 +125,124 @@ pub fn run_cc(args: &CcArgs) -> Result<i32> {
     cc::run(&args.compiler, &args.args)
 }
 
+/// How a recorded program ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited with this status.
+    Exited(i32),
+    /// A signal killed it.
+    Signal(i32),
+    /// `record --timeout` stopped it.
+    TimedOut,
+}
+
+impl Ending {
+    /// The status a shell would report (128 + signal when killed).
+    pub fn code(self) -> i32 {
+        match self {
+            Ending::Exited(c) => c,
+            Ending::Signal(s) => 128 + s,
+            Ending::TimedOut => 128 + libc::SIGKILL,
+        }
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Ending::Exited(c) => write!(f, "exited with status {c}"),
+            Ending::Signal(s) => write!(f, "was killed by signal {} ({s})", signal_name(s)),
+            Ending::TimedOut => write!(f, "was stopped by --timeout"),
+        }
+    }
+}
+
+fn signal_name(s: i32) -> String {
+    // SAFETY: strsignal returns a static or thread-local string.
+    let p = unsafe { libc::strsignal(s) };
+    if p.is_null() {
+        return format!("signal {s}");
+    }
+    // SAFETY: a NUL-terminated string from libc.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The child a running `record` waits for: SIGINT and SIGTERM sent to
+/// `record` go to it (the recording is written once it has ended).
+static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = CHILD.load(std::sync::atomic::Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// Runs `prog` with the recorder on, until it ends or `timeout` passes.
+fn run_program(
+    prog: &OsString,
+    args: &[OsString],
+    dir: &Path,
+    stack_depth: u32,
+    timeout: Option<f64>,
+) -> Result<Ending> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = std::process::Command::new(prog)
+        .args(args)
+        .env("CPRACE_RECORD_DIR", dir)
+        .env("CPRACE_STACK_DEPTH", stack_depth.to_string())
+        .spawn()
+        .with_context(|| format!("cannot run `{}`", prog.to_string_lossy()))?;
+    CHILD.store(child.id() as i32, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: installing a handler that only calls kill.
+    let old: Vec<_> = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+        .iter()
+        .map(|&s| {
+            (s, unsafe {
+                libc::signal(s, forward as *const () as libc::sighandler_t)
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().context("cannot wait for the program")? {
+            break Ok(st);
+        }
+        if let Some(t) = timeout
+            && started.elapsed() >= Duration::from_secs_f64(t)
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            break Err(Ending::TimedOut);
+        }
+        std::thread::sleep(
+            Duration::from_millis(5).min(started.elapsed() / 4 + Duration::from_micros(200)),
+        );
+    };
+    CHILD.store(0, std::sync::atomic::Ordering::Relaxed);
+    for (s, h) in old {
+        // SAFETY: restoring the previous handler.
+        unsafe { libc::signal(s, h) };
+    }
+    Ok(match status {
+        Ok(st) => match (st.code(), st.signal()) {
+            (Some(c), _) => Ending::Exited(c),
+            (None, Some(s)) => Ending::Signal(s),
+            _ => Ending::Exited(2),
+        },
+        Err(e) => e,
+    })
+}
+
 /// `cprace record -o TRACE [--analyze REL] -- PROGRAM [ARGS]`: returns the
 /// program's exit status (or the analysis's with `--analyze`).
 pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
+    // Before running anything: an output that cannot be written would
+    // lose the whole run.
+    crate::output::check_output_path(&args.output)?;
     if let Some(dir) = &args.from_events {
         let listing = std::fs::read_to_string(dir.join("modules"))
             .with_context(|| format!("{} holds no recording", dir.display()))?;
@@ -122,25 +257,21 @@ pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
     }
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let (prog, prog_args) = args.program.split_first().expect("clap requires a program");
-    let st = std::process::Command::new(prog)
-        .args(prog_args)
-        .env("CPRACE_RECORD_DIR", dir.path())
-        .status()
-        .with_context(|| format!("cannot run `{}`", prog.to_string_lossy()))?;
-    let code = exit_code(st);
+    let ending = run_program(prog, prog_args, dir.path(), args.stack_depth, args.timeout)?;
+    let code = ending.code();
     if let Ok(msg) = std::fs::read_to_string(dir.path().join("error")) {
         bail!("recording `{}` failed: {msg}", prog.to_string_lossy());
     }
     let listing = std::fs::read_to_string(dir.path().join("modules")).unwrap_or_default();
     if listing.is_empty() {
         bail!(
-            "`{}` recorded nothing (exit status {code}): build it with `cprace cc`, and let it exit normally (not by a signal, abort or _exit)",
+            "`{}` recorded nothing ({ending}): build it with `cprace cc`",
             prog.to_string_lossy()
         );
     }
     let counts = write_trace(dir.path(), &listing, &args.output, args.out_format())?;
     eprintln!(
-        "cprace record: {} events ({} threads; {} accesses, {} volatile, {} lock, {} fork/join) written to {}; `{}` exited with status {code}",
+        "cprace record: {} events ({} threads; {} accesses, {} atomic, {} lock, {} fork/join) written to {}; `{}` {ending}",
         counts.events,
         counts.threads,
         counts.accesses,
@@ -165,14 +296,43 @@ pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
     }
 }
 
+/// Reads the event files in `dir` in the global order, lowers them, and
+/// hands every trace event (with the lowerer, for its tables) to `f`;
+/// returns the lowerer and the run's call stacks. Tells on standard error
+/// what it had to drop to keep the trace well formed.
+pub fn lower_all(
+    dir: &Path,
+    mut f: impl FnMut(&lower::Lowerer, &lower::Lowered) -> Result<()>,
+) -> Result<(lower::Lowerer, events::Stacks)> {
+    let mut low = lower::Lowerer::default();
+    let mut buf = Vec::new();
+    let stacks = events::merge(dir, |e| {
+        buf.clear();
+        low.event(e, &mut |l| buf.push(l));
+        buf.iter().try_for_each(|l| f(&low, l))
+    })?;
+    let d = low.dropped;
+    if d.total() > 0 {
+        eprintln!(
+            "cprace record: warning: dropped {} events the recording could not hold in a well-formed trace ({} releases of locks not held, {} acquires of locks held by another thread, {} repeated forks or joins, {} events after a join)",
+            d.total(),
+            d.releases,
+            d.acquires,
+            d.forks_joins,
+            d.after_join
+        );
+    }
+    Ok((low, stacks))
+}
+
 /// Merges the event files in `dir` (with `listing`, the run's `modules`
 /// file) into the trace `output` in `format` (written to a temporary file
-/// next to it, renamed over it only when complete). RapidBin that the run does not fit becomes zstd-compressed STD,
-/// with a note on stderr.
+/// next to it, renamed over it only when complete). RapidBin that the run
+/// does not fit becomes zstd-compressed STD, with a note on stderr.
 pub fn write_trace(
-    dir: &std::path::Path,
+    dir: &Path,
     listing: &str,
-    output: &std::path::Path,
+    output: &Path,
     format: OutFormat,
 ) -> Result<write::Counts> {
     let listing = events::segments(listing)?;
@@ -186,9 +346,9 @@ pub fn write_trace(
     let cannot = || format!("cannot write {}", output.display());
     let side = crate::trace::rapid_bin::side_path(output);
     let mut format = format;
-    let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
     if format == OutFormat::RapidBin {
-        match write_rapidbin(dir, &mut n, tmp.as_file()).with_context(cannot)? {
+        let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
+        match write_rapidbin(dir, &mut n, tmp.as_file(), output)? {
             Ok(()) => {
                 let side_tmp = crate::output::output_builder()
                     .tempfile_in(&parent)
@@ -210,7 +370,6 @@ pub fn write_trace(
                     output.display()
                 );
                 format = OutFormat::Zstd;
-                n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
                 tmp.as_file().set_len(0).with_context(cannot)?;
                 tmp.as_file()
                     .seek(SeekFrom::Start(0))
@@ -218,27 +377,28 @@ pub fn write_trace(
             }
         }
     }
+    let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
     let mut w = write::StdWriter::default();
-    let mut each = |n: &mut write::Namer, out: &mut dyn Write| -> Result<()> {
-        events::merge(dir, |e| {
-            if let Some(e) = n.event(e) {
-                w.event(n, e, &mut *out)?;
+    let mut each = |out: &mut dyn Write| -> Result<()> {
+        lower_all(dir, |low, l| {
+            if let Some(e) = n.event(low, l) {
+                w.event(&n, e, &mut *out).with_context(cannot)?;
             }
             Ok(())
         })?;
-        w.finish(&mut *out)?;
+        w.finish(&mut *out).with_context(cannot)?;
         Ok(())
     };
     if format == OutFormat::Zstd {
         let mut z = zstd::stream::Encoder::new(tmp.as_file(), 1).with_context(cannot)?;
         // Compression on a thread of its own, beside the formatting.
         let _ = z.multithread(1);
-        each(&mut n, &mut z).with_context(cannot)?;
+        each(&mut z)?;
         z.finish().with_context(cannot)?;
     } else {
         let mut out = write::ThreadWriter::new(tmp.as_file().try_clone().with_context(cannot)?)
             .with_context(cannot)?;
-        each(&mut n, &mut out).with_context(cannot)?;
+        each(&mut out)?;
         out.finish().with_context(cannot)?;
     }
     tmp.persist(output).with_context(cannot)?;
@@ -251,18 +411,22 @@ pub fn write_trace(
 /// Writes the events in `dir` as RapidBin to `file`; the inner error says why
 /// the run does not fit RapidBin.
 fn write_rapidbin(
-    dir: &std::path::Path,
+    dir: &Path,
     n: &mut write::Namer,
     mut file: &std::fs::File,
+    output: &Path,
 ) -> Result<Result<(), String>> {
+    let cannot = || format!("cannot write {}", output.display());
     let mut w = write::RapidBinWriter::default();
-    file.write_all(&write::RapidBinWriter::header(n, 0))?;
-    let mut out = write::ThreadWriter::new(file.try_clone()?)?;
+    file.write_all(&write::RapidBinWriter::header(n, 0))
+        .with_context(cannot)?;
+    let mut out =
+        write::ThreadWriter::new(file.try_clone().with_context(cannot)?).with_context(cannot)?;
     let mut unfit = None;
-    let r = events::merge(dir, |e| {
-        if let Some(e) = n.event(e) {
+    let r = lower_all(dir, |low, l| {
+        if let Some(e) = n.event(low, l) {
             match w.event(n, e, &mut out) {
-                Ok(r) => r?,
+                Ok(r) => r.with_context(cannot)?,
                 Err(why) => {
                     unfit = Some(why);
                     anyhow::bail!("unfit");
@@ -275,9 +439,10 @@ fn write_rapidbin(
         return Ok(Err(why));
     }
     r?;
-    w.finish(&mut out)?;
-    out.finish()?;
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(&write::RapidBinWriter::header(n, n.counts.events))?;
+    w.finish(&mut out).with_context(cannot)?;
+    out.finish().with_context(cannot)?;
+    file.seek(SeekFrom::Start(0)).with_context(cannot)?;
+    file.write_all(&write::RapidBinWriter::header(n, n.counts.events))
+        .with_context(cannot)?;
     Ok(Ok(()))
 }
