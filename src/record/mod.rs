@@ -15,7 +15,7 @@ use std::process::ExitStatus;
 
 use anyhow::{Context, Result, bail};
 
-use crate::analyze::Relation;
+use crate::race::Relation;
 
 /// Arguments of `cprace cc`.
 #[derive(clap::Args, Debug)]
