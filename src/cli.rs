@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::analyze::{self, Options, Relation};
+use crate::race::{self, Options, Relation};
 use crate::report::OutputFormat;
 use crate::trace::{self, Format};
 
@@ -449,7 +449,7 @@ pub enum Command {
     ///   cprace sweep trace.csv --windows 1k,10k,100k --format json > sweep.json
     ///   cprace gen --profile small -n 3000 --seed 1 | cprace sweep - --plot k.png
     #[command(verbatim_doc_comment)]
-    Sweep(crate::sweep::SweepArgs),
+    Sweep(crate::tools::sweep::SweepArgs),
     /// Dump a derived relation or the input facts, or explain why two events are (not) ordered
     ///
     /// Dump (--relation hb|cp|wcp|shb, no --pair): the relation among synchronization
@@ -642,9 +642,9 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
     // --lenient: read a cleaned copy of the trace (kept until the command ends).
     let _cleaned = match trace_input(&mut cli.command) {
         Some((path, format)) if cli.lenient => {
-            let cleaned = crate::lenient::clean(path, format)?;
+            let cleaned = crate::trace::lenient::clean(path, format)?;
             if let Some(c) = &cleaned {
-                crate::lenient::report(c);
+                crate::trace::lenient::report(c);
                 *path = c.path.to_path_buf();
             }
             cleaned
@@ -658,13 +658,13 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
             input_format,
         } => {
             crate::progress::phase("counting");
-            let mut counts = crate::stats::Counts::default();
+            let mut counts = crate::tools::stats::Counts::default();
             let (names, load, _) =
                 trace::stream(&trace, input_format, |id, ev| counts.add(id, ev))?;
-            let v = crate::stats::to_json(&counts, &names, &load);
+            let v = crate::tools::stats::to_json(&counts, &names, &load);
             match format {
                 StatsFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?,
-                StatsFormat::Text => write!(out, "{}", crate::stats::to_text(&v))?,
+                StatsFormat::Text => write!(out, "{}", crate::tools::stats::to_text(&v))?,
             }
             Ok(0)
         }
@@ -674,8 +674,8 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
             output,
             input_format,
             rapid,
-        } => crate::convert::run(
-            &crate::convert::Args {
+        } => crate::tools::convert::run(
+            &crate::tools::convert::Args {
                 trace,
                 to,
                 output,
@@ -695,7 +695,7 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
             Ok(0)
         }
         Command::Gen(args) => run_gen(&args),
-        Command::Sweep(args) => crate::sweep::run_cli(&args, out),
+        Command::Sweep(args) => crate::tools::sweep::run_cli(&args, out),
         Command::Query(args) => run_query(&args, out),
         Command::Cc(args) => crate::record::run_cc(&args),
         Command::Record(args) => crate::record::run_record(&args, out),
@@ -715,15 +715,15 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
             witness_out,
         } => {
             let reporting = if first_race {
-                crate::cp::Reporting::FirstRace
+                crate::race::cp::Reporting::FirstRace
             } else if order_races {
-                crate::cp::Reporting::OrderRaces
+                crate::race::cp::Reporting::OrderRaces
             } else {
-                crate::cp::Reporting::All
+                crate::race::cp::Reporting::All
             };
             let (window, max_distance) = match (relation, window, max_distance) {
                 (Relation::Cp, w, d) => (
-                    w.map_or(analyze::default_window(relation), |w| w.0),
+                    w.map_or(race::default_window(relation), |w| w.0),
                     d.and_then(|d| d.0),
                 ),
                 (_, Some(_), Some(_)) => {
@@ -757,7 +757,7 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
                     ..opts
                 };
                 let t = trace::load(&trace, input_format)?;
-                let mut report = analyze::analyze_trace(&t, &opts)?;
+                let mut report = race::analyze_trace(&t, &opts)?;
                 crate::witness::attach(&mut report, &t);
                 if let Some(dir) = witness_out {
                     let n = crate::witness::write_dir(&report, &t, &dir)?;
@@ -768,7 +768,7 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
                 }
                 (report, t.names)
             } else {
-                analyze::analyze_path(&trace, &opts)?
+                race::analyze_path(&trace, &opts)?
             };
             // Notes qualify the result in every format, so they go to stderr.
             for n in &report.notes {
@@ -798,7 +798,7 @@ pub fn run(mut cli: Cli, out: &mut impl Write) -> Result<i32> {
 /// `cprace query`: dumps and facts stream straight to standard output (they
 /// can be far larger than memory); an explained pair goes to `out`.
 fn run_query(args: &QueryArgs, out: &mut impl Write) -> Result<i32> {
-    use crate::query::{DumpFormat, Request};
+    use crate::tools::query::{DumpFormat, Request};
     let usage = |m: &str| anyhow::Error::new(crate::UsageError(m.into()));
     let json = match (args.format, args.pair.is_some()) {
         (Some(QueryFormat::Csv), true) => {
@@ -818,20 +818,18 @@ fn run_query(args: &QueryArgs, out: &mut impl Write) -> Result<i32> {
     crate::progress::phase("query: computing");
     let Some(relation) = args.relation.map(Relation::from) else {
         if let Some(dir) = &args.facts_dir {
-            crate::query::facts::write_facts_dir(&t, dir)?;
+            crate::tools::query::export::write_facts_dir(&t, dir)?;
         }
         if args.facts {
-            crate::output::to_stdout(|w| crate::query::facts::write_facts(&t, json, w))?;
+            crate::output::to_stdout(|w| crate::tools::query::export::write_facts(&t, json, w))?;
         }
         return Ok(0);
     };
-    let window = args
-        .window
-        .map_or(analyze::default_window(relation), |w| w.0);
+    let window = args.window.map_or(race::default_window(relation), |w| w.0);
     match args.pair {
         Some(Pair(from, to)) => {
             let req = Request::Pair { from, to, json };
-            crate::query::run(&t, relation, window, &req, out)?;
+            crate::tools::query::run(&t, relation, window, &req, out)?;
         }
         None => {
             let format = if json {
@@ -840,8 +838,10 @@ fn run_query(args: &QueryArgs, out: &mut impl Write) -> Result<i32> {
                 DumpFormat::Csv
             };
             // Compute before writing, so errors never leave partial output.
-            let engine = crate::query::engine(&t, relation, window)?;
-            crate::output::to_stdout(|w| crate::query::write_dump(&t, engine.as_ref(), format, w))?;
+            let engine = crate::tools::query::engine(&t, relation, window)?;
+            crate::output::to_stdout(|w| {
+                crate::tools::query::write_dump(&t, engine.as_ref(), format, w)
+            })?;
         }
     }
     Ok(0)
@@ -883,12 +883,12 @@ fn parse_share(s: &str) -> Result<f64, String> {
 }
 
 fn parse_profile(s: &str) -> Result<String, String> {
-    if crate::generate::Config::profile(s).is_some() {
+    if crate::tools::generate::Config::profile(s).is_some() {
         Ok(s.to_string())
     } else {
         Err(format!(
             "unknown profile `{s}`; expected one of: {}",
-            crate::generate::Config::PROFILES.join(", ")
+            crate::tools::generate::Config::PROFILES.join(", ")
         ))
     }
 }
@@ -959,9 +959,9 @@ pub struct GenArgs {
 
 impl GenArgs {
     /// The generator configuration: the profile, overridden by each knob given.
-    pub fn config(&self) -> Result<crate::generate::Config> {
+    pub fn config(&self) -> Result<crate::tools::generate::Config> {
         let usage = |m: String| anyhow::Error::new(crate::UsageError(m));
-        let mut c = crate::generate::Config::profile(&self.profile)
+        let mut c = crate::tools::generate::Config::profile(&self.profile)
             .ok_or_else(|| usage(format!("unknown profile `{}`", self.profile)))?;
         c.events = self.events;
         c.seed = self.seed;
@@ -1039,8 +1039,8 @@ impl GenArgs {
 
 /// `cprace gen --format rapidbin`: the trace, and with `-o` its side file
 /// of names (both replaced only when complete).
-fn run_gen_rapidbin(args: &GenArgs, cfg: &crate::generate::Config) -> Result<i32> {
-    use crate::generate::{rapidbin_names, rapidbin_problem, write_rapidbin};
+fn run_gen_rapidbin(args: &GenArgs, cfg: &crate::tools::generate::Config) -> Result<i32> {
+    use crate::tools::generate::{rapidbin_names, rapidbin_problem, write_rapidbin};
     if let Some(p) = rapidbin_problem(cfg) {
         return Err(crate::UsageError(format!("cannot generate RapidBin: {p}")).into());
     }
@@ -1073,7 +1073,7 @@ fn run_gen_rapidbin(args: &GenArgs, cfg: &crate::generate::Config) -> Result<i32
 
 /// `cprace gen`: stream a generated trace to a file or standard output.
 fn run_gen(args: &GenArgs) -> Result<i32> {
-    use crate::generate::{TextFormat, write};
+    use crate::tools::generate::{TextFormat, write};
     let cfg = args.config()?;
     let fmt = match args.format {
         ConvertFormat::Csv => TextFormat::Csv,

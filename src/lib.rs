@@ -4,33 +4,30 @@
 //! names ([`facts`]), analysed by one engine per relation, and every engine fills
 //! the same [`report::Report`].
 
-pub mod alloc;
-pub mod analyze;
-pub mod cli;
-pub mod clock;
-pub mod convert;
-pub mod cp;
-pub mod detector;
+// Input: traces in every format, and the relations the CP paper reads off them.
 pub mod facts;
-pub mod generate;
-pub mod hb;
-pub mod history;
-pub mod lenient;
-pub mod output;
-pub mod plot;
-pub mod po;
-pub mod progress;
-pub mod query;
-pub mod record;
-pub mod reference;
-pub mod report;
-pub mod shb;
-pub mod stats;
-pub mod sweep;
-pub mod syncp;
 pub mod trace;
-pub mod wcp;
+
+// Engines: the building blocks they share, then the race relations, each with
+// its engines in its own folder.
+pub mod engine;
+pub mod race;
+
+// Results: the one report every engine fills, and witness reorderings.
+pub mod report;
 pub mod witness;
+
+// Tools on top of the analysis, and recording C/C++ programs.
+pub mod record;
+pub mod tools;
+
+// The command line.
+pub mod cli;
+
+// Process-wide plumbing: heap accounting, progress display, output files.
+pub mod alloc;
+pub mod output;
+pub mod progress;
 
 /// A command-line usage error (exit code 2), as opposed to a failed analysis.
 #[derive(Debug)]

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::analyze::Relation;
+use crate::race::Relation;
 
 /// Arguments of `cprace cc`.
 #[derive(clap::Args, Debug)]

@@ -373,7 +373,7 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::Rng;
+    use crate::tools::generate::Rng;
     use crate::trace::lines::for_each_line;
     use crate::trace::testing::{pick, tables};
 

@@ -4,6 +4,7 @@ pub mod csv_format;
 pub mod decompress;
 pub mod error;
 pub(crate) mod intern;
+pub mod lenient;
 pub mod lines;
 pub mod load;
 pub mod model;

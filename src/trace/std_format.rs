@@ -211,7 +211,7 @@ pub(crate) fn write_events(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::Rng;
+    use crate::tools::generate::Rng;
     use crate::trace::lines::for_each_line;
     use crate::trace::testing::{pick, tables};
 

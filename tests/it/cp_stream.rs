@@ -1,12 +1,12 @@
-//! Streaming windowed CP (`cprace::cp::stream`) against the whole-trace
+//! Streaming windowed CP (`cprace::race::cp::stream`) against the whole-trace
 //! engine: the same racy events with the same witnesses, on the figures and
 //! on generated traces cut into stretches of a few events (so that sections,
 //! fork/join and volatile edges cross stretch boundaries everywhere), with
 //! windows from 2 to beyond the trace.
 
-use cprace::cp::stream::CpStream;
-use cprace::cp::{PassOptions, Reporting};
-use cprace::generate::{Config, trace};
+use cprace::race::cp::stream::CpStream;
+use cprace::race::cp::{PassOptions, Reporting};
+use cprace::tools::generate::{Config, trace};
 use cprace::trace::{EventId, Trace};
 
 use crate::common::query::config;
@@ -31,7 +31,8 @@ fn check(name: &str, t: &Trace, k: u64, every: usize) {
         } else {
             Reporting::All
         };
-        let whole = pairs(&cprace::cp::analyze_within(t, Some(k), max_distance, reporting).races);
+        let whole =
+            pairs(&cprace::race::cp::analyze_within(t, Some(k), max_distance, reporting).races);
         let opts = PassOptions {
             max_distance,
             first_only,
@@ -156,7 +157,7 @@ T0,w,q,o
 T0,rel,L1,p
 ";
     let t = cprace::trace::load_str(text, None).expect("trace");
-    let whole = cprace::cp::analyze_within(&t, Some(50), None, Reporting::All);
+    let whole = cprace::race::cp::analyze_within(&t, Some(50), None, Reporting::All);
     assert!(whole.races.is_empty(), "{:?}", whole.races);
     for every in 1..=16 {
         check("late edge", &t, 50, every);
@@ -177,7 +178,7 @@ fn benchmark_profiles_stream_like_the_whole_trace() {
         cfg.seed = 1;
         let t = trace(&cfg);
         for k in [1000, 10_000] {
-            let whole = cprace::cp::analyze_within(&t, Some(k), None, Reporting::All);
+            let whole = cprace::race::cp::analyze_within(&t, Some(k), None, Reporting::All);
             let mut s = CpStream::new(k, PassOptions::default());
             for (i, ev) in t.events.iter().enumerate() {
                 s.event(i as EventId, ev);

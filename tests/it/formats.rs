@@ -8,8 +8,8 @@ use std::path::Path;
 
 use clap::ValueEnum;
 use common::cli::output as cprace;
-use cprace::analyze::{Options, Relation, analyze_path};
-use cprace::generate::{self, Config, TextFormat};
+use cprace::race::{Options, Relation, analyze_path};
+use cprace::tools::generate::{self, Config, TextFormat};
 use cprace::trace::{Event, Format, Op, Trace, csv_format, load, load_str, rapid_csv, std_format};
 use serde_json::Value;
 
@@ -226,7 +226,7 @@ fn analysis(path: &Path, relation: Relation, locs: bool) -> Value {
     let opts = Options {
         relation,
         engine: None,
-        window: cprace::analyze::default_window(relation),
+        window: cprace::race::default_window(relation),
         max_distance: None,
         input_format: None,
         reporting: Default::default(),

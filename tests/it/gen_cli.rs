@@ -7,7 +7,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 
 use common::cli::output as cprace;
-use cprace::generate::{self, Config, TextFormat};
+use cprace::tools::generate::{self, Config, TextFormat};
 use cprace::trace::{Format, Op, load_str};
 use serde_json::Value;
 

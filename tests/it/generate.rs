@@ -1,7 +1,7 @@
 //! The generator emits well-formed traces (the builder validates them) with the
 //! features property tests rely on.
 
-use cprace::generate::{Config, trace};
+use cprace::tools::generate::{Config, trace};
 use cprace::trace::Op;
 
 #[test]
@@ -25,7 +25,7 @@ fn generated_traces_are_valid_and_varied() {
         }
     }
     // Loading marks an acquire of a lock its thread holds as re-entrant.
-    for op in cprace::generate::EMITTED_OPS
+    for op in cprace::tools::generate::EMITTED_OPS
         .into_iter()
         .chain([Op::ReentrantAcquire])
     {
@@ -50,7 +50,7 @@ fn generation_is_reproducible() {
 
 #[test]
 fn arrays_profile_names_a_new_element_in_about_a_third_of_the_events() {
-    use cprace::generate::{TextFormat, write};
+    use cprace::tools::generate::{TextFormat, write};
     let cfg = Config {
         events: 30_000,
         seed: 3,

@@ -12,12 +12,12 @@ fn rules_and_sync_closure_agree_with_vc() {
         let t = generated(seed, 15 + seed % 50);
         for window in [None, Some(3), Some(10)] {
             let vc = run("vc", window, &t);
-            let rules = cprace::reference::hb::analyze(&t, window).expect("small trace");
-            if let Err(d) = cprace::reference::compare(&vc, &rules) {
+            let rules = cprace::race::hb::reference::analyze(&t, window).expect("small trace");
+            if let Err(d) = cprace::engine::reference::compare(&vc, &rules) {
                 panic!("seed {seed} window {window:?}: {d}\n{}", dump(&t));
             }
-            let closure = cprace::cp::hb_closure::analyze(&t, window);
-            if let Err(d) = cprace::reference::compare(&vc, &closure) {
+            let closure = cprace::race::hb::datalog::analyze(&t, window);
+            if let Err(d) = cprace::engine::reference::compare(&vc, &closure) {
                 panic!("seed {seed} window {window:?}: {d}\n{}", dump(&t));
             }
         }

@@ -5,7 +5,7 @@ use crate::hb_common;
 
 use std::collections::BTreeSet;
 
-use cprace::hb::{GoldilocksDetector, run_trace};
+use cprace::race::hb::{GoldilocksDetector, run_trace};
 use hb_common::{
     config, dump, fasttrack_model, firsts, generated, goldilocks_model, oracle, pairs, run,
 };
@@ -56,7 +56,7 @@ fn treeclock_equals_vc() {
         }
     }
     for seed in 0..300u64 {
-        let mut cfg = cprace::generate::Config::profile("many-threads").unwrap();
+        let mut cfg = cprace::tools::generate::Config::profile("many-threads").unwrap();
         cfg.seed = seed;
         cfg.events = 200 + seed * 7;
         cfg.threads = 2 + (seed % 40) as u32;
@@ -64,7 +64,7 @@ fn treeclock_equals_vc() {
         cfg.vars = 3 + (seed % 20) as u32;
         cfg.fork_join = seed % 2 == 0;
         cfg.p_volatile = 0.05;
-        let t = cprace::generate::trace(&cfg);
+        let t = cprace::tools::generate::trace(&cfg);
         let vc = run("vc", None, &t);
         let tc = run("tc", None, &t);
         assert_eq!(vc.races, tc.races, "seed {seed}\n{}", dump(&t));

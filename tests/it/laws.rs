@@ -13,8 +13,8 @@
 use crate::common;
 
 use common::laws::{hbv_is_hb, hbv_racy, subset};
-use cprace::analyze::{Options, Relation, analyze_trace};
-use cprace::generate::{Config, trace};
+use cprace::race::{Options, Relation, analyze_trace};
+use cprace::tools::generate::{Config, trace};
 use cprace::trace::Trace;
 
 /// Racy events of `relation` with reasoning window `window` (CP only) and

@@ -24,7 +24,7 @@ use crate::oracle;
 
 use std::collections::BTreeSet;
 
-use cprace::analyze::{Options, Relation, analyze_trace};
+use cprace::race::{Options, Relation, analyze_trace};
 use cprace::report::Report;
 use cprace::trace::{Format, Trace, load_str};
 use cprace::witness::verify;
@@ -39,7 +39,7 @@ fn run(t: &Trace, relation: Relation) -> Report {
 }
 
 fn generated(seed: u64) -> Trace {
-    let cfg = cprace::generate::Config {
+    let cfg = cprace::tools::generate::Config {
         events: 12 + seed % 28,
         threads: 2 + (seed % 3) as u32,
         locks: 1 + (seed % 3) as u32,
@@ -47,9 +47,9 @@ fn generated(seed: u64) -> Trace {
         volatiles: 1,
         p_volatile: 0.1,
         seed,
-        ..cprace::generate::Config::default()
+        ..cprace::tools::generate::Config::default()
     };
-    cprace::generate::trace(&cfg)
+    cprace::tools::generate::trace(&cfg)
 }
 
 /// Check every promise on one trace; returns (HB racy?, syncp racy count).

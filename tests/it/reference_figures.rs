@@ -3,7 +3,9 @@
 //! brief (fork/join and volatile edges, unreleased critical sections, windows).
 //! `sync(n)` is the paper's shorthand for `acq(n) r(nVar) w(nVar) rel(n)`.
 
-use cprace::reference::{self, compare, cp, hb};
+use cprace::engine::reference::{self, compare};
+use cprace::race::cp::reference as cp;
+use cprace::race::hb::reference as hb;
 use cprace::report::Report;
 use cprace::trace::{EventId, Trace, load_str};
 

@@ -12,8 +12,9 @@ use crate::common;
 
 use common::laws::hbv_is_hb;
 use common::oracle;
-use cprace::generate::{Config, trace};
-use cprace::reference::{cp, hb};
+use cprace::race::cp::reference as cp;
+use cprace::race::hb::reference as hb;
+use cprace::tools::generate::{Config, trace};
 use cprace::trace::{EventId, Trace};
 
 const SEEDS: u64 = 300;
@@ -126,7 +127,7 @@ fn cp_laws_hold() {
         // HBv races, read off the reference's own HBv relation.
         let hbv_racy = |k: Option<u64>| -> Vec<EventId> {
             let mut v: Vec<EventId> =
-                cprace::reference::races(&t, k, |x, y| exact.hbv.contains(&(x, y)))
+                cprace::engine::reference::races(&t, k, |x, y| exact.hbv.contains(&(x, y)))
                     .iter()
                     .map(|r| r.second.id)
                     .collect();

@@ -45,16 +45,16 @@ use common::cli::cprace;
 use common::laws::{hbv_is_hb, hbv_racy, subset};
 use common::oracle as defs;
 use common::traces::dump;
-use cprace::cp::{Reporting, analyze as cp_analyze};
-use cprace::generate::{Config, Rng, trace as generate};
+use cprace::race::cp::{Reporting, analyze as cp_analyze};
 use cprace::report::{Race, Report};
+use cprace::tools::generate::{Config, Rng, trace as generate};
 use cprace::trace::{EventId, Format, Op, Trace, load_str};
 use oracle::{Exploration, Mode, explore_with};
 use serde_json::Value;
 
 /// Windows CP is checked at (besides exact): tiny ones make the window rule
 /// do most of the work, the default one is what users get.
-const WINDOWS: [u64; 6] = [2, 3, 5, 8, 13, cprace::cp::DEFAULT_WINDOW];
+const WINDOWS: [u64; 6] = [2, 3, 5, 8, 13, cprace::race::cp::DEFAULT_WINDOW];
 
 /// Explorer budget per trace; traces beyond it are skipped (and counted).
 const BUDGET: usize = 300_000;
@@ -220,7 +220,7 @@ impl Checker<'_> {
     }
 
     fn hb(&mut self) {
-        let hb_report = cprace::hb::hb_trace("vc", None, self.t).expect("hb vc");
+        let hb_report = cprace::race::hb::hb_trace("vc", None, self.t).expect("hb vc");
         if let Some(p) = first(&hb_report) {
             self.tally.hb_first += 1;
             if !self.x.is_race(p.0, p.1) {
@@ -301,7 +301,7 @@ impl Checker<'_> {
     }
 
     fn wcp(&mut self) {
-        let r = cprace::wcp::vc::analyze(self.t, None);
+        let r = cprace::race::wcp::vc::analyze(self.t, None);
         if let Some(p) = first(&r) {
             self.tally.wcp_first += 1;
             let hb = defs::hb_matrix(self.t);
@@ -326,11 +326,11 @@ impl Checker<'_> {
                 "HBv races {hbv:?} but the HBv matrix says {brute:?}"
             ));
         }
-        let hb = cprace::hb::hb_trace("vc", None, t)
+        let hb = cprace::race::hb::hb_trace("vc", None, t)
             .expect("hb")
             .racy_events();
         let exact = cp_analyze(t, None, Reporting::All).racy_events();
-        let wcp = cprace::wcp::vc::analyze(t, None).racy_events();
+        let wcp = cprace::race::wcp::vc::analyze(t, None).racy_events();
         let plain = hbv_is_hb(t);
         self.tally.hbv_not_hb += usize::from(!plain);
         let mut laws = vec![
@@ -350,7 +350,7 @@ impl Checker<'_> {
             laws.push(("CP(K) ⊆ exact CP", subset(&cp, &exact)));
             laws.push(("CP grows with K", subset(&previous, &cp)));
             if plain {
-                let hb_k = cprace::hb::hb_trace("vc", Some(k), t)
+                let hb_k = cprace::race::hb::hb_trace("vc", Some(k), t)
                     .expect("hb")
                     .racy_events();
                 laws.push(("HB(K) ⊆ CP(K) where HBv = HB", subset(&hb_k, &cp)));

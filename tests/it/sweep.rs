@@ -10,10 +10,10 @@ use std::process::{Command, Output};
 use common::sweep::{cprace, generated, stderr};
 use common::traces::figure_paths as figures;
 
-use cprace::analyze::{Options, Relation, analyze_trace};
-use cprace::cp::{Reporting, analyze};
-use cprace::generate::{Config, trace};
-use cprace::sweep::{self, Sweep, Windows};
+use cprace::race::cp::{Reporting, analyze};
+use cprace::race::{Options, Relation, analyze_trace};
+use cprace::tools::generate::{Config, trace};
+use cprace::tools::sweep::{self, Sweep, Windows};
 use cprace::trace::{Trace, load};
 use serde_json::Value;
 

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use common::cli::cprace;
 use common::oracle;
 use common::traces::dump;
-use cprace::analyze::{Options, Relation, analyze_trace};
-use cprace::cp::Reporting;
+use cprace::race::cp::Reporting;
+use cprace::race::{Options, Relation, analyze_trace};
 use cprace::trace::{Op, Trace, load};
 
 /// The traces with their expected racy events per relation.
@@ -71,7 +71,7 @@ fn every_engine_at_every_window_matches_the_sidecars() {
         for window in [
             None,
             Some(10),
-            Some(cprace::cp::DEFAULT_WINDOW),
+            Some(cprace::race::cp::DEFAULT_WINDOW),
             Some(1),
             Some(3),
         ] {
@@ -84,7 +84,7 @@ fn every_engine_at_every_window_matches_the_sidecars() {
             }
             for reporting in [Reporting::FirstRace, Reporting::OrderRaces] {
                 assert_eq!(
-                    cprace::cp::analyze(&t, window, reporting).racy_events(),
+                    cprace::race::cp::analyze(&t, window, reporting).racy_events(),
                     want["cp"],
                     "cp {reporting:?} K={window:?} {name}"
                 );

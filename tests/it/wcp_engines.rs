@@ -3,10 +3,10 @@
 //! threads per lock, fork/join, volatiles, re-entrant and out-of-nesting
 //! releases). Any difference is a bug in one of them.
 
-use cprace::generate::{Config, Rng, trace};
+use cprace::race::wcp::{reference, vc};
+use cprace::tools::generate::{Config, Rng, trace};
 use cprace::trace::model::TargetKind;
 use cprace::trace::{EventId, Trace, load_str};
-use cprace::wcp::{reference, vc};
 
 fn describe(t: &Trace) -> String {
     t.events

@@ -4,8 +4,8 @@
 
 #![allow(dead_code)]
 
-use cprace::cp::sync::{Clocks, VolatileOrder};
-use cprace::history::AccessHistory;
+use cprace::engine::history::AccessHistory;
+use cprace::race::cp::sync::{Clocks, VolatileOrder};
 use cprace::trace::{EventId, Op, Trace};
 
 /// Racy events under HBv (pairs less than `window` apart): streaming HBv

@@ -208,8 +208,8 @@ pub fn witness(
 }
 
 /// The strict pairs `(x, y)`, `x < y`, of a matrix.
-pub fn pairs(m: &[Vec<bool>]) -> cprace::reference::Pairs {
-    let mut p = cprace::reference::Pairs::default();
+pub fn pairs(m: &[Vec<bool>]) -> cprace::engine::reference::Pairs {
+    let mut p = cprace::engine::reference::Pairs::default();
     for (x, row) in m.iter().enumerate() {
         for (y, &b) in row.iter().enumerate().skip(x + 1) {
             if b {

@@ -5,11 +5,11 @@
 
 #![allow(dead_code)]
 
-use cprace::analyze::Relation;
 use cprace::facts::{CriticalSection, Facts};
-use cprace::generate::{Config, trace};
-use cprace::query::{self, DumpFormat, is_sync_event};
+use cprace::race::Relation;
 use cprace::report::Race;
+use cprace::tools::generate::{Config, trace};
+use cprace::tools::query::{self, DumpFormat, is_sync_event};
 use cprace::trace::{Event, Op, Trace};
 use serde_json::{Value, json};
 

@@ -2,8 +2,8 @@
 //! HB oracle, and the generator configurations of the property tests.
 #![allow(dead_code)]
 
-use cprace::generate::{self, Config, Rng};
 use cprace::report::{Race, Report};
+use cprace::tools::generate::{self, Config, Rng};
 use cprace::trace::{EventId, Format, Op, Trace, load_str};
 
 /// Parse a trace written one event per line as `thread op target`
@@ -25,7 +25,7 @@ pub fn tr(text: &str) -> Trace {
 
 /// Run an engine over a trace.
 pub fn run(engine: &str, window: Option<u64>, t: &Trace) -> Report {
-    cprace::hb::hb_trace(engine, window, t).expect("known engine")
+    cprace::race::hb::hb_trace(engine, window, t).expect("known engine")
 }
 
 /// `(racy event, witness)` pairs of a report.

@@ -1,0 +1,301 @@
+//! Relation × engine dispatch for `cprace analyze` (and `sweep`, `query`).
+
+pub mod cp;
+pub mod hb;
+pub mod lockset;
+pub mod po;
+pub mod shb;
+pub mod syncp;
+pub mod wcp;
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+use crate::race::cp::Reporting;
+use crate::race::po::ProgramOrder;
+use crate::report::Report;
+use crate::trace::{self, Format, Names, Trace};
+
+/// The relations cprace decides races for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Relation {
+    /// Thread order only: every conflicting cross-thread pair races (upper bound).
+    Po,
+    /// Happens-before (Java memory model): program order, release -> later
+    /// acquire, fork/join, volatile write -> later read. Sound and precise.
+    Hb,
+    /// Eraser's lockset discipline (unsound: violations, not proven races).
+    Lockset,
+    /// Causally-precedes (Smaragdakis, Evans, Sadowski, Yi, Flanagan, POPL
+    /// 2012), windowed.
+    Cp,
+    /// Weak-causally-precedes (Kini, Mathur, Viswanathan, PLDI 2017): weaker
+    /// than CP, so every CP race is a
+    /// WCP race; linear-time vector clocks.
+    Wcp,
+    /// Schedulable happens-before (OOPSLA 2018): HB plus reads-from edges;
+    /// every race it reports is a predictable race.
+    Shb,
+    /// Sync-preserving races (POPL 2021): exactly the races some reordering
+    /// keeping every lock's critical sections in order exhibits.
+    Syncp,
+}
+
+impl Relation {
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Relation::Po => "po",
+            Relation::Hb => "hb",
+            Relation::Lockset => "lockset",
+            Relation::Cp => "cp",
+            Relation::Wcp => "wcp",
+            Relation::Shb => "shb",
+            Relation::Syncp => "syncp",
+        }
+    }
+}
+
+/// The window a relation uses when `--window` is not given.
+pub fn default_window(relation: Relation) -> Option<u64> {
+    match relation {
+        Relation::Cp => Some(crate::race::cp::DEFAULT_WINDOW),
+        _ => None,
+    }
+}
+
+/// What to analyse and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The relation.
+    pub relation: Relation,
+    /// Engine name; None picks the relation's default.
+    pub engine: Option<String>,
+    /// Window K bounding CP's reasoning (rule (w); None: exact CP). On the
+    /// other relations it is an alias of `max_distance` (as `--window` is).
+    pub window: Option<u64>,
+    /// Report only pairs less than this many events apart (None: all).
+    pub max_distance: Option<u64>,
+    /// Input format (None: detect).
+    pub input_format: Option<Format>,
+    /// Which races to report (CP).
+    pub reporting: Reporting,
+    /// Where the report keeps races: collected, written to a temporary file
+    /// as streaming engines find them (output formats that stream), or only
+    /// counted (the summary).
+    pub keep: crate::report::Keep,
+}
+
+impl Options {
+    /// Options for `relation` with its default engine and window.
+    pub fn new(relation: Relation) -> Options {
+        Options {
+            relation,
+            engine: None,
+            window: default_window(relation),
+            max_distance: None,
+            input_format: None,
+            reporting: Reporting::All,
+            keep: crate::report::Keep::Collect,
+        }
+    }
+}
+
+/// Engines available for `relation`, the default first.
+pub fn engines(relation: Relation) -> &'static [&'static str] {
+    match relation {
+        Relation::Po => &["stream"],
+        Relation::Hb => &[
+            "vc",
+            "epoch",
+            "lockset",
+            "treeclock",
+            "datalog",
+            "reference",
+        ],
+        Relation::Lockset => &["eraser"],
+        Relation::Cp => &["datalog", "reference", "compare"],
+        Relation::Wcp => &["vc", "reference"],
+        Relation::Shb => &["vc"],
+        Relation::Syncp => &["closure"],
+    }
+}
+
+/// The engine `opts` selects, checked against the relation's list.
+fn engine(opts: &Options) -> Result<&str> {
+    let available = engines(opts.relation);
+    let engine = match opts.engine.as_deref() {
+        // `tc` is the short name of `treeclock`.
+        Some("tc") if opts.relation == Relation::Hb => "treeclock",
+        e => e.unwrap_or(available[0]),
+    };
+    if !available.contains(&engine) {
+        bail!(crate::UsageError(format!(
+            "relation `{}` has no engine `{engine}`; expected one of: {}",
+            opts.relation.name(),
+            available.join(", ")
+        )));
+    }
+    if opts.reporting != Reporting::All && !(opts.relation == Relation::Cp && engine == "datalog") {
+        bail!(crate::UsageError(
+            "--first-race and --order-races need --relation cp --engine datalog".into()
+        ));
+    }
+    Ok(engine)
+}
+
+impl Options {
+    /// The reporting distance: `max_distance`, or on relations other than CP
+    /// the `window` it aliases.
+    pub fn distance(&self) -> Option<u64> {
+        match self.relation {
+            Relation::Cp => self.max_distance,
+            _ => self.max_distance.or(self.window),
+        }
+    }
+
+    /// The reasoning window: CP's K; no other relation has one.
+    pub fn reasoning_window(&self) -> Option<u64> {
+        match self.relation {
+            Relation::Cp => self.window,
+            _ => None,
+        }
+    }
+
+    /// Record in `report` the window and reporting distance it was made with
+    /// (engines of the other relations see the distance as their `window`).
+    fn stamp(&self, mut report: Report) -> Report {
+        report.window = self.reasoning_window();
+        report.max_distance = self.distance();
+        report
+    }
+}
+
+/// Analyse the trace at `path`. Streaming engines never load the whole trace.
+/// Every report's `seconds` counter is an object of phases and `total`, in
+/// seconds; engines without phases get `total` (loading included, as a
+/// streaming engine's analysis overlaps it).
+pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
+    let started = std::time::Instant::now();
+    let (mut report, names) = analyze_path_untimed(path, opts)?;
+    if !report.stats.contains_key("seconds") {
+        report.stats.insert(
+            "seconds".into(),
+            serde_json::json!({"total": started.elapsed().as_secs_f64()}),
+        );
+    }
+    Ok((opts.stamp(report), names))
+}
+
+fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> {
+    // Check the engine before reading a possibly huge file.
+    let engine = engine(opts)?;
+    let (window, format) = (opts.distance(), opts.input_format);
+    crate::progress::phase(format!(
+        "{} {engine}: loading and analysing in one pass",
+        opts.relation.name()
+    ));
+    match (opts.relation, engine) {
+        (Relation::Po, _) => {
+            let mut po = ProgramOrder::new(window);
+            let (names, _, _) = trace::stream(path, format, |id, ev| po.event(id, ev))?;
+            return Ok((po.finish(), names));
+        }
+        (Relation::Hb, "vc" | "epoch" | "lockset" | "treeclock") => {
+            return crate::race::hb::analyze_hb(path, engine, window, format, opts.keep);
+        }
+        (Relation::Lockset, _) => {
+            return crate::race::hb::analyze_lockset(path, engine, window, format, opts.keep);
+        }
+        (Relation::Wcp, "vc") => {
+            return Ok(crate::race::wcp::analyze_path(
+                path, format, window, opts.keep,
+            )?);
+        }
+        // Windowed CP streams (exact CP and --order-races load the trace).
+        (Relation::Cp, "datalog")
+            if opts.reporting != Reporting::OrderRaces && opts.reasoning_window().is_some() =>
+        {
+            let k = opts.reasoning_window().expect("checked");
+            let pass = crate::race::cp::PassOptions {
+                max_distance: opts.distance(),
+                first_only: opts.reporting == Reporting::FirstRace,
+                keep_clocks: false,
+            };
+            return Ok(crate::engine::detector::run_path(
+                crate::race::cp::stream::CpStream::new(k, pass),
+                path,
+                format,
+                opts.keep,
+            )?);
+        }
+        (Relation::Shb, _) => {
+            return Ok(crate::engine::detector::run_path(
+                crate::race::shb::ShbDetector::new(window),
+                path,
+                format,
+                opts.keep,
+            )?);
+        }
+        _ => {}
+    }
+    let t = trace::load(path, opts.input_format)?;
+    let report = analyze_trace(&t, opts)?;
+    Ok((report, t.names))
+}
+
+/// Analyse a loaded trace.
+pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
+    let engine = engine(opts)?;
+    crate::progress::phase(format!("{} {engine}: analysing", opts.relation.name()));
+    let (window, distance) = (opts.reasoning_window(), opts.distance());
+    Ok(opts.stamp(match (opts.relation, engine) {
+        (Relation::Po, _) => {
+            let mut po = ProgramOrder::new(distance);
+            for (i, ev) in t.events.iter().enumerate() {
+                po.event(i as u32, ev);
+            }
+            po.finish()
+        }
+        (Relation::Hb, "reference") => crate::race::hb::reference::analyze(t, distance)?,
+        (Relation::Hb, "datalog") => crate::race::hb::datalog::analyze(t, distance),
+        (Relation::Hb | Relation::Lockset, _) => crate::race::hb::hb_trace(engine, distance, t)?,
+        (Relation::Cp, "reference") => crate::race::cp::reference::analyze_within(t, window, distance)?,
+        (Relation::Cp, "compare") => compare_cp(t, opts)?,
+        (Relation::Cp, _) if opts.keep != crate::report::Keep::Collect => {
+            crate::race::cp::analyze_spilled(t, window, distance, opts.reporting, opts.keep)?
+        }
+        (Relation::Cp, _) => crate::race::cp::analyze_within(t, window, distance, opts.reporting),
+        (Relation::Wcp, "reference") => {
+            if t.len() > crate::race::wcp::reference::MAX_EVENTS {
+                bail!(crate::UsageError(format!(
+                    "the wcp reference engine evaluates Definition 3 over all event pairs and accepts at most {} \
+                     events; this trace has {}; use --engine vc",
+                    crate::race::wcp::reference::MAX_EVENTS,
+                    t.len()
+                )));
+            }
+            crate::race::wcp::reference::analyze(t, distance)
+        }
+        (Relation::Wcp, _) => crate::race::wcp::vc::analyze(t, distance),
+        (Relation::Shb, _) => crate::engine::detector::run_trace(crate::race::shb::ShbDetector::new(distance), t),
+        (Relation::Syncp, _) => crate::race::syncp::analyze(t, distance),
+    }))
+}
+
+/// `--engine compare`: run `datalog` and `reference` and fail with exit code 3
+/// naming the first differing event, like polonius' Compare mode.
+fn compare_cp(t: &Trace, opts: &Options) -> Result<Report> {
+    let fast = crate::race::cp::analyze_within(t, opts.window, opts.max_distance, opts.reporting);
+    let reference = crate::race::cp::reference::analyze_within(t, opts.window, opts.max_distance)?;
+    if let Err(diff) = crate::engine::reference::compare(&fast, &reference) {
+        bail!(crate::ExitStatus(3, format!("CP engines disagree: {diff}")));
+    }
+    let mut report = fast;
+    report.engine = "compare".into();
+    report
+        .notes
+        .push("datalog and reference engines agree".into());
+    Ok(report)
+}

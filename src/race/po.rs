@@ -1,0 +1,39 @@
+//! The `po` relation: thread (program) order only. Every conflicting pair of
+//! accesses by different threads races. It is the upper bound all relations'
+//! races lie in, and the smallest engine that exercises the whole pipeline.
+
+use crate::engine::history::AccessHistory;
+use crate::report::Report;
+use crate::trace::{Event, EventId};
+
+/// Streaming program-order race checker.
+pub struct ProgramOrder {
+    history: AccessHistory,
+    report: Report,
+}
+
+impl ProgramOrder {
+    /// A checker pairing accesses less than `window` events apart.
+    pub fn new(window: Option<u64>) -> Self {
+        ProgramOrder {
+            history: AccessHistory::new(window),
+            report: Report::new("po", "stream", window, 0),
+        }
+    }
+
+    /// Feed the next event.
+    pub fn event(&mut self, id: EventId, ev: &Event) {
+        self.report.events += 1;
+        if ev.op.is_access()
+            && let Some(r) = self.history.access(id, ev, id, |_, _| false)
+        {
+            self.report.push(r);
+        }
+    }
+
+    /// The finished report.
+    pub fn finish(mut self) -> Report {
+        self.report.normalize();
+        self.report
+    }
+}
