@@ -227,6 +227,8 @@ impl Relations {
                 Op::Fork => &mut r.fork_event,
                 Op::Join => &mut r.join_event,
                 Op::ReentrantAcquire | Op::ReentrantRelease => continue,
+                // Relaxed atomics synchronize nothing.
+                Op::AtomicRead | Op::AtomicWrite => continue,
             };
             rel.push((i, ev.target));
         }

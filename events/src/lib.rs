@@ -612,9 +612,10 @@ impl Decoder {
     /// Decodes the next record of `w`, updating the state for the state
     /// words it passes. A record is only decoded whole: when `w` ends in
     /// the middle of one, the state words before it are consumed and
-    /// [`Step::NeedMore`] says how many.
+    /// [`Step::NeedMore`] says how many. An error comes with the index of
+    /// the word at fault.
     #[inline]
-    pub fn next(&mut self, w: &[u64]) -> Result<Step, DecodeError> {
+    pub fn next(&mut self, w: &[u64]) -> Result<Step, (usize, DecodeError)> {
         let mut i = 0;
         while i < w.len() {
             let word = w[i];
@@ -642,7 +643,7 @@ impl Decoder {
                 TAG_STACK => {
                     let n = word & 0xffff_ffff;
                     if n > u64::from(self.nodes) || word & !(0xffff_ffff | 0xf << TAG_SHIFT) != 0 {
-                        return Err(DecodeError::Node(n));
+                        return Err((i, DecodeError::Node(n)));
                     }
                     self.node = n as u32;
                 }
@@ -655,7 +656,7 @@ impl Decoder {
                         || word & !(0xffff_ffff | 0xf << TAG_SHIFT) != 0
                         || self.nodes == u32::MAX
                     {
-                        return Err(DecodeError::Node(parent));
+                        return Err((i, DecodeError::Node(parent)));
                     }
                     self.nodes += 1;
                     return Ok(Step::Record {
@@ -671,13 +672,16 @@ impl Decoder {
                 }
                 TAG_LONG | TAG_PENDING => {
                     let k = word as u8;
-                    let kind = Kind::from_u8(k).ok_or(DecodeError::Kind(k))?;
+                    let kind = Kind::from_u8(k).ok_or((i, DecodeError::Kind(k)))?;
                     let count = ((word >> 24) & 0xf) as usize;
                     if count != kind.payload() || word >> 28 & 0xffff_ffff != 0 {
-                        return Err(DecodeError::Payload {
-                            kind: k,
-                            count: count as u8,
-                        });
+                        return Err((
+                            i,
+                            DecodeError::Payload {
+                                kind: k,
+                                count: count as u8,
+                            },
+                        ));
                     }
                     if i + 1 + count > w.len() {
                         return Ok(Step::NeedMore { words: i });
@@ -695,7 +699,7 @@ impl Decoder {
                         arg: (p[2] >> 40) as u32,
                         extra,
                     };
-                    check(&long)?;
+                    check(&long).map_err(|e| (i, e))?;
                     let seq = if kind.numbered() {
                         p[2] & SEQ_MASK
                     } else {
@@ -708,7 +712,7 @@ impl Decoder {
                         words: i + 1 + count,
                     });
                 }
-                t => return Err(DecodeError::Tag(t)),
+                t => return Err((i, DecodeError::Tag(t))),
             }
             i += 1;
         }
@@ -789,7 +793,7 @@ mod tests {
     use super::*;
     use std::vec::Vec;
 
-    fn decode_all(words: &[u64]) -> Result<Vec<(Record, u64, u32)>, DecodeError> {
+    fn decode_all(words: &[u64]) -> Result<Vec<(Record, u64, u32)>, (usize, DecodeError)> {
         let mut d = Decoder::default();
         let mut out = Vec::new();
         let mut i = 0;
@@ -908,19 +912,28 @@ mod tests {
             d.next(&[seq_word(1), TAG_SKIP << TAG_SHIFT]),
             Ok(Step::Skip { words: 1 })
         );
-        assert_eq!(d.next(&[stack_word(1)]), Err(DecodeError::Node(1)));
-        assert_eq!(d.next(&[node_word(4), 0]), Err(DecodeError::Node(4)));
+        assert_eq!(
+            d.next(&[seq_word(2), stack_word(1)]),
+            Err((1, DecodeError::Node(1)))
+        );
+        assert_eq!(d.next(&[node_word(4), 0]), Err((0, DecodeError::Node(4))));
         let mut l = encode_long(Kind::Free, 0, false, 0, 0, 0, 0, &[1 << 50]);
-        assert_eq!(d.next(&l[..5]), Err(DecodeError::Size(1 << 50)));
+        assert_eq!(d.next(&l[..5]), Err((0, DecodeError::Size(1 << 50))));
         l = encode_long(Kind::Join, 0, false, 1 << 30, 0, 0, 0, &[]);
-        assert_eq!(d.next(&l[..4]), Err(DecodeError::Thread(1 << 30)));
+        assert_eq!(d.next(&l[..4]), Err((0, DecodeError::Thread(1 << 30))));
         l = encode_long(Kind::Release, 0, true, 1, 0, 0, 0, &[]);
-        assert!(matches!(d.next(&l[..4]), Err(DecodeError::Flags { .. })));
+        assert!(matches!(
+            d.next(&l[..4]),
+            Err((0, DecodeError::Flags { .. }))
+        ));
         let w = TAG_LONG << TAG_SHIFT | 9 << 24 | Kind::Fork as u64;
-        assert!(matches!(d.next(&[w]), Err(DecodeError::Payload { .. })));
+        assert!(matches!(
+            d.next(&[w]),
+            Err((0, DecodeError::Payload { .. }))
+        ));
         assert_eq!(
             d.next(&[TAG_LONG << TAG_SHIFT | 3 << 24 | 99]),
-            Err(DecodeError::Kind(99))
+            Err((0, DecodeError::Kind(99)))
         );
     }
 }

@@ -1,10 +1,13 @@
 //! Per-variable access history shared by the exact race checkers.
 //!
-//! Every exact engine answers the same question for each data access `e2`: is
+//! Every exact engine answers the same question for each access `e2`: is
 //! some earlier conflicting access `e1` of another thread (within the window)
 //! left unordered? Orderings are closed under program order on the left, so only
-//! the latest read and the latest write of each thread need checking. The latest
-//! unordered one becomes the race witness, so all engines pick the same witness.
+//! the latest read and the latest write of each thread need checking, per
+//! shape: the bytes touched and whether the access is atomic (two accesses
+//! conflict only when their bytes overlap and not both are atomic, see
+//! [`Event::conflicts`]). The latest unordered one becomes the race witness,
+//! so all engines pick the same witness.
 
 use smallvec::SmallVec;
 
@@ -23,11 +26,35 @@ pub struct Stamp {
     pub clock: u32,
 }
 
+/// The latest write and read of one thread, of one shape.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     thread: ThreadId,
     write: Option<Stamp>,
     read: Option<Stamp>,
+    /// Bytes of the variable the accesses touched (0xff: all).
+    mask: u8,
+    /// Atomic accesses (else plain).
+    atomic: bool,
+}
+
+/// Whether an earlier access of kind (`s_write`, `s_atomic`) ordered before
+/// this access (`write`, `atomic`, which touches every byte the earlier one
+/// did) may be forgotten: every access conflicting with the earlier one
+/// conflicts with this one, which is later and unordered with it whenever
+/// the earlier one is, so the earlier one is never the witness again.
+#[inline(always)]
+fn covers(write: bool, atomic: bool, s_write: bool, s_atomic: bool) -> bool {
+    match (s_atomic, s_write) {
+        // Conflicts with writes of every kind: only a plain access does too.
+        (false, false) => !atomic,
+        // Conflicts with everything: only a plain write does too.
+        (false, true) => write && !atomic,
+        // Conflicts with plain writes: so does every access.
+        (true, false) => true,
+        // Conflicts with plain accesses: so does every write.
+        (true, true) => write,
+    }
 }
 
 /// The entries of one variable. Most variables of array code are touched by
@@ -52,7 +79,7 @@ impl AccessHistory {
         }
     }
 
-    /// Check data access `ev` (event `id`, local clock `clock`) against the
+    /// Check access `ev` (event `id`, local clock `clock`) against the
     /// history, then record it. `ordered(t, c)` tells whether the access of
     /// thread `t` with local clock `c` is ordered before `ev`. Returns the race
     /// witness (latest unordered conflicting access), if any.
@@ -76,29 +103,36 @@ impl AccessHistory {
         clock: u32,
         mut ordered: impl FnMut(ThreadId, u32, EventId) -> bool,
     ) -> Option<Race> {
-        debug_assert!(ev.op.is_access());
+        debug_assert!(ev.op.is_memory());
         let v = ev.target as usize;
         if self.vars.len() <= v {
             self.vars.resize(v + 1, Entries::new());
         }
         let entries = &mut self.vars[v];
-        let is_write = ev.op == Op::Write;
+        let is_write = ev.op.is_write();
+        let atomic = ev.op.is_atomic();
+        let mask = ev.bytes();
         let mut best: Option<(Stamp, ThreadId, Op)> = None;
         let mut pruned = false;
         for e in entries.iter_mut() {
-            if e.thread == ev.thread {
+            if e.thread == ev.thread || e.mask & mask == 0 {
                 continue;
             }
             let thread = e.thread;
             let window = self.window;
+            // Entries touching bytes this access does not may still be the
+            // witness of a later access to those bytes: never dropped.
+            let inside = e.mask & !mask == 0;
+            // Two atomic accesses never conflict.
+            let may_conflict = !(atomic && e.atomic);
             // Whether stamp `s` stays: an access ordered before this one is
             // dropped when this access conflicts with everything it conflicts
-            // with (a write; or a read and `s` a read): every later access
-            // unordered with it is unordered with this later, conflicting
-            // access too (or is of this thread, hence ordered), so it would
-            // never be the witness again. That keeps a variable's history to
-            // its mutually unordered accesses (100,000 threads passing a lock
-            // leave one entry, not 100,000).
+            // with (see `covers`): every later access unordered with it is
+            // unordered with this later, conflicting access too (or is of
+            // this thread, hence ordered), so it would never be the witness
+            // again. That keeps a variable's history to its mutually
+            // unordered accesses (100,000 threads passing a lock leave one
+            // entry, not 100,000).
             let mut check = |slot: &mut Option<Stamp>, op: Op, conflicts: bool, prunable: bool| {
                 let Some(s) = *slot else { return };
                 if !conflicts && !prunable {
@@ -126,8 +160,24 @@ impl AccessHistory {
                     best = Some((s, thread, op));
                 }
             };
-            check(&mut e.write, Op::Write, true, is_write);
-            check(&mut e.read, Op::Read, is_write, true);
+            let (wop, rop) = if e.atomic {
+                (Op::AtomicWrite, Op::AtomicRead)
+            } else {
+                (Op::Write, Op::Read)
+            };
+            let ea = e.atomic;
+            check(
+                &mut e.write,
+                wop,
+                may_conflict,
+                inside && covers(is_write, atomic, true, ea),
+            );
+            check(
+                &mut e.read,
+                rop,
+                may_conflict && is_write,
+                inside && covers(is_write, atomic, false, ea),
+            );
         }
         if pruned {
             entries.retain(|e| e.write.is_some() || e.read.is_some());
@@ -137,13 +187,18 @@ impl AccessHistory {
             loc: ev.loc,
             clock,
         };
-        match entries.iter_mut().find(|e| e.thread == ev.thread) {
+        match entries
+            .iter_mut()
+            .find(|e| e.thread == ev.thread && e.mask == mask && e.atomic == atomic)
+        {
             Some(e) if is_write => e.write = Some(stamp),
             Some(e) => e.read = Some(stamp),
             None => entries.push(Entry {
                 thread: ev.thread,
                 write: is_write.then_some(stamp),
                 read: (!is_write).then_some(stamp),
+                mask,
+                atomic,
             }),
         }
         best.map(|(s, t, op)| Race {

@@ -248,7 +248,7 @@ impl Stream {
                 Ok(Step::Record { .. }) | Ok(Step::Skip { .. }) => return Ok(false),
                 Ok(Step::NeedMore { .. }) if self.eof => return Ok(true),
                 Ok(Step::NeedMore { .. }) => self.refill()?,
-                Err(e) => return Err(self.corrupt(self.pos, e)),
+                Err((at, e)) => return Err(self.corrupt(self.pos + at, e)),
             }
         }
     }
@@ -290,7 +290,7 @@ impl Stream {
                     }
                     self.refill()?;
                 }
-                Err(e) => return Err(self.corrupt(self.pos, e)),
+                Err((at, e)) => return Err(self.corrupt(self.pos + at, e)),
             }
         }
     }

@@ -45,7 +45,8 @@ pub struct Named {
     /// Thread id (index into `threads`).
     pub thread: u32,
     /// Operation: RapidBin's code (0 acq, 1 rel, 2 r, 3 w, 4 fork, 5 join),
-    /// or 6 volatile read, 7 volatile write (which RapidBin cannot hold).
+    /// or 6 volatile read, 7 volatile write, 8 relaxed atomic read, 9
+    /// relaxed atomic write (which RapidBin cannot hold).
     pub op: u8,
     /// Lock, variable or thread id, by operation.
     pub target: u32,
@@ -57,6 +58,14 @@ pub struct Named {
 pub const OP_VREAD: u8 = 6;
 /// See [`OP_VREAD`].
 pub const OP_VWRITE: u8 = 7;
+/// See [`OP_VREAD`].
+pub const OP_AREAD: u8 = 8;
+/// See [`OP_VREAD`].
+pub const OP_AWRITE: u8 = 9;
+/// See [`OP_VREAD`].
+pub const OP_AREAD: u8 = 8;
+/// See [`OP_VREAD`].
+pub const OP_AWRITE: u8 = 9;
 
 /// Appends `0x` and `v` in lowercase hex without leading zeros (as `{v:#x}`).
 fn push_hex(out: &mut String, v: u64) {
@@ -211,10 +220,10 @@ impl Namer {
         let (op, target) = match e.op {
             LOp::Read => (2, self.variable(low, e.target, e.mask)),
             LOp::Write => (3, self.variable(low, e.target, e.mask)),
-            LOp::AtomicRead | LOp::VolatileRead => (OP_VREAD, self.variable(low, e.target, e.mask)),
-            LOp::AtomicWrite | LOp::VolatileWrite => {
-                (OP_VWRITE, self.variable(low, e.target, e.mask))
-            }
+            LOp::VolatileRead => (OP_VREAD, self.variable(low, e.target, e.mask)),
+            LOp::AtomicRead => (OP_AREAD, self.variable(low, e.target, e.mask)),
+            LOp::VolatileWrite => (OP_VWRITE, self.variable(low, e.target, e.mask)),
+            LOp::AtomicWrite => (OP_AWRITE, self.variable(low, e.target, e.mask)),
             LOp::Acquire => (0, self.lock(low, e.target)),
             LOp::Release => (1, self.lock(low, e.target)),
             LOp::Fork => (4, self.thread(low, e.target)),
@@ -287,8 +296,9 @@ impl StdWriter {
         target: &[u8],
         out: &mut W,
     ) -> std::io::Result<()> {
-        const OPS: [&[u8]; 8] = [
-            b"|acq(", b"|rel(", b"|r(", b"|w(", b"|fork(", b"|join(", b"|vr(", b"|vw(",
+        const OPS: [&[u8]; 10] = [
+            b"|acq(", b"|rel(", b"|r(", b"|w(", b"|fork(", b"|join(", b"|vr(", b"|vw(", b"|ar(",
+            b"|aw(",
         ];
         let b = &mut self.buf;
         b.extend_from_slice(n.threads[e.thread as usize].as_bytes());
@@ -587,13 +597,13 @@ mod tests {
             [
                 "T1|w(0x1006)|",
                 "T1|w(0x1008)|",
-                "T1|vr(0x40)|",
+                "T1|ar(0x40)|",
                 "T1|acq(0x40)|",
-                "T1|vr(0x40)|",
+                "T1|ar(0x40)|",
                 "T1|rel(0x40)|",
                 // A release of a lock not held is dropped (its object
                 // access stays).
-                "T1|vr(0x40)|",
+                "T1|ar(0x40)|",
             ]
         );
     }
@@ -626,11 +636,11 @@ mod tests {
             [
                 "T1|vw(key:0x40)|",
                 "T2|vr(key:0x40)|",
-                "T1|vr(0x80)|",
+                "T1|ar(0x80)|",
                 "T1|vr(0x80.w)|",
-                "T1|vr(0x80)|",
+                "T1|ar(0x80)|",
                 "T1|vw(0x80.r.T1)|",
-                "T2|vr(0x80)|",
+                "T2|ar(0x80)|",
                 "T2|acq(0x80)|",
                 "T2|vr(0x80.r.T1)|",
             ]

@@ -363,6 +363,7 @@ impl Generator {
             target,
             loc,
             op,
+            mask: 0,
         }
     }
 

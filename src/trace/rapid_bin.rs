@@ -377,7 +377,7 @@ pub fn op_code(op: Op) -> Option<u64> {
         Op::Write => Some(3),
         Op::Fork => Some(4),
         Op::Join => Some(5),
-        Op::VolatileRead | Op::VolatileWrite => None,
+        Op::VolatileRead | Op::VolatileWrite | Op::AtomicRead | Op::AtomicWrite => None,
     }
 }
 

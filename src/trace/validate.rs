@@ -352,6 +352,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             target,
             loc,
             op,
+            mask: 0,
         };
         if let Some(check) = self.check {
             check(&ev, &self.names)?;

@@ -485,6 +485,8 @@ impl GoldilocksDetector {
         }
         self.has_events[ti] = true;
         match ev.op {
+            // Relaxed atomics: not yet checked against plain accesses here.
+            Op::AtomicRead | Op::AtomicWrite => {}
             Op::Read | Op::Write => {
                 if let Some(first) = self.access(id, ev, te) {
                     self.report.push(Race {

@@ -226,6 +226,8 @@ impl<C: HbClock> HbClocks<C> {
         self.has_events[t] = true;
         match ev.op {
             Op::Read | Op::Write => return true,
+            // Relaxed atomics: not yet checked against plain accesses here.
+            Op::AtomicRead | Op::AtomicWrite => {}
             Op::Acquire => {
                 self.ensure_lock(ev.target);
                 self.threads[t].join(&self.locks[ev.target as usize]);

@@ -302,6 +302,8 @@ impl WcpVc {
         }
         match ev.op {
             Op::Read | Op::Write => self.access(id, ev),
+            // Relaxed atomics: not yet checked against plain accesses here.
+            Op::AtomicRead | Op::AtomicWrite => {}
             Op::Acquire => self.acquire(ev.thread, ev.target),
             Op::Release => self.release(ev.thread, ev.target),
             Op::Fork => self.fork(t, ev.target as usize),
