@@ -62,10 +62,6 @@ pub const OP_VWRITE: u8 = 7;
 pub const OP_AREAD: u8 = 8;
 /// See [`OP_VREAD`].
 pub const OP_AWRITE: u8 = 9;
-/// See [`OP_VREAD`].
-pub const OP_AREAD: u8 = 8;
-/// See [`OP_VREAD`].
-pub const OP_AWRITE: u8 = 9;
 
 /// Appends `0x` and `v` in lowercase hex without leading zeros (as `{v:#x}`).
 fn push_hex(out: &mut String, v: u64) {
