@@ -145,8 +145,10 @@ while IFS=$'\t' read -r file lang hb cp tsan flags mode desc; do
     src="$progs/$file"
     [ "$flags" = "-" ] && flags=
     for cc in "${compilers[@]}"; do
+        # C++17 for std::shared_mutex and std::scoped_lock (clang 14
+        # defaults to C++14; gcc 12 already uses C++17).
         if [ "$lang" = c++ ]; then
-            comp=$([ "$cc" = gcc ] && echo g++ || echo clang++)
+            comp="$([ "$cc" = gcc ] && echo g++ || echo clang++) -std=gnu++17"
         else
             comp=$cc
         fi
