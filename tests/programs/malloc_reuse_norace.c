@@ -1,7 +1,7 @@
-/* Memory reuse across threads: one thread allocates a large block (above
- * glibc's mmap threshold), writes it and frees it; later another thread
- * allocates a block of the same size, which usually comes back at the same
- * address, and writes it. The two blocks are different objects: a fresh
+/* Memory reuse across threads: one thread allocates a block, writes it, frees
+ * it and exits; later another thread allocates a block of the same size,
+ * which glibc usually hands back at the same address (the second thread takes
+ * over the first one's arena), and writes it. The two blocks are different objects: a fresh
  * allocation is never in conflict with what the old one saw, so there is no
  * race. A detector must treat malloc as new memory, not as a continuation
  * of the freed block. (The sleep only makes the reuse likely; the program is
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SIZE (256 * 1024)
+#define SIZE 200
 static void *addr[2];
 
 static void *use_block(void *arg) {
