@@ -244,6 +244,9 @@ pub const LOCK_TRY: u16 = 2;
 /// Flag of [`Kind::Acquire`]/[`Kind::Release`]: the lock is an rwlock
 /// (shared or exclusive side).
 pub const LOCK_RW: u16 = 4;
+/// Flag of [`Kind::Acquire`]: the lock's owner died holding it (a robust
+/// mutex, taken with EOWNERDEAD).
+pub const LOCK_OWNER_DEAD: u16 = 8;
 /// Flag of [`Kind::Range`]: a write (else a read).
 pub const RANGE_WRITE: u16 = 1;
 
@@ -737,7 +740,9 @@ fn check(l: &Long) -> Result<(), DecodeError> {
         Kind::Atomic => {
             Atomic::from_flags(l.flags).ok_or_else(bad)?;
         }
-        Kind::Acquire if l.flags & !(LOCK_SHARED | LOCK_TRY | LOCK_RW) != 0 => return Err(bad()),
+        Kind::Acquire if l.flags & !(LOCK_SHARED | LOCK_TRY | LOCK_RW | LOCK_OWNER_DEAD) != 0 => {
+            return Err(bad());
+        }
         Kind::Release if l.flags & !(LOCK_SHARED | LOCK_RW) != 0 => return Err(bad()),
         Kind::Fork | Kind::Join | Kind::ThreadName if l.addr > MAX_TID => {
             return Err(DecodeError::Thread(l.addr));

@@ -4,6 +4,7 @@
 //! events ([`lower`]) and a trace file ([`write`]).
 
 pub mod cc;
+pub mod cpt;
 pub mod events;
 pub mod lower;
 mod shadow;
@@ -33,7 +34,14 @@ pub struct CcArgs {
 /// The trace formats `cprace record` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutFormat {
-    /// STD text (`T1|w(x)|prog.c:12`).
+    /// cprace's binary format: numeric ids, byte masks, call stacks and what
+    /// reports describe (the default; `convert --to std` gives RAPID's STD).
+    Cprace,
+    /// cprace's binary format compressed with zstd.
+    #[value(name = "cprace-zstd")]
+    CpraceZstd,
+    /// STD text (`T1|w(x)|prog.c:12`), which RAPID reads (variables by
+    /// address, no stacks).
     Std,
     /// STD text compressed with zstd (every cprace command reads it).
     Zstd,
@@ -46,13 +54,22 @@ pub enum OutFormat {
 }
 
 impl OutFormat {
-    /// The format an output's name asks for: `.bin`/`.rapidbin` RapidBin,
-    /// `.zst`/`.zstd` zstd-compressed STD, anything else STD.
+    /// The format an output's name asks for: `.std` STD, `.std.zst` or
+    /// `.zst` zstd-compressed STD, `.bin`/`.rapidbin` RapidBin, `.cpt.zst`
+    /// zstd-compressed cprace binary, anything else (`.cpt`) cprace binary.
     pub fn for_path(p: &std::path::Path) -> OutFormat {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        if name.ends_with(".cpt.zst") || name.ends_with(".cpt.zstd") {
+            return OutFormat::CpraceZstd;
+        }
         match p.extension().and_then(|e| e.to_str()) {
+            Some("std") => OutFormat::Std,
             Some("bin" | "rapidbin") => OutFormat::RapidBin,
             Some("zst" | "zstd") => OutFormat::Zstd,
-            _ => OutFormat::Std,
+            _ => OutFormat::Cprace,
         }
     }
 }
@@ -302,14 +319,14 @@ pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
 /// what it had to drop to keep the trace well formed.
 pub fn lower_all(
     dir: &Path,
-    mut f: impl FnMut(&lower::Lowerer, &lower::Lowered) -> Result<()>,
+    mut f: impl FnMut(&lower::Lowerer, &lower::Lowered, &events::Stacks) -> Result<()>,
 ) -> Result<(lower::Lowerer, events::Stacks)> {
     let mut low = lower::Lowerer::default();
     let mut buf = Vec::new();
-    let stacks = events::merge(dir, |e| {
+    let stacks = events::merge(dir, |e, stacks| {
         buf.clear();
         low.event(e, &mut |l| buf.push(l));
-        buf.iter().try_for_each(|l| f(&low, l))
+        buf.iter().try_for_each(|l| f(&low, l, stacks))
     })?;
     let d = low.dropped;
     if d.total() > 0 {
@@ -346,6 +363,36 @@ pub fn write_trace(
     let cannot = || format!("cannot write {}", output.display());
     let side = crate::trace::rapid_bin::side_path(output);
     let mut format = format;
+    if matches!(format, OutFormat::Cprace | OutFormat::CpraceZstd) {
+        let sym = symbols::Symbolizer::from_listing(listing);
+        let events;
+        if format == OutFormat::CpraceZstd {
+            let mut z = zstd::stream::Encoder::new(tmp.as_file(), 3).with_context(cannot)?;
+            let _ = z.multithread(1);
+            let mut w = cpt::CptWriter::new(z, sym).with_context(cannot)?;
+            let (low, stacks) = lower_all(dir, |low, l, stacks| {
+                w.event(low, l, stacks).with_context(cannot)
+            })?;
+            events = w.events;
+            let z = w.finish(&low, &stacks).with_context(cannot)?;
+            z.finish().with_context(cannot)?;
+            tmp.persist(output).with_context(cannot)?;
+            let _ = std::fs::remove_file(&side);
+            return Ok(counts_of(&low, events));
+        }
+        let out = write::ThreadWriter::new(tmp.as_file().try_clone().with_context(cannot)?)
+            .with_context(cannot)?;
+        let mut w = cpt::CptWriter::new(out, sym).with_context(cannot)?;
+        let (low, stacks) = lower_all(dir, |low, l, stacks| {
+            w.event(low, l, stacks).with_context(cannot)
+        })?;
+        events = w.events;
+        let mut out = w.finish(&low, &stacks).with_context(cannot)?;
+        out.finish().with_context(cannot)?;
+        tmp.persist(output).with_context(cannot)?;
+        let _ = std::fs::remove_file(&side);
+        return Ok(counts_of(&low, events));
+    }
     if format == OutFormat::RapidBin {
         let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
         match write_rapidbin(dir, &mut n, tmp.as_file(), output)? {
@@ -380,7 +427,7 @@ pub fn write_trace(
     let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
     let mut w = write::StdWriter::default();
     let mut each = |out: &mut dyn Write| -> Result<()> {
-        lower_all(dir, |low, l| {
+        lower_all(dir, |low, l, _| {
             if let Some(e) = n.event(low, l) {
                 w.event(&n, e, &mut *out).with_context(cannot)?;
             }
@@ -408,6 +455,19 @@ pub fn write_trace(
     Ok(n.counts)
 }
 
+/// The summary counts of a lowered recording of `events` trace events.
+fn counts_of(low: &lower::Lowerer, events: u64) -> write::Counts {
+    write::Counts {
+        events,
+        threads: low.thread_tids.len() as u64,
+        accesses: low.counts.accesses,
+        volatiles: low.counts.atomics,
+        locks: low.counts.locks,
+        forks_joins: low.counts.forks_joins,
+        allocations: low.blocks.len() as u64,
+    }
+}
+
 /// Writes the events in `dir` as RapidBin to `file`; the inner error says why
 /// the run does not fit RapidBin.
 fn write_rapidbin(
@@ -423,7 +483,7 @@ fn write_rapidbin(
     let mut out =
         write::ThreadWriter::new(file.try_clone().with_context(cannot)?).with_context(cannot)?;
     let mut unfit = None;
-    let r = lower_all(dir, |low, l| {
+    let r = lower_all(dir, |low, l, _| {
         if let Some(e) = n.event(low, l) {
             match w.event(n, e, &mut out) {
                 Ok(r) => r.with_context(cannot)?,

@@ -115,6 +115,98 @@ impl Symbolizer {
         format!("{}+{rel:#x}", obj.short)
     }
 
+    /// The code address `pc` (a return address: the instruction before it)
+    /// symbolized: its object, offset, and source positions innermost
+    /// inlined function first, named as ThreadSanitizer names them (the
+    /// outermost function demangled with its parameters, inlined ones by
+    /// their name).
+    pub fn frame(&self, pc: u64) -> crate::trace::recorded::Frame {
+        use crate::trace::recorded::{Frame, FrameLine};
+        let probe = pc.saturating_sub(1);
+        let Some(seg) = self.segment(probe) else {
+            return Frame {
+                pc,
+                module: String::new(),
+                offset: probe,
+                lines: Vec::new(),
+            };
+        };
+        let obj = &self.objects[seg.object];
+        let rel = probe - seg.base;
+        let mut lines = Vec::new();
+        if let Some(l) = &obj.loader {
+            if let Ok(mut frames) = l.find_frames(rel) {
+                while let Ok(Some(f)) = frames.next() {
+                    let function = f
+                        .function
+                        .as_ref()
+                        .and_then(|n| n.demangle().ok())
+                        .map(|n| n.into_owned())
+                        .unwrap_or_default();
+                    let (file, line, column) = f.location.map_or((String::new(), 0, 0), |loc| {
+                        (
+                            loc.file.unwrap_or_default().to_string(),
+                            loc.line.unwrap_or(0),
+                            loc.column.unwrap_or(0),
+                        )
+                    });
+                    lines.push(FrameLine {
+                        function,
+                        file,
+                        line,
+                        column,
+                    });
+                }
+            }
+            // The outermost function by its symbol, demangled with its
+            // parameters (as TSan prints it); inlined ones by their name.
+            if let Some(sym) = l.find_symbol(rel) {
+                let name = addr2line::demangle_auto(sym.into(), None).into_owned();
+                match lines.last_mut() {
+                    Some(last) => last.function = name,
+                    None => lines.push(FrameLine {
+                        function: name,
+                        ..FrameLine::default()
+                    }),
+                }
+            }
+            let n = lines.len();
+            for l in lines.iter_mut().take(n.saturating_sub(1)) {
+                if let Some(i) = l.function.find('(') {
+                    l.function.truncate(i);
+                }
+            }
+        }
+        Frame {
+            pc,
+            module: obj.short.clone(),
+            offset: rel,
+            lines,
+        }
+    }
+
+    /// True when `addr` lies in a loaded object (code or its globals).
+    pub fn in_object(&self, addr: u64) -> bool {
+        self.segment(addr).is_some()
+    }
+
+    /// The global variable holding `addr`: its symbol, run address, size,
+    /// object and offset in the object.
+    pub fn global_info(&self, addr: u64) -> Option<crate::trace::recorded::Global> {
+        let seg = self.segment(addr)?;
+        let obj = &self.objects[seg.object];
+        let rel = addr - seg.base;
+        let i = obj.data.partition_point(|d| d.0 <= rel);
+        let (start, size, name) = obj.data.get(i.checked_sub(1)?)?;
+        (rel - start < *size).then(|| crate::trace::recorded::Global {
+            name: name.clone(),
+            addr: seg.base + start,
+            size: *size,
+            module: obj.short.clone(),
+            offset: *start,
+        })
+    }
+
     /// The global variable holding `addr` (`name` or `name+offset`), if any.
     pub fn global(&self, addr: u64) -> Option<String> {
         let mut out = String::new();

@@ -1,5 +1,6 @@
 //! Traces: the event model, the three input formats, validation and interning.
 
+pub mod cprace_bin;
 pub mod csv_format;
 pub mod decompress;
 pub mod error;
@@ -10,6 +11,7 @@ pub mod load;
 pub mod model;
 pub mod rapid_bin;
 pub mod rapid_csv;
+pub mod recorded;
 pub(crate) mod scan;
 pub mod std_format;
 #[cfg(test)]

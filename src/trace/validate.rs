@@ -232,9 +232,41 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
         self.accept(t, op, target, loc)
     }
 
+    /// [`Builder::push_ids`] of an access touching the bytes of `mask` of
+    /// its variable (0: all of them).
+    #[inline]
+    pub fn push_ids_masked(
+        &mut self,
+        t: u32,
+        op: Op,
+        target: u32,
+        loc: u32,
+        mask: u8,
+    ) -> Result<(), String> {
+        if self.next_id >= u32::MAX as u64 {
+            return Err(format!(
+                "trace has more than {} events; expected fewer",
+                u32::MAX
+            ));
+        }
+        self.accept_masked(t, op, target, loc, mask)
+    }
+
     /// Validate an interned event and hand it to the sink.
     #[inline(always)]
     fn accept(&mut self, t: u32, op: Op, target: u32, loc: u32) -> Result<(), String> {
+        self.accept_masked(t, op, target, loc, 0)
+    }
+
+    #[inline(always)]
+    fn accept_masked(
+        &mut self,
+        t: u32,
+        op: Op,
+        target: u32,
+        loc: u32,
+        mask: u8,
+    ) -> Result<(), String> {
         let nthreads = self.names.threads.len();
         if self.threads.len() < nthreads {
             self.threads.resize(nthreads, ThreadState::default());
@@ -352,7 +384,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             target,
             loc,
             op,
-            mask: 0,
+            mask,
         };
         if let Some(check) = self.check {
             check(&ev, &self.names)?;
