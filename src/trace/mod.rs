@@ -7,6 +7,7 @@ pub(crate) mod intern;
 pub mod lines;
 pub mod load;
 pub mod model;
+pub(crate) mod parallel;
 pub mod rapid_bin;
 pub mod rapid_csv;
 pub(crate) mod scan;
