@@ -228,6 +228,14 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
                 opts.keep,
             )?);
         }
+        (Relation::Syncp, _) => {
+            return Ok(crate::detector::run_path(
+                crate::syncp::SyncpDetector::new(window),
+                path,
+                format,
+                opts.keep,
+            )?);
+        }
         _ => {}
     }
     let t = trace::load(path, opts.input_format)?;
