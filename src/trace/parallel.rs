@@ -11,7 +11,9 @@
 //! input order, gives each block's new names their global ids, renumbers the
 //! events through a per-worker vector, validates them in order and hands
 //! them on. A name new to the trace in some block is new to the worker that
-//! parsed it, so the global ids are those of one pass in order; errors are
+//! parsed it, so the global ids are those of one pass in order (a worker
+//! whose tables grow large starts them afresh after a block: every name of
+//! its next block is then new to it, which keeps that true); errors are
 //! taken in input order, so the first error of such a pass is the one
 //! returned, with the same line and text.
 
@@ -44,6 +46,10 @@ const BLOCK: usize = 1 << 18;
 const AHEAD: usize = 2;
 /// Workers at most.
 const MAX_WORKERS: usize = 8;
+/// Names a worker keeps before it starts its tables afresh (after a block):
+/// a worker's tables repeat the global ones, and traces name variables by
+/// the hundred thousand.
+const LOCAL_NAMES: usize = 1 << 16;
 
 /// Parse the text read from `r` with `scan`, feeding `b`: on one worker per
 /// core when the input is larger than one block.
@@ -55,17 +61,17 @@ pub(crate) fn parse<R: Read, S: FnMut(EventId, &Event), C: Scan>(
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(MAX_WORKERS);
-    parse_with(r, b, scan, BLOCK, workers)
+    parse_with(r, b, scan, (BLOCK, workers, LOCAL_NAMES))
 }
 
-/// [`parse`] with blocks of `block` bytes and `workers` workers (tests use
-/// tiny blocks to cross many block boundaries).
+/// [`parse`] with blocks of `block` bytes, `workers` workers and at most
+/// about `local_names` names in a worker's tables (tests use tiny blocks and
+/// tables to cross many block boundaries and fresh starts).
 pub(crate) fn parse_with<R: Read, S: FnMut(EventId, &Event), C: Scan>(
     r: R,
     b: &mut Builder<'_, S>,
     scan: &C,
-    block: usize,
-    workers: usize,
+    (block, workers, local_names): (usize, usize, usize),
 ) -> Result<(), LoadError> {
     let file = b.file();
     let mut blocks = Blocks::new(r, block);
@@ -93,7 +99,7 @@ pub(crate) fn parse_with<R: Read, S: FnMut(EventId, &Event), C: Scan>(
         for _ in 0..workers {
             let (job_tx, job_rx) = sync_channel::<Job>(AHEAD);
             let (done_tx, done_rx) = sync_channel::<Done>(AHEAD);
-            s.spawn(move || work(file, scan, job_rx, done_tx));
+            s.spawn(move || work(file, scan, local_names, job_rx, done_tx));
             jobs.push(job_tx);
             results.push(done_rx);
         }
@@ -142,6 +148,9 @@ pub(crate) fn parse_with<R: Read, S: FnMut(EventId, &Event), C: Scan>(
                 return Err(LoadError::new(file, line_no, b"", "parser thread failed"));
             };
             merge(b, &mut remaps[w], &done, line_no)?;
+            if done.fresh {
+                remaps[w] = Remap::default();
+            }
             if let Some(mut e) = done.error.take() {
                 e.line += line_no;
                 return Err(e);
@@ -200,7 +209,13 @@ fn merge<S: FnMut(EventId, &Event)>(
 }
 
 /// One worker: scan each block it gets, name its events in local tables.
-fn work<C: Scan>(file: &str, scan: &C, jobs: Receiver<Job>, done: SyncSender<Done>) {
+fn work<C: Scan>(
+    file: &str,
+    scan: &C,
+    local_names: usize,
+    jobs: Receiver<Job>,
+    done: SyncSender<Done>,
+) {
     let mut local = Local::default();
     for job in jobs {
         let before = local.lens();
@@ -215,6 +230,12 @@ fn work<C: Scan>(file: &str, scan: &C, jobs: Receiver<Job>, done: SyncSender<Don
         let n = &local.names;
         let tables = [&n.threads, &n.locks, &n.vars, &n.locs];
         let new = std::array::from_fn(|i| NewNames::since(tables[i], before[i]));
+        // The next block's names get local ids afresh, and so does the remap.
+        let fresh = local.lens().iter().sum::<usize>() > local_names;
+        if fresh {
+            local.names = Names::default();
+            local.namer = Namer::default();
+        }
         let d = Done {
             buf: job.buf,
             events: std::mem::take(&mut local.events),
@@ -222,6 +243,7 @@ fn work<C: Scan>(file: &str, scan: &C, jobs: Receiver<Job>, done: SyncSender<Don
             lines,
             new,
             error: res.err(),
+            fresh,
         };
         if done.send(d).is_err() {
             return;
@@ -252,6 +274,8 @@ struct Done {
     new: [NewNames; 4],
     /// The first error in the block, its line counted from the block's start.
     error: Option<LoadError>,
+    /// The worker starts its tables afresh after this block.
+    fresh: bool,
 }
 
 /// Names back to back.

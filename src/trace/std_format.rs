@@ -324,10 +324,10 @@ mod tests {
     }
 
     /// Parse `text` with blocks of `block` bytes on `workers` workers.
-    fn blocks(text: &[u8], block: usize, workers: usize) -> Parsed {
+    fn blocks(text: &[u8], block: usize, workers: usize, local: usize) -> Parsed {
         let mut events = Vec::new();
         let mut b = Builder::new("f", |_, ev: &Event| events.push(*ev));
-        crate::trace::parallel::parse_with(text, &mut b, &StdLines, block, workers)?;
+        crate::trace::parallel::parse_with(text, &mut b, &StdLines, (block, workers, local))?;
         let names = tables(&b.names);
         drop(b);
         Ok((events, names))
@@ -386,9 +386,11 @@ mod tests {
         for case in 0..400 {
             let n = 1 + r.below(300) as usize;
             let text = mostly_good(&mut r, n);
-            let want = blocks(&text, 1 << 20, 1);
-            for (block, workers) in [(1, 2), (7, 3), (64, 2), (1000, 2)] {
-                let got = blocks(&text, block, workers);
+            let want = blocks(&text, 1 << 20, 1, usize::MAX);
+            for (block, workers, local) in
+                [(1, 2, 9), (7, 3, 40), (64, 2, usize::MAX), (1000, 2, 30)]
+            {
+                let got = blocks(&text, block, workers, local);
                 assert_eq!(
                     got,
                     want,
