@@ -49,7 +49,7 @@ const MAX_WORKERS: usize = 8;
 /// Names a worker keeps before it starts its tables afresh (after a block):
 /// a worker's tables repeat the global ones, and traces name variables by
 /// the hundred thousand.
-const LOCAL_NAMES: usize = 1 << 16;
+const LOCAL_NAMES: usize = 1 << 14;
 
 /// Parse the text read from `r` with `scan`, feeding `b`: on one worker per
 /// core when the input is larger than one block.
