@@ -220,21 +220,14 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
                 opts.keep,
             )?);
         }
-        (Relation::Shb, _) => {
-            return Ok(crate::detector::run_path(
-                crate::shb::ShbDetector::new(window),
-                path,
-                format,
-                opts.keep,
-            )?);
-        }
-        (Relation::Syncp, _) => {
-            return Ok(crate::detector::run_path(
-                crate::syncp::SyncpDetector::new(window),
-                path,
-                format,
-                opts.keep,
-            )?);
+        (Relation::Shb | Relation::Syncp, _) => {
+            let keep = opts.keep;
+            return Ok(if opts.relation == Relation::Shb {
+                crate::detector::run_path(crate::shb::ShbDetector::new(window), path, format, keep)
+            } else {
+                let d = crate::syncp::SyncpDetector::new(window);
+                crate::detector::run_path(d, path, format, keep)
+            }?);
         }
         _ => {}
     }

@@ -25,19 +25,16 @@ use super::error::LoadError;
 use super::intern::{Interner, Key};
 use super::lines::{MAX_LINE, too_long, utf8_block};
 use super::model::{Event, EventId, Names, TargetKind};
-use super::validate::{Builder, Named, Namer, PlainLine, Push, check_fields, named};
+use super::validate::{Builder, Named, Namer, PlainLine, Push, TextEvent, check_fields, named};
+
+/// What scanning a block gives: nothing, or the first error.
+pub(crate) type Scanned = Result<(), LoadError>;
 
 /// A text format's line scanner.
 pub(crate) trait Scan: Sync {
-    /// Parse the whole lines of `block`, counting them in `line_no` (see
+    /// Parse the whole lines of `text`, counting them in `n` (see
     /// [`super::lines::for_each_block`]) and handing their events to `p`.
-    fn scan<P: Push>(
-        &self,
-        file: &str,
-        block: &str,
-        line_no: &mut u64,
-        p: &mut P,
-    ) -> Result<(), LoadError>;
+    fn scan<P: Push>(&self, file: &str, text: &str, n: &mut u64, p: &mut P) -> Scanned;
 }
 
 /// Bytes read for one block (more when a line is longer).
@@ -340,43 +337,20 @@ impl Local {
 }
 
 impl Push for Local {
-    fn push_at(
-        &mut self,
-        start: usize,
-        thread: &str,
-        op: &str,
-        target: &str,
-        loc: &str,
-    ) -> Result<(), String> {
-        let op = check_fields(thread, op, target)?;
-        let ids = self.namer.ids(
-            &mut self.names,
-            named(thread),
-            op,
-            named(target),
-            named(loc),
-        );
+    fn push_at(&mut self, start: usize, e: TextEvent<'_>) -> Result<(), String> {
+        let op = check_fields(e.thread, e.op, e.target)?;
+        let (thread, target, loc) = (named(e.thread), named(e.target), named(e.loc));
+        let ids = self.namer.ids(&mut self.names, thread, op, target, loc);
         self.add(start, ids, op);
         Ok(())
     }
 
     #[inline]
-    fn push_plain(
-        &mut self,
-        block: &[u8],
-        start: usize,
-        _line: u64,
-        f: &PlainLine,
-    ) -> Result<(), LoadError> {
+    fn push_line(&mut self, block: &[u8], _line: u64, f: &PlainLine) -> Result<(), LoadError> {
         let name = |(s, e): (usize, usize)| Named::new(&block[s..e], Key::in_buf(block, s, e - s));
-        let ids = self.namer.ids(
-            &mut self.names,
-            name(f.thread),
-            f.op,
-            name(f.target),
-            name(f.loc),
-        );
-        self.add(start, ids, f.op);
+        let (thread, target, loc) = (name(f.thread), name(f.target), name(f.loc));
+        let ids = self.namer.ids(&mut self.names, thread, f.op, target, loc);
+        self.add(f.start, ids, f.op);
         Ok(())
     }
 }

@@ -65,6 +65,8 @@ impl<'s> Named<'s> {
 /// Where the fields of one plain line lie in its block, as a loader's fast
 /// path found them (byte ranges; the op already parsed).
 pub struct PlainLine {
+    /// Where the line starts.
+    pub start: usize,
     /// Thread name.
     pub thread: (usize, usize),
     /// The operation.
@@ -178,51 +180,34 @@ impl Namer {
     }
 }
 
+/// An event as the fields of a general-path line.
+#[derive(Clone, Copy)]
+pub(crate) struct TextEvent<'s> {
+    pub thread: &'s str,
+    pub op: &'s str,
+    pub target: &'s str,
+    pub loc: &'s str,
+}
+
 /// What a text format's line scanner hands its events to: the validating
 /// [`Builder`], or a worker of the parallel reader that only names them.
 pub(crate) trait Push {
     /// An event given as text, from the line starting at byte `start` of the
     /// block; Err says what is wrong with it.
-    fn push_at(
-        &mut self,
-        start: usize,
-        thread: &str,
-        op: &str,
-        target: &str,
-        loc: &str,
-    ) -> Result<(), String>;
-    /// The plain line found at `start` of `block`, numbered `line`.
-    fn push_plain(
-        &mut self,
-        block: &[u8],
-        start: usize,
-        line: u64,
-        f: &PlainLine,
-    ) -> Result<(), LoadError>;
+    fn push_at(&mut self, start: usize, e: TextEvent<'_>) -> Result<(), String>;
+    /// The plain line `f` of `block`, numbered `line`.
+    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<(), LoadError>;
 }
 
 impl<S: FnMut(EventId, &Event)> Push for Builder<'_, S> {
     #[inline]
-    fn push_at(
-        &mut self,
-        _start: usize,
-        thread: &str,
-        op: &str,
-        target: &str,
-        loc: &str,
-    ) -> Result<(), String> {
-        self.push(thread, op, target, loc)
+    fn push_at(&mut self, _start: usize, e: TextEvent<'_>) -> Result<(), String> {
+        self.push(e.thread, e.op, e.target, e.loc)
     }
 
     #[inline]
-    fn push_plain(
-        &mut self,
-        block: &[u8],
-        start: usize,
-        line: u64,
-        f: &PlainLine,
-    ) -> Result<(), LoadError> {
-        Builder::push_plain(self, block, start, line, f)
+    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<(), LoadError> {
+        self.push_plain(block, f.start, line, f)
     }
 }
 

@@ -23,6 +23,7 @@ mod hb_datalog;
 mod hb_examples;
 mod hb_props;
 mod laws;
+mod nested;
 mod oracle_selftest;
 mod out_of_memory;
 mod outputs;
