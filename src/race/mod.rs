@@ -230,13 +230,19 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
                 opts.keep,
             )?);
         }
-        (Relation::Shb, _) => {
-            return Ok(crate::engine::detector::run_path(
-                crate::race::shb::ShbDetector::new(window),
-                path,
-                format,
-                opts.keep,
-            )?);
+        (Relation::Shb | Relation::Syncp, _) => {
+            let keep = opts.keep;
+            return Ok(if opts.relation == Relation::Shb {
+                crate::engine::detector::run_path(
+                    crate::race::shb::ShbDetector::new(window),
+                    path,
+                    format,
+                    keep,
+                )
+            } else {
+                let d = crate::race::syncp::SyncpDetector::new(window);
+                crate::engine::detector::run_path(d, path, format, keep)
+            }?);
         }
         _ => {}
     }

@@ -322,6 +322,7 @@ fn fast_row(bytes: &[u8], start: usize, c: &Columns, need: usize) -> Option<Plai
         return None;
     }
     Some(PlainLine {
+        start,
         thread,
         op: Op::parse_bytes(&bytes[op.0..op.1])?,
         target,

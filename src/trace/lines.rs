@@ -106,28 +106,7 @@ pub fn for_each_block(
                 }
             }
         };
-        let block = &data[..complete];
-        match std::str::from_utf8(block) {
-            Ok(s) => g(&mut line_no, s)?,
-            Err(e) => {
-                // Lines before the bad one come first: an earlier error wins.
-                let bad = e.valid_up_to();
-                let line_start = memchr::memrchr(b'\n', &block[..bad]).map_or(0, |i| i + 1);
-                let good = std::str::from_utf8(&block[..line_start]).unwrap_or("");
-                g(&mut line_no, good)?;
-                let rest = &block[line_start..];
-                let line = strip_cr(memchr::memchr(b'\n', rest).map_or(rest, |i| &rest[..i]));
-                return Err(LoadError::new(
-                    file,
-                    line_no + 1,
-                    line,
-                    format!(
-                        "byte {} of the line is not valid UTF-8; expected UTF-8 text",
-                        bad - line_start + 1
-                    ),
-                ));
-            }
-        }
+        utf8_block(file, &data[..complete], &mut line_no, &mut g)?;
         start += complete;
         if eof {
             return Ok(());
@@ -135,7 +114,38 @@ pub fn for_each_block(
     }
 }
 
-fn too_long(file: &str, line: u64, text: &[u8]) -> LoadError {
+/// Hand the whole lines of `block` to `g` (see [`for_each_block`]) once they
+/// are checked to be UTF-8; when they are not, the lines before the bad one
+/// first (an earlier error wins), then the error naming it.
+pub fn utf8_block(
+    file: &str,
+    block: &[u8],
+    line_no: &mut u64,
+    g: &mut impl FnMut(&mut u64, &str) -> Result<(), LoadError>,
+) -> Result<(), LoadError> {
+    match std::str::from_utf8(block) {
+        Ok(s) => g(line_no, s),
+        Err(e) => {
+            let bad = e.valid_up_to();
+            let line_start = memchr::memrchr(b'\n', &block[..bad]).map_or(0, |i| i + 1);
+            let good = std::str::from_utf8(&block[..line_start]).unwrap_or("");
+            g(line_no, good)?;
+            let rest = &block[line_start..];
+            let line = strip_cr(memchr::memchr(b'\n', rest).map_or(rest, |i| &rest[..i]));
+            Err(LoadError::new(
+                file,
+                *line_no + 1,
+                line,
+                format!(
+                    "byte {} of the line is not valid UTF-8; expected UTF-8 text",
+                    bad - line_start + 1
+                ),
+            ))
+        }
+    }
+}
+
+pub(crate) fn too_long(file: &str, line: u64, text: &[u8]) -> LoadError {
     LoadError::new(
         file,
         line,

@@ -9,6 +9,7 @@ pub mod lenient;
 pub mod lines;
 pub mod load;
 pub mod model;
+pub(crate) mod parallel;
 pub mod rapid_bin;
 pub mod rapid_csv;
 pub mod recorded;

@@ -37,11 +37,7 @@ pub struct Builder<'a, S: FnMut(EventId, &Event)> {
     threads: Vec<ThreadState>,
     locks: Vec<LockState>,
     next_id: u64,
-    /// The key and id of the last thread seen (short names only; at first
-    /// [`Key::NONE`]). Two plain fields rather than an `Option` of a pair:
-    /// rebuilding that on every thread switch stalled on store forwarding.
-    last_thread_key: Key,
-    last_thread: u32,
+    namer: Namer,
     check: Option<Check<'a>>,
     sink: S,
 }
@@ -51,7 +47,7 @@ pub struct Builder<'a, S: FnMut(EventId, &Event)> {
 /// Bytes, not `&str`, so that the hot path never re-checks char boundaries:
 /// only a name seen for the first time is converted.
 #[derive(Clone, Copy)]
-struct Named<'s> {
+pub(crate) struct Named<'s> {
     /// The name.
     name: &'s [u8],
     /// Its key.
@@ -61,7 +57,7 @@ struct Named<'s> {
 impl<'s> Named<'s> {
     /// Pair `name` with `key`.
     #[inline]
-    fn new(name: &'s [u8], key: Option<Key>) -> Named<'s> {
+    pub(crate) fn new(name: &'s [u8], key: Option<Key>) -> Named<'s> {
         Named { name, key }
     }
 }
@@ -69,6 +65,8 @@ impl<'s> Named<'s> {
 /// Where the fields of one plain line lie in its block, as a loader's fast
 /// path found them (byte ranges; the op already parsed).
 pub struct PlainLine {
+    /// Where the line starts.
+    pub start: usize,
     /// Thread name.
     pub thread: (usize, usize),
     /// The operation.
@@ -83,6 +81,12 @@ pub struct PlainLine {
     pub next: usize,
 }
 
+/// `s` with its interning key.
+#[inline]
+pub(crate) fn named(s: &str) -> Named<'_> {
+    Named::new(s.as_bytes(), Key::new(s.as_bytes()))
+}
+
 fn is_name_ok(s: &str) -> bool {
     !s.is_empty()
 }
@@ -92,6 +96,118 @@ fn kind_name(op: Op) -> &'static str {
         TargetKind::Variable => "variable",
         TargetKind::Lock => "lock",
         TargetKind::Thread => "thread",
+    }
+}
+
+/// The op of a general-path line, once its thread and target are known to
+/// be non-empty; else what is wrong (the caller adds file, line and text).
+pub(crate) fn check_fields(thread: &str, op: &str, target: &str) -> Result<Op, String> {
+    let Some(op) = Op::parse(op) else {
+        return Err(if op.is_empty() {
+            "empty op; expected one of r, w, acq, rel, fork, join, vr, vw".to_string()
+        } else {
+            format!("unknown op `{op}`; expected one of r, w, acq, rel, fork, join, vr, vw")
+        });
+    };
+    if !is_name_ok(thread) {
+        return Err("empty thread name; expected a thread id".into());
+    }
+    if !is_name_ok(target) {
+        return Err(format!(
+            "empty target for `{}`; expected a {} name",
+            op.as_str(),
+            kind_name(op)
+        ));
+    }
+    Ok(op)
+}
+
+/// Turns an event's names into dense ids, in order of first appearance: the
+/// thread, then the location, then the target (the order every loader and
+/// the parallel reader's merge rely on).
+#[derive(Clone)]
+pub(crate) struct Namer {
+    /// The key and id of the last thread seen (short names only; at first
+    /// [`Key::NONE`]). Two plain fields rather than an `Option` of a pair:
+    /// rebuilding that on every thread switch stalled on store forwarding.
+    last_thread_key: Key,
+    last_thread: u32,
+}
+
+impl Default for Namer {
+    fn default() -> Self {
+        Namer {
+            last_thread_key: Key::NONE,
+            last_thread: 0,
+        }
+    }
+}
+
+impl Namer {
+    /// The ids of an event's thread, target and location in `n`.
+    #[inline(always)]
+    pub(crate) fn ids(
+        &mut self,
+        n: &mut Names,
+        thread: Named<'_>,
+        op: Op,
+        target: Named<'_>,
+        loc: Named<'_>,
+    ) -> (u32, u32, u32) {
+        // Consecutive events of one thread are common: skip even the cache.
+        let t = match thread.key {
+            Some(k) if k == self.last_thread_key => self.last_thread,
+            key => {
+                let id = n.threads.intern_keyed(key, thread.name);
+                if let Some(k) = key {
+                    self.last_thread_key = k;
+                    self.last_thread = id;
+                }
+                id
+            }
+        };
+        let loc = if loc.name.is_empty() {
+            0
+        } else {
+            n.locs.intern_keyed(loc.key, loc.name)
+        };
+        let target = match op.target_kind() {
+            TargetKind::Variable => n.vars.intern_keyed(target.key, target.name),
+            TargetKind::Lock => n.locks.intern_keyed(target.key, target.name),
+            TargetKind::Thread => n.threads.intern_keyed(target.key, target.name),
+        };
+        (t, target, loc)
+    }
+}
+
+/// An event as the fields of a general-path line.
+#[derive(Clone, Copy)]
+pub(crate) struct TextEvent<'s> {
+    pub thread: &'s str,
+    pub op: &'s str,
+    pub target: &'s str,
+    pub loc: &'s str,
+}
+
+/// What a text format's line scanner hands its events to: the validating
+/// [`Builder`], or a worker of the parallel reader that only names them.
+pub(crate) trait Push {
+    /// An event given as text, from the line starting at byte `start` of the
+    /// block; Err says what is wrong with it.
+    fn push_at(&mut self, start: usize, e: TextEvent<'_>) -> Result<(), String>;
+    /// The plain line `f` of `block`, numbered `line`.
+    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<(), LoadError>;
+}
+
+impl<S: FnMut(EventId, &Event)> Push for Builder<'_, S> {
+    #[inline]
+    fn push_at(&mut self, _start: usize, e: TextEvent<'_>) -> Result<(), String> {
+        self.push(e.thread, e.op, e.target, e.loc)
+    }
+
+    #[inline]
+    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<(), LoadError> {
+        self.push_plain(block, f.start, line, f)
     }
 }
 
@@ -105,8 +221,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             threads: Vec::new(),
             locks: Vec::new(),
             next_id: 0,
-            last_thread_key: Key::NONE,
-            last_thread: 0,
+            namer: Namer::default(),
             check: None,
             sink,
         }
@@ -136,30 +251,8 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
     /// Add one event given as text, or say what is wrong with it (the caller
     /// adds the file, line and text: see [`Builder::error`]).
     pub fn push(&mut self, thread: &str, op: &str, target: &str, loc: &str) -> Result<(), String> {
-        let Some(op) = Op::parse(op) else {
-            return Err(if op.is_empty() {
-                "empty op; expected one of r, w, acq, rel, fork, join, vr, vw".to_string()
-            } else {
-                format!("unknown op `{op}`; expected one of r, w, acq, rel, fork, join, vr, vw")
-            });
-        };
-        if !is_name_ok(thread) {
-            return Err("empty thread name; expected a thread id".into());
-        }
-        if !is_name_ok(target) {
-            return Err(format!(
-                "empty target for `{}`; expected a {} name",
-                op.as_str(),
-                kind_name(op)
-            ));
-        }
-        let key = |s: &str| Key::new(s.as_bytes());
-        self.push_keyed(
-            Named::new(thread.as_bytes(), key(thread)),
-            op,
-            Named::new(target.as_bytes(), key(target)),
-            Named::new(loc.as_bytes(), key(loc)),
-        )
+        let op = check_fields(thread, op, target)?;
+        self.push_keyed(named(thread), op, named(target), named(loc))
     }
 
     /// Add the plain line found at `start` of `block` (valid UTF-8, fields at
@@ -193,29 +286,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                 u32::MAX
             ));
         }
-        let n = &mut self.names;
-        // Consecutive events of one thread are common: skip even the cache.
-        let t = match thread.key {
-            Some(k) if k == self.last_thread_key => self.last_thread,
-            key => {
-                let id = n.threads.intern_keyed(key, thread.name);
-                if let Some(k) = key {
-                    self.last_thread_key = k;
-                    self.last_thread = id;
-                }
-                id
-            }
-        };
-        let loc = if loc.name.is_empty() {
-            0
-        } else {
-            n.locs.intern_keyed(loc.key, loc.name)
-        };
-        let target = match op.target_kind() {
-            TargetKind::Variable => n.vars.intern_keyed(target.key, target.name),
-            TargetKind::Lock => n.locks.intern_keyed(target.key, target.name),
-            TargetKind::Thread => n.threads.intern_keyed(target.key, target.name),
-        };
+        let (t, target, loc) = self.namer.ids(&mut self.names, thread, op, target, loc);
         self.accept(t, op, target, loc)
     }
 

@@ -265,15 +265,22 @@ impl CpInput {
     /// `before` adds accesses of the first sections from before the trace
     /// (a stretch's pinned sections).
     fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, bool)]) {
-        // (section, variable, is_write) for every access inside every section;
-        // nested sections each see the access.
-        let mut open: Vec<Vec<u32>> = vec![Vec::new(); trace.num_threads()];
-        let mut acc: Vec<(u32, u32, bool)> = before.to_vec();
+        // Each thread's accesses made inside some section, once each, and
+        // per section the stretch of its thread's list it spans: nested
+        // sections share the entries (one per access, not one per access and
+        // enclosing section, so memory stays linear however deep the nesting).
+        let nt = trace.num_threads();
+        let mut log: Vec<Vec<(u32, bool)>> = vec![Vec::new(); nt];
+        // (NONE, _): not acquired in this trace (only `before` has its accesses).
+        let mut span: Vec<(u32, u32)> = vec![(NONE, NONE); self.sections.len()];
+        let mut open: Vec<Vec<u32>> = vec![Vec::new(); nt];
         let mut next_cs = 0usize;
         for ev in &trace.events {
-            let o = &mut open[ev.thread as usize];
+            let t = ev.thread as usize;
+            let o = &mut open[t];
             match ev.op {
                 Op::Acquire => {
+                    span[next_cs].0 = log[t].len() as u32;
                     o.push(next_cs as u32);
                     next_cs += 1;
                 }
@@ -282,25 +289,33 @@ impl CpInput {
                         .iter()
                         .rposition(|&c| self.sections[c as usize].lock == ev.target)
                     {
-                        o.remove(p);
+                        span[o.remove(p) as usize].1 = log[t].len() as u32;
                     }
                 }
-                Op::Read | Op::Write => {
-                    for &c in o.iter() {
-                        acc.push((c, ev.target, ev.op == Op::Write));
-                    }
+                Op::Read | Op::Write if !o.is_empty() => {
+                    log[t].push((ev.target, ev.op == Op::Write));
                 }
                 _ => {}
             }
         }
-        merge_accesses(&mut acc);
-        let mut start_of = vec![0usize; self.sections.len() + 1];
-        for &(c, _, _) in &acc {
-            start_of[c as usize + 1] += 1;
-        }
-        for i in 0..self.sections.len() {
-            start_of[i + 1] += start_of[i];
-        }
+        // Accesses of the first sections from before the trace, by section.
+        let mut before = before.to_vec();
+        before.sort_unstable_by_key(|a| a.0);
+        let accesses_of = |c: u32| {
+            let s = self.sections[c as usize];
+            let (from, to) = span[c as usize];
+            let list = &log[s.thread as usize];
+            let (from, to) = match (from, to) {
+                (NONE, _) => (0, 0),
+                (f, NONE) => (f as usize, list.len()),
+                (f, t) => (f as usize, t as usize),
+            };
+            let pinned = before.partition_point(|a| a.0 < c)..before.partition_point(|a| a.0 <= c);
+            before[pinned]
+                .iter()
+                .map(|&(_, x, w)| (x, w))
+                .chain(list[from..to].iter().copied())
+        };
         // Two most recent sections per (variable, kind) from distinct threads:
         // enough to find the latest one of any thread other than CS2's.
         #[derive(Clone, Copy)]
@@ -321,13 +336,17 @@ impl CpInput {
             }
         }
         let mut last: FxHashMap<u32, (Top2, Top2)> = FxHashMap::default();
-        for l in 0..self.by_lock.len() {
+        let mut seeds = Vec::new();
+        for list in &self.by_lock {
+            // A lock's only section has no earlier one to take an edge from.
+            if list.len() < 2 {
+                continue;
+            }
             last.clear();
-            for &c2 in &self.by_lock[l] {
+            for &c2 in list {
                 let s2 = self.sections[c2 as usize];
-                let accesses = &acc[start_of[c2 as usize]..start_of[c2 as usize + 1]];
                 let mut best: Option<u32> = None;
-                for &(_, x, w) in accesses {
+                for (x, w) in accesses_of(c2) {
                     if let Some((writes, reads)) = last.get(&x) {
                         let mut cand = writes.latest_other(s2.thread);
                         if w {
@@ -336,18 +355,19 @@ impl CpInput {
                         best = best.max(cand);
                     }
                 }
-                for &(_, x, w) in accesses {
+                for (x, w) in accesses_of(c2) {
                     let e = last.entry(x).or_insert((Top2::EMPTY, Top2::EMPTY));
                     if w { &mut e.0 } else { &mut e.1 }.push(s2.thread, s2.pos);
                 }
                 if let Some(p) = best {
-                    let s1 = self.sections[self.by_lock[l][p as usize] as usize];
+                    let s1 = self.sections[list[p as usize] as usize];
                     if self.within(s1.rel, s2.acq) {
-                        self.seeds.push((s2.acq, s1.rel, Rule::A));
+                        seeds.push((s2.acq, s1.rel, Rule::A));
                     }
                 }
             }
         }
+        self.seeds.extend(seeds);
     }
 
     /// Fork, join, conflicting volatile accesses of different threads (per
