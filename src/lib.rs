@@ -21,9 +21,6 @@ pub mod witness;
 pub mod record;
 pub mod tools;
 
-// The command line.
-pub mod cli;
-
 // Process-wide plumbing: heap accounting, progress display, output files.
 pub mod alloc;
 pub mod output;

@@ -1,10 +1,12 @@
 //! The `cprace` binary: parse arguments, call the library, map errors to exit codes.
 
+mod cli;
+
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use cprace::cli::{Cli, run};
+use cli::{Cli, run};
 
 /// Counts heap bytes so `cprace sweep` can report each run's peak memory.
 #[global_allocator]

@@ -8,17 +8,18 @@ pub mod shb;
 pub mod syncp;
 pub mod wcp;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
 use crate::race::cp::Reporting;
 use crate::race::po::ProgramOrder;
-use crate::report::Report;
+use crate::report::{Keep, OutputFormat, Report};
 use crate::trace::{self, Format, Names, Trace};
 
 /// The relations cprace decides races for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Relation {
     /// Thread order only: every conflicting cross-thread pair races (upper bound).
     Po,
@@ -170,6 +171,110 @@ impl Options {
         report.max_distance = self.distance();
         report
     }
+}
+
+/// What `cprace analyze` asks for: the trace, the relation and engine, the
+/// window and reporting distance as given, which races to report, the output
+/// format (it decides where races are kept), and witnesses.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The trace (`-`: standard input).
+    pub trace: PathBuf,
+    /// Input format (None: detect).
+    pub input_format: Option<Format>,
+    /// The relation.
+    pub relation: Relation,
+    /// Engine name; None picks the relation's default.
+    pub engine: Option<String>,
+    /// The window as given: None when not given, `Some(None)` for `none`.
+    /// CP's reasoning window (the relation's default when not given); on the
+    /// other relations an alias of `max_distance`.
+    pub window: Option<Option<u64>>,
+    /// The reporting distance as given: None when not given, `Some(None)`
+    /// for `none` (every pair).
+    pub max_distance: Option<Option<u64>>,
+    /// Which races to report (CP).
+    pub reporting: Reporting,
+    /// The format the report will be written in.
+    pub format: OutputFormat,
+    /// Give each race a witness reordering (loads the whole trace).
+    pub witness: bool,
+    /// With `witness`: write each race's reordered trace into this directory.
+    pub witness_out: Option<PathBuf>,
+}
+
+impl Request {
+    /// Analyse `trace` with `relation`'s default engine and window, every
+    /// race reported, for text output, without witnesses.
+    pub fn new(trace: PathBuf, relation: Relation) -> Request {
+        Request {
+            trace,
+            input_format: None,
+            relation,
+            engine: None,
+            window: None,
+            max_distance: None,
+            reporting: Reporting::All,
+            format: OutputFormat::Text,
+            witness: false,
+            witness_out: None,
+        }
+    }
+
+    /// The analysis options: the window and distance resolved (on relations
+    /// other than CP, `window` is an alias of `max_distance` and giving both
+    /// is a usage error), and where the report keeps its races.
+    pub fn options(&self) -> Result<Options> {
+        let relation = self.relation;
+        let (window, max_distance) = match (relation, self.window, self.max_distance) {
+            (Relation::Cp, w, d) => (w.unwrap_or(default_window(relation)), d.flatten()),
+            (_, Some(_), Some(_)) => {
+                bail!(crate::UsageError(format!(
+                    "on --relation {}, --window is an alias of --max-distance; give one of them",
+                    relation.name()
+                )));
+            }
+            (_, w, d) => (None, w.or(d).flatten()),
+        };
+        Ok(Options {
+            relation,
+            engine: self.engine.clone(),
+            window,
+            max_distance,
+            input_format: self.input_format,
+            reporting: self.reporting,
+            // The summary needs only counts; other streaming formats
+            // read the races back from a temporary file. Witnesses need
+            // the whole report.
+            keep: match self.format {
+                _ if self.witness => Keep::Collect,
+                OutputFormat::Summary => Keep::Count,
+                f if f.streams() => Keep::Spill,
+                _ => Keep::Collect,
+            },
+        })
+    }
+}
+
+/// Carry out `req`: the report and the trace's names. With witnesses, the
+/// trace is loaded and each race gets one (written out when asked, with a
+/// note saying where); otherwise streaming engines never hold the trace.
+pub fn analyze(req: &Request) -> Result<(Report, Names)> {
+    let opts = req.options()?;
+    if !req.witness {
+        return analyze_path(&req.trace, &opts);
+    }
+    let t = trace::load(&req.trace, req.input_format)?;
+    let mut report = analyze_trace(&t, &opts)?;
+    crate::witness::attach(&mut report, &t);
+    if let Some(dir) = &req.witness_out {
+        let n = crate::witness::write_dir(&report, &t, dir)?;
+        report.notes.push(format!(
+            "wrote {n} reordered traces (witness, then the two racy events) to {}",
+            dir.display()
+        ));
+    }
+    Ok((report, t.names))
 }
 
 /// Analyse the trace at `path`. Streaming engines never load the whole trace.

@@ -15,20 +15,9 @@ use std::process::ExitStatus;
 
 use anyhow::{Context, Result, bail};
 
-use crate::race::Relation;
-
-/// Arguments of `cprace cc`.
-#[derive(clap::Args, Debug)]
-pub struct CcArgs {
-    /// The compiler to run (gcc, clang, g++, ...).
-    pub compiler: OsString,
-    /// The compiler's arguments, passed through.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub args: Vec<OsString>,
-}
-
 /// The trace formats `cprace record` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum OutFormat {
     /// STD text (`T1|w(x)|prog.c:12`).
     Std,
@@ -38,7 +27,7 @@ pub enum OutFormat {
     /// `TRACE.names.json`; zstd-compressed STD instead when the run does not
     /// fit RapidBin (volatile accesses, over 1024 threads or 32,767
     /// locations).
-    #[value(name = "rapidbin")]
+    #[cfg_attr(feature = "clap", value(name = "rapidbin"))]
     RapidBin,
 }
 
@@ -54,42 +43,39 @@ impl OutFormat {
     }
 }
 
-/// Arguments of `cprace record`.
-#[derive(clap::Args, Debug)]
-pub struct RecordArgs {
-    /// The trace to write (replaced only when the recording succeeds), in
-    /// the format `--format` names, by default the one its name asks for:
-    /// `.bin` RapidBin (the fastest: 8 bytes an event), `.zst` zstd-compressed
-    /// STD, anything else STD text.
-    #[arg(short, long)]
-    pub output: PathBuf,
-    /// The trace's format, whatever its name.
-    #[arg(long, value_enum)]
-    pub format: Option<OutFormat>,
-    /// Analyze the trace with this relation right away and print the report
-    /// (exit status then that of `cprace analyze`).
-    #[arg(long, value_enum)]
-    pub analyze: Option<Relation>,
+/// Where a recording's events come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// Run this program (built with `cprace cc`) with these arguments.
+    Program(Vec<OsString>),
     /// Convert the event files a run left in this directory (made by running
-    /// a `cprace cc` program with CPRACE_RECORD_DIR=DIR) instead of running a
-    /// program: measures the trace writing alone.
-    #[arg(long, value_name = "DIR", conflicts_with = "program")]
-    pub from_events: Option<PathBuf>,
-    /// The program and its arguments (after `--`).
-    #[arg(
-        required_unless_present = "from_events",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
-    pub program: Vec<OsString>,
+    /// a `cprace cc` program with CPRACE_RECORD_DIR=DIR).
+    Events(PathBuf),
 }
 
-impl RecordArgs {
-    /// The output format: `--format`, else the one the output's name asks for.
-    pub fn out_format(&self) -> OutFormat {
-        self.format
-            .unwrap_or_else(|| OutFormat::for_path(&self.output))
-    }
+/// A recording to make: where the events come from and the trace to write.
+#[derive(Clone, Debug)]
+pub struct Recording {
+    /// The program to run, or the event files to convert.
+    pub source: Source,
+    /// The trace to write (replaced only when the recording succeeds).
+    pub output: PathBuf,
+    /// The trace's format.
+    pub format: OutFormat,
+}
+
+/// What a recording wrote.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// The trace written.
+    pub trace: PathBuf,
+    /// Its format: the one asked for, or zstd-compressed STD when the run
+    /// did not fit RapidBin.
+    pub format: OutFormat,
+    /// What it holds.
+    pub counts: write::Counts,
+    /// The program's exit status (0 when converting event files).
+    pub exit_code: i32,
 }
 
 /// A child's exit status as a shell reports it (128 + signal when killed).
@@ -100,28 +86,33 @@ pub fn exit_code(st: ExitStatus) -> i32 {
         .unwrap_or(2)
 }
 
-/// `cprace cc COMPILER ARGS...`.
-pub fn run_cc(args: &CcArgs) -> Result<i32> {
-    cc::run(&args.compiler, &args.args)
-}
-
-/// `cprace record -o TRACE [--analyze REL] -- PROGRAM [ARGS]`: returns the
-/// program's exit status (or the analysis's with `--analyze`).
-pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
-    if let Some(dir) = &args.from_events {
+/// `cprace record -o TRACE -- PROGRAM [ARGS]`: runs the program (or reads
+/// the event files of a run) and writes its trace.
+pub fn record(args: &Recording) -> Result<Recorded> {
+    if let Source::Events(dir) = &args.source {
         let listing = std::fs::read_to_string(dir.join("modules"))
             .with_context(|| format!("{} holds no recording", dir.display()))?;
-        let c = write_trace(dir, &listing, &args.output, args.out_format())?;
+        let (c, format) = write_trace(dir, &listing, &args.output, args.format)?;
         eprintln!(
             "cprace record: {} events ({} threads) written to {}",
             c.events,
             c.threads,
             args.output.display()
         );
-        return Ok(0);
+        return Ok(Recorded {
+            trace: args.output.clone(),
+            format,
+            counts: c,
+            exit_code: 0,
+        });
     }
+    let Source::Program(program) = &args.source else {
+        unreachable!("event files are converted above")
+    };
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let (prog, prog_args) = args.program.split_first().expect("clap requires a program");
+    let Some((prog, prog_args)) = program.split_first() else {
+        bail!("no program to record");
+    };
     let st = std::process::Command::new(prog)
         .args(prog_args)
         .env("CPRACE_RECORD_DIR", dir.path())
@@ -138,7 +129,7 @@ pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
             prog.to_string_lossy()
         );
     }
-    let counts = write_trace(dir.path(), &listing, &args.output, args.out_format())?;
+    let (counts, format) = write_trace(dir.path(), &listing, &args.output, args.format)?;
     eprintln!(
         "cprace record: {} events ({} threads; {} accesses, {} volatile, {} lock, {} fork/join) written to {}; `{}` exited with status {code}",
         counts.events,
@@ -150,31 +141,24 @@ pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
         args.output.display(),
         prog.to_string_lossy(),
     );
-    match args.analyze {
-        None => Ok(code),
-        Some(rel) => {
-            let cli = <crate::cli::Cli as clap::Parser>::try_parse_from([
-                OsString::from("cprace"),
-                "analyze".into(),
-                args.output.clone().into_os_string(),
-                "--relation".into(),
-                rel.name().into(),
-            ])?;
-            crate::cli::run(cli, out)
-        }
-    }
+    Ok(Recorded {
+        trace: args.output.clone(),
+        format,
+        counts,
+        exit_code: code,
+    })
 }
 
 /// Merges the event files in `dir` (with `listing`, the run's `modules`
 /// file) into the trace `output` in `format` (written to a temporary file
 /// next to it, renamed over it only when complete). RapidBin that the run does not fit becomes zstd-compressed STD,
-/// with a note on stderr.
+/// with a note on stderr. Returns what it wrote and in which format.
 pub fn write_trace(
     dir: &std::path::Path,
     listing: &str,
     output: &std::path::Path,
     format: OutFormat,
-) -> Result<write::Counts> {
+) -> Result<(write::Counts, OutFormat)> {
     let listing = events::segments(listing)?;
     let parent = match output.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -202,7 +186,7 @@ pub fn write_trace(
                     .persist(&side)
                     .with_context(|| format!("cannot write {}", side.display()))?;
                 tmp.persist(output).with_context(cannot)?;
-                return Ok(n.counts);
+                return Ok((n.counts, format));
             }
             Err(why) => {
                 eprintln!(
@@ -245,7 +229,7 @@ pub fn write_trace(
     // A side file left from an earlier RapidBin trace of this name no longer
     // belongs to it.
     let _ = std::fs::remove_file(&side);
-    Ok(n.counts)
+    Ok((n.counts, format))
 }
 
 /// Writes the events in `dir` as RapidBin to `file`; the inner error says why

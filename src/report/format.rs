@@ -9,7 +9,8 @@ use super::{Race, Report};
 use crate::trace::{EventId, Names};
 
 /// Output formats of `analyze`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum OutputFormat {
     /// One report per location pair (ThreadSanitizer style) and a SUMMARY.
     Text,

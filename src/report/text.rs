@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::{Access, Layout, Race, Report, Tally, printable};
-use crate::trace::{Names, ThreadId};
+use crate::trace::{EventId, Names, ThreadId};
 
 const SEPARATOR: &str = "==================";
 
@@ -106,7 +106,7 @@ fn write_block(
     r: &Race,
     names: &Names,
     group: Option<&Group>,
-    witness: Option<Option<&[crate::trace::EventId]>>,
+    witness: Option<Option<&[EventId]>>,
 ) -> io::Result<()> {
     writeln!(out, "{SEPARATOR}")?;
     writeln!(
@@ -118,7 +118,7 @@ fn write_block(
     writeln!(out, "  {}", describe(&r.second, names, ""))?;
     writeln!(out, "  {}", describe(&r.first, names, "previous "))?;
     if let Some(w) = witness {
-        writeln!(out, "  witness: {}", crate::witness::compact(w))?;
+        writeln!(out, "  witness: {}", compact(w))?;
     }
     if let Some(g) = group {
         let threads: Vec<String> = g
@@ -239,6 +239,36 @@ fn plain(v: &Value) -> String {
         Value::String(s) => printable(s).into_owned(),
         other => other.to_string(),
     }
+}
+
+/// A witness printed compactly: runs of consecutive ids as `a-b`.
+pub(crate) fn compact(w: Option<&[EventId]>) -> String {
+    let Some(w) = w else {
+        return "none found".into();
+    };
+    if w.is_empty() {
+        return "[] (both events are enabled at the start)".into();
+    }
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < w.len() {
+        let mut j = i;
+        while j + 1 < w.len() && w[j + 1] == w[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            w[i].to_string()
+        } else {
+            format!("{}-{}", w[i], w[j])
+        });
+        i = j + 1;
+    }
+    let n = w.len();
+    format!(
+        "[{}] ({n} event{})",
+        parts.join(" "),
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 #[cfg(test)]

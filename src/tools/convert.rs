@@ -8,16 +8,28 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::ConvertTo;
 use crate::trace::{self, Event, EventId, Format, LoadError, Trace};
+
+/// The formats `convert` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Target {
+    /// cprace CSV (`thread,op,target,loc`).
+    Csv,
+    /// RAPID STD (`thread|op(target)|loc`).
+    Std,
+    /// RAPID's binary format, plus the name tables in `OUTPUT.names.json`
+    /// (needs `-o`).
+    Rapidbin,
+}
 
 /// What `convert` was asked to do.
 #[derive(Debug)]
-pub struct Args {
+pub struct Options {
     /// Input trace (`-`: standard input).
     pub trace: PathBuf,
     /// Output format.
-    pub to: crate::cli::ConvertTo,
+    pub to: Target,
     /// Output file (standard output when None).
     pub output: Option<PathBuf>,
     /// Input format (detected when None).
@@ -34,8 +46,8 @@ pub fn locations_path(p: &Path) -> PathBuf {
 }
 
 /// Run `convert`; the result goes to `args.output` or `out`.
-pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
-    if args.rapid && args.to != ConvertTo::Std {
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<i32> {
+    if args.rapid && args.to != Target::Std {
         bail!(crate::UsageError(
             "--rapid writes STD; use it with --to std".into()
         ));
@@ -46,9 +58,9 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
     }
     // The text formats; RapidBin has its own writer (and a side file).
     let std = match args.to {
-        ConvertTo::Csv => false,
-        ConvertTo::Std => true,
-        ConvertTo::Rapidbin => {
+        Target::Csv => false,
+        Target::Std => true,
+        Target::Rapidbin => {
             let Some(output) = &args.output else {
                 bail!(crate::UsageError(
                     "--to rapidbin needs -o FILE (the names go to FILE.names.json)".into()

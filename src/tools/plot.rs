@@ -26,8 +26,6 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::tools::sweep::{Row, Sweep};
-
 /// An RGB colour.
 pub type Rgb = (u8, u8, u8);
 
@@ -172,10 +170,36 @@ impl PlotOptions {
     }
 }
 
-/// Draw `sweep` and write it to `path` in `format`. The file is replaced
+/// What the figure shows: windowed CP's racy events and time per window,
+/// and the racy events of exact relations as bound lines.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Series {
+    /// CP at each window K, ascending, `none` (None) last.
+    pub windows: Vec<Point>,
+    /// The bound lines: a relation's label (`hb`, `wcp`, ...) and its racy
+    /// events.
+    pub bounds: Vec<(String, u64)>,
+}
+
+/// Windowed CP at one window K.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// K (None: `none`, exact CP).
+    pub window: Option<u64>,
+    /// Racy events.
+    pub racy_events: u64,
+    /// Seconds: the median of `seconds_runs`.
+    pub seconds: f64,
+    /// Seconds of each timed run (the bars go from the least to the most).
+    pub seconds_runs: Vec<f64>,
+    /// Whether this is the recommended window.
+    pub recommended: bool,
+}
+
+/// Draw `series` and write it to `path` in `format`. The file is replaced
 /// only once the whole image is rendered and written.
 pub fn write(
-    sweep: &Sweep,
+    series: &Series,
     title: &str,
     path: &Path,
     format: PlotFormat,
@@ -183,8 +207,8 @@ pub fn write(
 ) -> Result<()> {
     opts.check(format)?;
     let bytes = match format {
-        PlotFormat::Svg => render_svg(sweep, title, opts)?.into_bytes(),
-        PlotFormat::Png => render_png(sweep, title, opts)?,
+        PlotFormat::Svg => render_svg(series, title, opts)?.into_bytes(),
+        PlotFormat::Png => render_png(series, title, opts)?,
     };
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".cprace-tmp");
@@ -198,8 +222,8 @@ pub fn write(
 }
 
 /// The figure as an SVG document of `opts.width` × `opts.height` pixels.
-pub fn render_svg(sweep: &Sweep, title: &str, opts: &PlotOptions) -> Result<String> {
-    let fig = Figure::new(sweep, title);
+pub fn render_svg(series: &Series, title: &str, opts: &PlotOptions) -> Result<String> {
+    let fig = Figure::new(series, title);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (opts.width, opts.height)).into_drawing_area();
@@ -210,8 +234,8 @@ pub fn render_svg(sweep: &Sweep, title: &str, opts: &PlotOptions) -> Result<Stri
 }
 
 /// The figure as a PNG of [`PlotOptions::png_pixels`], its dpi recorded.
-pub fn render_png(sweep: &Sweep, title: &str, opts: &PlotOptions) -> Result<Vec<u8>> {
-    let fig = Figure::new(sweep, title);
+pub fn render_png(series: &Series, title: &str, opts: &PlotOptions) -> Result<Vec<u8>> {
+    let fig = Figure::new(series, title);
     let (w, h) = opts.png_pixels();
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
@@ -476,14 +500,14 @@ pub struct Figure {
     pub recommended: Option<(f64, String)>,
 }
 
-fn x_of(r: &Row, none_x: f64) -> f64 {
+fn x_of(r: &Point, none_x: f64) -> f64 {
     r.window.map_or(none_x, |k| (k as f64).log10())
 }
 
 impl Figure {
-    /// Lay out `sweep`.
-    pub fn new(sweep: &Sweep, title: &str) -> Figure {
-        let rows: Vec<&Row> = sweep.window_rows().collect();
+    /// Lay out `series`.
+    pub fn new(series: &Series, title: &str) -> Figure {
+        let rows: Vec<&Point> = series.windows.iter().collect();
         let finite: Vec<f64> = rows
             .iter()
             .filter_map(|r| r.window.map(|k| (k as f64).log10()))
@@ -524,9 +548,9 @@ impl Figure {
             zero_at: None,
         };
 
-        let bound_rows: Vec<&Row> = sweep.rows.iter().filter(|r| !r.is_window_row()).collect();
+        let bound_rows = &series.bounds;
         let mut counts: Vec<f64> = rows.iter().map(|r| r.racy_events as f64).collect();
-        counts.extend(bound_rows.iter().map(|r| r.racy_events as f64));
+        counts.extend(bound_rows.iter().map(|(_, n)| *n as f64));
         let racy = Axis::for_counts(&counts);
 
         let times: Vec<(f64, f64, f64, f64)> = rows
@@ -561,16 +585,16 @@ impl Figure {
         let bounds = bound_rows
             .iter()
             .enumerate()
-            .map(|(i, r)| {
-                let (color, dash, marker) = match r.label {
+            .map(|(i, (label, racy_events))| {
+                let (color, dash, marker) = match label.as_str() {
                     "hb" => (HB_COLOR, (10.0, 5.0), Marker::Triangle),
                     "wcp" => (WCP_COLOR, (3.0, 4.0), Marker::Square),
                     "shb" => (SHB_COLOR, (1.5, 3.0), Marker::FilledSquare),
                     _ => (OTHER_COLOR, (12.0, 4.0), Marker::Circle),
                 };
                 Bound {
-                    name: format!("{}: {}", bound_series(r.label), thousands(r.racy_events)),
-                    value: r.racy_events,
+                    name: format!("{}: {}", bound_series(label), thousands(*racy_events)),
+                    value: *racy_events,
                     color,
                     dash,
                     marker,

@@ -227,6 +227,28 @@ impl Sweep {
     pub fn exit_code(&self) -> i32 {
         i32::from(self.window_rows().any(|r| r.racy_events > 0))
     }
+
+    /// What `--plot` draws: the CP rows as points, the bound rows as lines.
+    pub fn series(&self) -> crate::tools::plot::Series {
+        crate::tools::plot::Series {
+            windows: self
+                .window_rows()
+                .map(|r| crate::tools::plot::Point {
+                    window: r.window,
+                    racy_events: r.racy_events,
+                    seconds: r.seconds,
+                    seconds_runs: r.seconds_runs.clone(),
+                    recommended: r.recommended,
+                })
+                .collect(),
+            bounds: self
+                .rows
+                .iter()
+                .filter(|r| !r.is_window_row())
+                .map(|r| (r.label.to_string(), r.racy_events))
+                .collect(),
+        }
+    }
 }
 
 /// What a progress display is told before each run.
@@ -473,7 +495,8 @@ fn join_and(items: &[String]) -> String {
 }
 
 /// Output formats of `sweep`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum SweepFormat {
     /// An aligned table, then the recommendation.
     Text,
@@ -646,88 +669,3 @@ pub const CSV_HEADER: [&str; 12] = [
     "peak_bytes",
     "recommended",
 ];
-
-/// Options of `cprace sweep` (the manual is on the subcommand, in src/cli.rs).
-#[derive(clap::Args, Debug)]
-pub struct SweepArgs {
-    /// Trace file (`-` reads standard input).
-    pub trace: std::path::PathBuf,
-    /// Windows: `auto`, or a comma-separated list of event counts (k, M
-    /// suffixes) and `none`, e.g. 100,500,1000,5000,none.
-    #[arg(long, default_value = "auto", value_parser = Windows::parse)]
-    pub windows: Windows,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = SweepFormat::Text)]
-    pub format: SweepFormat,
-    /// Also draw the table into this image (.svg or .png).
-    #[arg(long, value_name = "FILE")]
-    pub plot: Option<std::path::PathBuf>,
-    /// Size of the --plot figure in pixels (1/96 inch), WIDTHxHEIGHT.
-    #[arg(long, value_name = "WxH", default_value = "960x720", value_parser = crate::tools::plot::PlotOptions::parse_size)]
-    pub plot_size: (u32, u32),
-    /// Resolution of a --plot PNG in dots per inch: 192 doubles the pixels
-    /// of the same figure (the SVG is unaffected).
-    #[arg(long, value_name = "DPI", default_value = "96", value_parser = crate::tools::plot::PlotOptions::parse_dpi)]
-    pub plot_dpi: u32,
-    /// Run every CP and bound row N times; its time is the median (the
-    /// figure shows the min-max range).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repeat: u32,
-    /// Input format (detected when omitted).
-    #[arg(long, value_enum)]
-    pub input_format: Option<crate::trace::Format>,
-}
-
-/// `cprace sweep`: load, sweep, print, plot; returns the exit code.
-pub fn run_cli(args: &SweepArgs, out: &mut impl Write) -> Result<i32> {
-    // A bad --plot name or size is a usage error before any work.
-    let plot_opts = crate::tools::plot::PlotOptions {
-        width: args.plot_size.0,
-        height: args.plot_size.1,
-        dpi: args.plot_dpi,
-    };
-    let plot_format = match &args.plot {
-        Some(p) => {
-            let f = crate::tools::plot::PlotFormat::from_path(p)?;
-            plot_opts.check(f)?;
-            Some(f)
-        }
-        None => None,
-    };
-    let t = crate::trace::load(&args.trace, args.input_format)?;
-    let windows = args.windows.resolve(t.len() as u64);
-    let mut show = |p: &Progress| {
-        crate::progress::task(format!(
-            "sweep run {} of {}: {}",
-            p.done + 1,
-            p.total,
-            p.what
-        ));
-    };
-    let sweep = run_repeated(&t, &windows, args.repeat as usize, &mut show)?;
-    sweep.write(args.format, out)?;
-    if args.format != SweepFormat::Text
-        && let Some(s) = &sweep.recommendation
-    {
-        crate::progress::suspend(|| eprintln!("cprace: {s}"));
-    }
-    if let (Some(path), Some(fmt)) = (&args.plot, plot_format) {
-        let name = if args.trace.as_os_str() == "-" {
-            "standard input".to_string()
-        } else {
-            args.trace.file_name().map_or_else(
-                || args.trace.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            )
-        };
-        crate::progress::task("sweep: drawing the figure");
-        crate::tools::plot::write(
-            &sweep,
-            &format!("cprace sweep: {name}"),
-            path,
-            fmt,
-            &plot_opts,
-        )?;
-    }
-    Ok(sweep.exit_code())
-}

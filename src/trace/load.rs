@@ -10,7 +10,8 @@ use super::validate::{Builder, Check};
 use super::{csv_format, rapid_bin, rapid_csv, std_format};
 
 /// Input trace formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// cprace's CSV schema (`thread,op,target,loc` header).
     Csv,
@@ -20,7 +21,7 @@ pub enum Format {
     RapidCsv,
     /// RAPID's binary format (RapidBin), with cprace's side file of names
     /// (`TRACE.names.json`) when present.
-    #[value(name = "rapidbin")]
+    #[cfg_attr(feature = "clap", value(name = "rapidbin"))]
     RapidBin,
 }
 

@@ -89,36 +89,6 @@ pub fn attach(report: &mut Report, trace: &Trace) {
     report.witnesses = Some(ws);
 }
 
-/// A witness printed compactly: runs of consecutive ids as `a-b`.
-pub fn compact(w: Option<&[EventId]>) -> String {
-    let Some(w) = w else {
-        return "none found".into();
-    };
-    if w.is_empty() {
-        return "[] (both events are enabled at the start)".into();
-    }
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < w.len() {
-        let mut j = i;
-        while j + 1 < w.len() && w[j + 1] == w[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j == i {
-            w[i].to_string()
-        } else {
-            format!("{}-{}", w[i], w[j])
-        });
-        i = j + 1;
-    }
-    let n = w.len();
-    format!(
-        "[{}] ({n} event{})",
-        parts.join(" "),
-        if n == 1 { "" } else { "s" }
-    )
-}
-
 /// `--witness-out DIR`: one STD file per race with a witness,
 /// `race-E1-E2.std`, holding the witness events then e1 and e2.
 pub fn write_dir(report: &Report, trace: &Trace, dir: &Path) -> Result<usize> {
