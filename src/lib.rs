@@ -8,6 +8,9 @@
 pub mod facts;
 pub mod trace;
 
+// The vocabulary: relations, engines, and which engines each relation has.
+pub mod relation;
+
 // Engines: the building blocks they share, then the race relations, each with
 // its engines in its own folder.
 pub mod engine;

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::values::{Window, parse_count, parse_window};
-use cprace::race::{self, Relation};
+use cprace::race;
+use cprace::relation::{Engine, Relation};
 use cprace::report::{Layout, OutputFormat};
 use cprace::trace::Format;
 
@@ -95,8 +96,10 @@ pub(crate) struct AnalyzeArgs {
     #[arg(long, value_enum, ignore_case = true)]
     relation: Relation,
     /// Engine computing the relation (the relation's default when omitted).
-    #[arg(long)]
-    engine: Option<String>,
+    // The manual lists each relation's engines; a name no relation has is
+    // refused with all of them.
+    #[arg(long, value_enum, hide_possible_values = true)]
+    engine: Option<Engine>,
     /// cp: window K of the reasoning (default 1000; `none`: exact CP).
     /// Other relations: an alias of --max-distance.
     #[arg(long, value_parser = parse_window)]

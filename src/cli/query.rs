@@ -8,7 +8,8 @@ use anyhow::Result;
 use clap::ValueEnum;
 
 use super::values::{Window, parse_count, parse_window};
-use cprace::race::{self, Relation};
+use cprace::race;
+use cprace::relation::Relation;
 use cprace::trace::{self, Format};
 
 /// The relations `query` answers for.

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use cprace::race::{Relation, Request};
+use cprace::race::Request;
 use cprace::record::{OutFormat, Recording, Source};
+use cprace::relation::Relation;
 use cprace::report::Layout;
 
 #[derive(clap::Args, Debug)]

@@ -158,3 +158,10 @@ impl AccessHistory {
         })
     }
 }
+
+/// Whether access `earlier` pairs with access `current` under `window`
+/// (less than K events apart).
+#[inline]
+pub(crate) fn in_window(window: Option<u64>, current: EventId, earlier: EventId) -> bool {
+    window.is_none_or(|k| ((current - earlier) as u64) < k)
+}

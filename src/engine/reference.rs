@@ -11,6 +11,7 @@ use rustc_hash::FxHashSet;
 
 use crate::UsageError;
 use crate::engine::history::AccessHistory;
+use crate::relation::{Engine, Relation};
 use crate::report::{Race, Report};
 use crate::trace::{EventId, Trace};
 
@@ -22,8 +23,8 @@ pub const MAX_EVENTS: usize = 2000;
 pub type Pairs = FxHashSet<(EventId, EventId)>;
 
 /// Refuse traces longer than [`MAX_EVENTS`] with a usage error naming the
-/// fast engines (`fast` lists them, e.g. "vc, epoch").
-pub fn check_size(trace: &Trace, relation: &str, fast: &str) -> Result<(), UsageError> {
+/// fast engine `fast`.
+pub fn check_size(trace: &Trace, relation: Relation, fast: Engine) -> Result<(), UsageError> {
     if trace.len() > MAX_EVENTS {
         return Err(UsageError(format!(
             "the reference engine of `{relation}` materialises quadratic relations and accepts traces of at most \

@@ -3,6 +3,7 @@
 //! races lie in, and the smallest engine that exercises the whole pipeline.
 
 use crate::engine::history::AccessHistory;
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId};
 
@@ -17,7 +18,7 @@ impl ProgramOrder {
     pub fn new(window: Option<u64>) -> Self {
         ProgramOrder {
             history: AccessHistory::new(window),
-            report: Report::new("po", "stream", window, 0),
+            report: Report::new(Relation::Po, Engine::Stream, window, 0),
         }
     }
 

@@ -23,6 +23,7 @@ use serde_json::json;
 use crate::engine::clock::VectorClock;
 use crate::engine::history::AccessHistory;
 use crate::race::hb::vc::HbClocks;
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op};
 
@@ -45,7 +46,7 @@ impl ShbDetector {
             history: AccessHistory::new(window),
             last_write: Vec::new(),
             rf_joins: 0,
-            report: Report::new("shb", "vc", window, 0),
+            report: Report::new(Relation::Shb, Engine::Vc, window, 0),
         }
     }
 

@@ -28,6 +28,7 @@
 
 use serde_json::json;
 
+use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{EventId, Op, Trace};
 use crate::witness::{Closure, TraceIndex};
@@ -57,7 +58,7 @@ struct History {
 pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     let idx = TraceIndex::new(trace);
     let nt = idx.num_threads();
-    let mut report = Report::new("syncp", "closure", window, trace.len() as u64);
+    let mut report = Report::new(Relation::Syncp, Engine::Closure, window, trace.len() as u64);
     let mut own: Vec<Closure> = (0..nt)
         .map(|_| Closure::new(nt, trace.num_locks()))
         .collect();

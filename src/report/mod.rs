@@ -34,6 +34,7 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value};
 
+use crate::relation::{Engine, Relation};
 use crate::trace::{Event, EventId, Names, Op, ThreadId};
 
 pub use format::{Layout, OutputFormat};
@@ -223,12 +224,12 @@ pub enum Keep {
 }
 
 /// What an engine found.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Report {
-    /// Relation name (`hb`, `cp`, `wcp`, `lockset`, ...).
-    pub relation: String,
-    /// Engine name.
-    pub engine: String,
+    /// The relation.
+    pub relation: Relation,
+    /// The engine that computed it.
+    pub engine: Engine,
     /// Window K bounding CP's reasoning (rule (w)), or None: exact (and for
     /// every relation other than CP).
     pub window: Option<u64>,
@@ -251,6 +252,14 @@ pub struct Report {
     kept: Option<Kept>,
 }
 
+/// An empty report standing for none: what `std::mem::take` leaves in an
+/// engine that hands its report on.
+impl Default for Report {
+    fn default() -> Report {
+        Report::new(Relation::Po, Engine::Stream, None, 0)
+    }
+}
+
 /// Races kept elsewhere than [`Report::races`].
 #[derive(Debug)]
 enum Kept {
@@ -269,8 +278,8 @@ impl Clone for Report {
             "a spilled or counted report cannot be cloned"
         );
         Report {
-            relation: self.relation.clone(),
-            engine: self.engine.clone(),
+            relation: self.relation,
+            engine: self.engine,
             window: self.window,
             max_distance: self.max_distance,
             events: self.events,
@@ -307,13 +316,18 @@ impl Report {
     }
 
     /// An empty report for `relation` computed by `engine`.
-    pub fn new(relation: &str, engine: &str, window: Option<u64>, events: u64) -> Report {
+    pub fn new(relation: Relation, engine: Engine, window: Option<u64>, events: u64) -> Report {
         Report {
-            relation: relation.into(),
-            engine: engine.into(),
+            relation,
+            engine,
             window,
+            max_distance: None,
             events,
-            ..Report::default()
+            races: Vec::new(),
+            stats: Map::new(),
+            notes: Vec::new(),
+            witnesses: None,
+            kept: None,
         }
     }
 
@@ -535,8 +549,8 @@ mod tests {
         let races: Vec<Race> = (0..1000)
             .map(|i| race(2 * i, 2 * i + 1, i % 7, (i % 3, 5)))
             .collect();
-        let mut collected = Report::new("hb", "vc", None, 2000);
-        let mut spilled = Report::new("hb", "vc", None, 2000);
+        let mut collected = Report::new(Relation::Hb, Engine::Vc, None, 2000);
+        let mut spilled = Report::new(Relation::Hb, Engine::Vc, None, 2000);
         spilled.spill_races().unwrap();
         for r in &races {
             collected.push(*r);

@@ -26,6 +26,8 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::relation::Relation;
+
 /// An RGB colour.
 pub type Rgb = (u8, u8, u8);
 
@@ -176,9 +178,8 @@ impl PlotOptions {
 pub struct Series {
     /// CP at each window K, ascending, `none` (None) last.
     pub windows: Vec<Point>,
-    /// The bound lines: a relation's label (`hb`, `wcp`, ...) and its racy
-    /// events.
-    pub bounds: Vec<(String, u64)>,
+    /// The bound lines: an exact relation and its racy events.
+    pub bounds: Vec<(Relation, u64)>,
 }
 
 /// Windowed CP at one window K.
@@ -585,15 +586,19 @@ impl Figure {
         let bounds = bound_rows
             .iter()
             .enumerate()
-            .map(|(i, (label, racy_events))| {
-                let (color, dash, marker) = match label.as_str() {
-                    "hb" => (HB_COLOR, (10.0, 5.0), Marker::Triangle),
-                    "wcp" => (WCP_COLOR, (3.0, 4.0), Marker::Square),
-                    "shb" => (SHB_COLOR, (1.5, 3.0), Marker::FilledSquare),
+            .map(|(i, (relation, racy_events))| {
+                let (color, dash, marker) = match relation {
+                    Relation::Hb => (HB_COLOR, (10.0, 5.0), Marker::Triangle),
+                    Relation::Wcp => (WCP_COLOR, (3.0, 4.0), Marker::Square),
+                    Relation::Shb => (SHB_COLOR, (1.5, 3.0), Marker::FilledSquare),
                     _ => (OTHER_COLOR, (12.0, 4.0), Marker::Circle),
                 };
                 Bound {
-                    name: format!("{}: {}", bound_series(label), thousands(*racy_events)),
+                    name: format!(
+                        "{}: {}",
+                        bound_series(relation.name()),
+                        thousands(*racy_events)
+                    ),
                     value: *racy_events,
                     color,
                     dash,

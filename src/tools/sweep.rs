@@ -15,7 +15,8 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use crate::race::{self, Options, Relation};
+use crate::race::{self, Options};
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{EventId, Trace};
 
@@ -122,9 +123,9 @@ pub struct Row {
     /// `cp` for the window rows; the bound's label (`hb`, `wcp`) otherwise.
     pub label: &'static str,
     /// Relation computed (`cp`, `hb`, `wcp`).
-    pub relation: String,
+    pub relation: Relation,
     /// Engine that computed it.
-    pub engine: String,
+    pub engine: Engine,
     /// The window the relation ran with (None: whole trace).
     pub window: Option<u64>,
     /// Number of racy events.
@@ -180,8 +181,8 @@ impl Row {
         json!({
             "row": self.row_kind(),
             "window": self.window,
-            "relation": self.relation,
-            "engine": self.engine,
+            "relation": self.relation.name(),
+            "engine": self.engine.name(),
             "racy_events": self.racy_events,
             "racy_variables": self.racy_variables,
             "location_pairs": self.location_pairs,
@@ -245,7 +246,7 @@ impl Sweep {
                 .rows
                 .iter()
                 .filter(|r| !r.is_window_row())
-                .map(|r| (r.label.to_string(), r.racy_events))
+                .map(|r| (r.relation, r.racy_events))
                 .collect(),
         }
     }
@@ -268,7 +269,7 @@ pub struct Progress {
 
 /// One run's results, kept only as long as the comparison needs them.
 struct Run {
-    engine: String,
+    engine: Engine,
     racy: Vec<EventId>,
     racy_variables: u64,
     location_pairs: u64,
@@ -290,10 +291,11 @@ pub fn median(v: &[f64]) -> f64 {
 
 /// The engine a sweep uses for `relation`: `vc` (linear, exact) when the
 /// relation has one, else its default.
-fn engine_for(relation: Relation) -> Option<String> {
-    race::engines(relation)
-        .contains(&"vc")
-        .then(|| "vc".to_string())
+fn engine_for(relation: Relation) -> Option<Engine> {
+    relation
+        .engines()
+        .contains(&Engine::Vc)
+        .then_some(Engine::Vc)
 }
 
 /// Run `relation` at `window` `repeat` times (at least once): the report of
@@ -322,7 +324,7 @@ fn run_one(t: &Trace, relation: Relation, window: Option<u64>, repeat: usize) ->
     }
     let report = first.expect("at least one run");
     Ok(Run {
-        engine: report.engine.clone(),
+        engine: report.engine,
         racy: report.racy_events(),
         racy_variables: report.racy_variables().len() as u64,
         location_pairs: report.location_pairs().len() as u64,
@@ -382,7 +384,7 @@ pub fn run_repeated(
         let cp = run_one(t, Relation::Cp, w, repeat)?;
         rows.push(Row {
             label: "cp",
-            relation: Relation::Cp.name().into(),
+            relation: Relation::Cp,
             engine: cp.engine,
             window: w,
             racy_events: cp.racy.len() as u64,
@@ -408,8 +410,8 @@ pub fn run_repeated(
         };
         rows.push(Row {
             label,
-            relation: relation.name().into(),
-            engine: r.engine.clone(),
+            relation,
+            engine: r.engine,
             window: None,
             racy_events: r.racy.len() as u64,
             racy_variables: r.racy_variables,
@@ -557,8 +559,8 @@ impl Sweep {
             w.write_record([
                 r.row_kind().to_string(),
                 r.window.map_or(String::new(), |k| k.to_string()),
-                r.relation.clone(),
-                r.engine.clone(),
+                r.relation.name().to_string(),
+                r.engine.name().to_string(),
                 r.racy_events.to_string(),
                 r.racy_variables.to_string(),
                 r.location_pairs.to_string(),

@@ -17,6 +17,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::relation::Relation;
 use crate::report::Report;
 use crate::trace::{EventId, Trace};
 
@@ -67,12 +68,12 @@ pub fn attach(report: &mut Report, trace: &Trace) {
     }
     if let Some((i, s)) = first_missing {
         let r = &report.races[i];
-        let rel = report.relation.as_str();
+        let rel = report.relation;
         let why = match (&s, rel, i) {
-            (search::Search::None, "hb" | "cp" | "wcp", 0) => format!(
+            (search::Search::None, Relation::Hb | Relation::Cp | Relation::Wcp, 0) => format!(
                 "; no correct reordering exhibits it, and it is the first race, so by the {} soundness theorem \
                  the trace has a predictable deadlock",
-                rel.to_uppercase()
+                rel.name().to_uppercase()
             ),
             (search::Search::None, _, _) => {
                 "; no correct reordering exhibits it (a race after the first may be a consequence of an earlier one)"

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use clap::ValueEnum;
 use common::cli::output as cprace;
-use cprace::race::{Options, Relation, analyze_path};
+use cprace::race::{Options, analyze_path};
+use cprace::relation::Relation;
 use cprace::tools::generate::{self, Config, TextFormat};
 use cprace::trace::{Event, Format, Op, Trace, csv_format, load, load_str, rapid_csv, std_format};
 use serde_json::Value;

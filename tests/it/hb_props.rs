@@ -5,7 +5,8 @@ use crate::hb_common;
 
 use std::collections::BTreeSet;
 
-use cprace::race::hb::{GoldilocksDetector, run_trace};
+use cprace::engine::detector::run_trace;
+use cprace::race::hb::GoldilocksDetector;
 use hb_common::{
     config, dump, fasttrack_model, firsts, generated, goldilocks_model, oracle, pairs, run,
 };

@@ -14,8 +14,8 @@ use common::query::{
 };
 use common::traces::{dump, figure, figures};
 use cprace::facts::{CriticalSection, Facts};
-use cprace::race::Relation;
 use cprace::race::wcp::reference::{Derived, derive};
+use cprace::relation::Relation;
 use cprace::tools::generate::Config;
 use cprace::trace::{Op, Trace};
 use serde_json::{Value, json};

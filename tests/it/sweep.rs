@@ -11,7 +11,8 @@ use common::sweep::{cprace, generated, stderr};
 use common::traces::figure_paths as figures;
 
 use cprace::race::cp::{Reporting, analyze};
-use cprace::race::{Options, Relation, analyze_trace};
+use cprace::race::{Options, analyze_trace};
+use cprace::relation::Relation;
 use cprace::tools::generate::{Config, trace};
 use cprace::tools::sweep::{self, Sweep, Windows};
 use cprace::trace::{Trace, load};

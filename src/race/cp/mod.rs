@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use crate::relation::{Engine, Relation};
 use crate::report::{Race, Report};
 use crate::trace::{EventId, Trace};
 pub use input::{CpInput, Rule};
@@ -126,7 +127,7 @@ pub fn analyze_spilled(
     reporting: Reporting,
     keep: crate::report::Keep,
 ) -> std::io::Result<Report> {
-    let mut sink = Report::new("cp", "datalog", window, trace.len() as u64);
+    let mut sink = Report::new(Relation::Cp, Engine::Datalog, window, trace.len() as u64);
     sink.keep_races(keep)?;
     let report = analyze_into(trace, window, max_distance, reporting, &mut |r| {
         sink.push(r)
@@ -196,7 +197,7 @@ pub fn analyze_into(
             }
         }
     };
-    let mut report = Report::new("cp", "datalog", window, trace.len() as u64);
+    let mut report = Report::new(Relation::Cp, Engine::Datalog, window, trace.len() as u64);
     report.max_distance = max_distance;
     let (cp_pairs, hb_pairs) = (pass.cp_pairs, pass.hb_pairs);
     let mut by_rule = [0u64; 4];

@@ -9,6 +9,7 @@ use crate::UsageError;
 use crate::engine::reference::{Pairs, check_size, races};
 use crate::facts::{Facts, Relations};
 use crate::race::hb::reference::{self as hb, HbRelations};
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Op, Trace};
 
@@ -86,10 +87,10 @@ pub fn analyze_within(
     window: Option<u64>,
     max_distance: Option<u64>,
 ) -> Result<Report, UsageError> {
-    check_size(trace, "cp", "datalog")?;
+    check_size(trace, Relation::Cp, Engine::Datalog)?;
     let start = Instant::now();
     let r = derive_trace(trace, window);
-    let mut report = Report::new("cp", "reference", window, trace.len() as u64);
+    let mut report = Report::new(Relation::Cp, Engine::Reference, window, trace.len() as u64);
     report.max_distance = max_distance;
     report.races = races(trace, max_distance, |x, y| r.cp.contains(&(x, y)));
     report.normalize();

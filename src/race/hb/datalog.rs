@@ -29,6 +29,7 @@ use rustc_hash::FxHashMap;
 use crate::engine::history::AccessHistory;
 use crate::facts::Facts;
 use crate::race::cp::sync::{NONE, SyncPoints};
+use crate::relation::{self, Engine};
 use crate::report::Report;
 use crate::trace::{EventId, Op, Trace};
 
@@ -290,7 +291,12 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     let mut last_point = vec![NONE; trace.num_threads()];
     let mut next = 0u32;
     let mut history = AccessHistory::new(window);
-    let mut report = Report::new("hb", "datalog", window, trace.len() as u64);
+    let mut report = Report::new(
+        relation::Relation::Hb,
+        Engine::Datalog,
+        window,
+        trace.len() as u64,
+    );
     for (i, ev) in trace.events.iter().enumerate() {
         let i = i as EventId;
         if (next as usize) < sync.len() && sync.event(next) == i {

@@ -46,6 +46,7 @@ use serde_json::json;
 use super::in_window;
 use super::vc::HbClocks;
 use crate::engine::clock::VectorClock;
+use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op};
 
@@ -138,7 +139,7 @@ impl EpochDetector {
             window,
             fast: window.is_none(),
             n: Counters::default(),
-            report: Report::new("hb", "epoch", window, 0),
+            report: Report::new(Relation::Hb, Engine::Epoch, window, 0),
         }
     }
 

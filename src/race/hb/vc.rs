@@ -23,6 +23,7 @@ use serde_json::json;
 
 use crate::engine::clock::{TreeClock, VectorClock};
 use crate::engine::history::AccessHistory;
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op, ThreadId};
 
@@ -299,23 +300,23 @@ pub type TcDetector = ClockDetector<TreeClock>;
 impl VcDetector {
     /// A detector pairing accesses less than `window` events apart.
     pub fn new(window: Option<u64>) -> Self {
-        ClockDetector::with_engine("vc", window)
+        ClockDetector::with_engine(Engine::Vc, window)
     }
 }
 
 impl TcDetector {
     /// A detector pairing accesses less than `window` events apart.
     pub fn new(window: Option<u64>) -> Self {
-        ClockDetector::with_engine("treeclock", window)
+        ClockDetector::with_engine(Engine::TreeClock, window)
     }
 }
 
 impl<C: HbClock> ClockDetector<C> {
-    fn with_engine(engine: &str, window: Option<u64>) -> Self {
+    fn with_engine(engine: Engine, window: Option<u64>) -> Self {
         ClockDetector {
             clocks: HbClocks::new(),
             history: AccessHistory::new(window),
-            report: Report::new("hb", engine, window, 0),
+            report: Report::new(Relation::Hb, engine, window, 0),
         }
     }
 

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::UsageError;
 use crate::facts::CriticalSection;
-use crate::race::Relation;
+use crate::relation::Relation;
 use crate::report::printable;
 use crate::trace::{EventId, Op, Trace};
 

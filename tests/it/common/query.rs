@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use cprace::facts::{CriticalSection, Facts};
-use cprace::race::Relation;
+use cprace::relation::Relation;
 use cprace::report::Race;
 use cprace::tools::generate::{Config, trace};
 use cprace::tools::query::{self, DumpFormat, is_sync_event};

@@ -2,6 +2,8 @@
 //! HB oracle, and the generator configurations of the property tests.
 #![allow(dead_code)]
 
+use cprace::race::{Options, analyze_trace};
+use cprace::relation::{Engine, Relation};
 use cprace::report::{Race, Report};
 use cprace::tools::generate::{self, Config, Rng};
 use cprace::trace::{EventId, Format, Op, Trace, load_str};
@@ -23,9 +25,21 @@ pub fn tr(text: &str) -> Trace {
     load_str(&std, Some(Format::Std)).expect("test trace is well formed")
 }
 
-/// Run an engine over a trace.
+/// Run HB engine `engine` (or `eraser`, lockset's) over a trace, reporting
+/// pairs less than `window` apart.
 pub fn run(engine: &str, window: Option<u64>, t: &Trace) -> Report {
-    cprace::race::hb::hb_trace(engine, window, t).expect("known engine")
+    let engine = <Engine as clap::ValueEnum>::from_str(engine, false).expect("an engine name");
+    let relation = if engine == Engine::Eraser {
+        Relation::Lockset
+    } else {
+        Relation::Hb
+    };
+    let opts = Options {
+        engine: Some(engine),
+        max_distance: window,
+        ..Options::new(relation)
+    };
+    analyze_trace(t, &opts).expect("an engine of the relation")
 }
 
 /// `(racy event, witness)` pairs of a report.
