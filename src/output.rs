@@ -5,21 +5,21 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use crate::{Error, Result};
 
 /// Fail now, before any work, when `path` cannot become an output file: its
 /// directory is missing or not a directory, or `path` itself is a directory.
 pub fn check_output_path(path: &Path) -> Result<()> {
     let dir = parent(path);
     if !dir.is_dir() {
-        bail!(crate::UsageError(format!(
+        return Err(Error::Usage(format!(
             "cannot write {}: directory {} does not exist",
             path.display(),
             dir.display()
         )));
     }
     if path.is_dir() {
-        bail!(crate::UsageError(format!(
+        return Err(Error::Usage(format!(
             "cannot write {}: it is a directory",
             path.display()
         )));
@@ -42,19 +42,22 @@ pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>)
     let tmp = output_builder()
         .suffix(".tmp")
         .tempfile_in(parent(path))
-        .with_context(|| format!("cannot create a temporary file next to {}", path.display()))?;
+        .map_err(Error::io(format!(
+            "cannot create a temporary file next to {}",
+            path.display()
+        )))?;
     let mut w = io::BufWriter::with_capacity(1 << 16, tmp);
     write(&mut w)?;
     let tmp = w
         .into_inner()
         .map_err(|e| e.into_error())
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        .map_err(Error::io(format!("cannot write {}", path.display())))?;
     tmp.as_file()
         .sync_all()
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        .map_err(Error::io(format!("cannot write {}", path.display())))?;
     tmp.persist(path)
         .map_err(|e| e.error)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
+        .map_err(Error::io(format!("cannot replace {}", path.display())))?;
     Ok(())
 }
 
@@ -69,41 +72,8 @@ pub fn output_builder() -> tempfile::Builder<'static, 'static> {
     b
 }
 
-/// Like [`write_file`] for writers that take a path: `write` gets a temporary
-/// path next to `path` (same extension), renamed into place on success.
-pub fn write_via_path(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    check_output_path(path)?;
-    let suffix = path.extension().map_or(String::from(".tmp"), |e| {
-        format!(".tmp.{}", e.to_string_lossy())
-    });
-    let tmp = output_builder()
-        .suffix(&suffix)
-        .tempfile_in(parent(path))
-        .with_context(|| format!("cannot create a temporary file next to {}", path.display()))?
-        .into_temp_path();
-    write(&tmp)?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
-}
-
-/// Whether `e` (or anything it wraps) is a write to a closed pipe.
-pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        if let Some(io) = c.downcast_ref::<io::Error>() {
-            return io_broken_pipe(io);
-        }
-        if let Some(csv) = c.downcast_ref::<csv::Error>()
-            && let csv::ErrorKind::Io(io) = csv.kind()
-        {
-            return io_broken_pipe(io);
-        }
-        false
-    })
-}
-
-fn io_broken_pipe(e: &io::Error) -> bool {
+/// Whether `e` (or an error it wraps) is a write to a closed pipe.
+pub(crate) fn io_broken_pipe(e: &io::Error) -> bool {
     if e.kind() == io::ErrorKind::BrokenPipe {
         return true;
     }
@@ -122,7 +92,7 @@ pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result
     let mut w = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     match write(&mut w).and_then(|_| w.flush()) {
         Err(e) if io_broken_pipe(&e) => Ok(()),
-        r => r.context("cannot write to standard output"),
+        r => r.map_err(Error::io("cannot write to standard output")),
     }
 }
 
@@ -154,29 +124,12 @@ mod tests {
         std::fs::write(&p, "old").unwrap();
         let r = write_file(&p, |w| {
             w.write_all(b"partial")?;
-            bail!("boom")
+            Err(Error::Usage("boom".into()))
         });
         assert!(r.is_err());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         write_file(&p, |w| Ok(w.write_all(b"new")?)).unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
-    }
-
-    #[test]
-    fn path_writers_replace_only_on_success() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("plot.svg");
-        std::fs::write(&p, "old").unwrap();
-        let r = write_via_path(&p, |tmp| {
-            assert_eq!(tmp.extension().unwrap(), "svg");
-            std::fs::write(tmp, "partial")?;
-            bail!("boom")
-        });
-        assert!(r.is_err());
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-        write_via_path(&p, |tmp| Ok(std::fs::write(tmp, "new")?)).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
     }
 
@@ -191,12 +144,11 @@ mod tests {
     #[test]
     fn broken_pipes_are_recognised_through_wrappers() {
         let bp = || io::Error::from(io::ErrorKind::BrokenPipe);
-        assert!(is_broken_pipe(&anyhow::Error::new(bp())));
-        assert!(is_broken_pipe(&anyhow::Error::new(bp()).context("writing")));
+        assert!(Error::from(bp()).is_broken_pipe());
+        assert!(Error::io("writing")(bp()).is_broken_pipe());
         let csv_err: csv::Error = bp().into();
-        assert!(is_broken_pipe(&anyhow::Error::new(io::Error::from(
-            csv_err
-        ))));
-        assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
+        assert!(Error::from(io::Error::from(csv_err)).is_broken_pipe());
+        assert!(!Error::from(io::Error::other("other")).is_broken_pipe());
+        assert!(!Error::Usage("other".into()).is_broken_pipe());
     }
 }

@@ -105,12 +105,12 @@ impl Relation {
 
     /// The engine to run: `requested` when this relation has it, else a
     /// usage error listing the ones it has; the default when None.
-    pub fn engine(self, requested: Option<Engine>) -> Result<Engine, crate::UsageError> {
+    pub fn engine(self, requested: Option<Engine>) -> crate::Result<Engine> {
         let available = self.engines();
         match requested {
             None => Ok(available[0]),
             Some(e) if available.contains(&e) => Ok(e),
-            Some(e) => Err(crate::UsageError(format!(
+            Some(e) => Err(crate::Error::Usage(format!(
                 "relation `{self}` has no engine `{e}`; expected one of: {}",
                 available
                     .iter()
@@ -175,7 +175,7 @@ mod tests {
     fn an_engine_of_another_relation_is_refused_with_the_list() {
         let e = Relation::Wcp.engine(Some(Engine::Epoch)).unwrap_err();
         assert_eq!(
-            e.0,
+            e.to_string(),
             "relation `wcp` has no engine `epoch`; expected one of: vc, reference"
         );
     }

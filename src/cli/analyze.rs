@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use super::Outcome;
 
 use super::values::{Window, parse_count, parse_window};
 use cprace::race;
@@ -170,7 +170,7 @@ impl AnalyzeArgs {
 }
 
 /// `cprace analyze`.
-pub(crate) fn run(args: AnalyzeArgs, out: &mut dyn Write) -> Result<i32> {
+pub(crate) fn run(args: AnalyzeArgs, out: &mut dyn Write) -> Outcome {
     let layout = Layout {
         all: args.all,
         max_reports: args.max_reports,
@@ -181,7 +181,7 @@ pub(crate) fn run(args: AnalyzeArgs, out: &mut dyn Write) -> Result<i32> {
 /// Carry out `req` and print its report: notes on standard error, the report
 /// in `req.format` (streamed formats straight to standard output, the others
 /// into `out`). Returns the exit code: 0 no race, 1 races.
-pub(crate) fn report(req: &race::Request, layout: &Layout, out: &mut dyn Write) -> Result<i32> {
+pub(crate) fn report(req: &race::Request, layout: &Layout, out: &mut dyn Write) -> Outcome {
     let (report, names) = race::analyze(req)?;
     // Notes qualify the result in every format, so they go to stderr.
     for n in &report.notes {

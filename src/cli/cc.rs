@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 
-use anyhow::Result;
+use super::Outcome;
 
 #[derive(clap::Args, Debug)]
 /// Run a C/C++ compiler with the recording instrumentation and runtime
@@ -23,6 +23,6 @@ pub(crate) struct CcArgs {
 }
 
 /// `cprace cc COMPILER ARGS...`: the compiler's exit status.
-pub(crate) fn run(args: CcArgs) -> Result<i32> {
-    cprace::record::cc::run(&args.compiler, &args.args)
+pub(crate) fn run(args: CcArgs) -> Outcome {
+    Ok(cprace::record::cc::run(&args.compiler, &args.args)?)
 }

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use super::Outcome;
 
 use cprace::tools::convert::{self, Target};
 use cprace::trace::Format;
@@ -69,8 +69,8 @@ impl ConvertArgs {
 }
 
 /// `cprace convert`.
-pub(crate) fn run(args: ConvertArgs, out: &mut dyn Write) -> Result<i32> {
-    convert::run(
+pub(crate) fn run(args: ConvertArgs, out: &mut dyn Write) -> Outcome {
+    Ok(convert::run(
         &convert::Options {
             trace: args.trace,
             to: args.to,
@@ -79,5 +79,5 @@ pub(crate) fn run(args: ConvertArgs, out: &mut dyn Write) -> Result<i32> {
             rapid: args.rapid,
         },
         out,
-    )
+    )?)
 }

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use cprace::Error;
+
+use super::Outcome;
 use clap::ValueEnum;
 
 use super::values::{parse_count, parse_share, parse_u32};
@@ -125,8 +127,8 @@ pub(crate) struct GenArgs {
 
 impl GenArgs {
     /// The generator configuration: the profile, overridden by each knob given.
-    fn config(&self) -> Result<generate::Config> {
-        let usage = |m: String| anyhow::Error::new(cprace::UsageError(m));
+    fn config(&self) -> Result<generate::Config, cprace::Error> {
+        let usage = cprace::Error::Usage;
         let mut c = generate::Config::profile(&self.profile)
             .ok_or_else(|| usage(format!("unknown profile `{}`", self.profile)))?;
         c.events = self.events;
@@ -205,17 +207,17 @@ impl GenArgs {
 
 /// `cprace gen --format rapidbin`: the trace, and with `-o` its side file
 /// of names (both replaced only when complete).
-fn run_gen_rapidbin(args: &GenArgs, cfg: &generate::Config) -> Result<i32> {
+fn run_gen_rapidbin(args: &GenArgs, cfg: &generate::Config) -> Outcome {
     use generate::{rapidbin_names, rapidbin_problem, write_rapidbin};
     if let Some(p) = rapidbin_problem(cfg) {
-        return Err(cprace::UsageError(format!("cannot generate RapidBin: {p}")).into());
+        return Err(cprace::Error::Usage(format!("cannot generate RapidBin: {p}")).into());
     }
     match &args.output {
         Some(p) => {
             let mut named = 0;
             cprace::output::write_file(p, |w| {
                 named = write_rapidbin(cfg, &mut &mut *w)
-                    .with_context(|| format!("cannot write {}", p.display()))?
+                    .map_err(Error::io(format!("cannot write {}", p.display())))?
                     .1;
                 Ok(())
             })?;
@@ -229,7 +231,7 @@ fn run_gen_rapidbin(args: &GenArgs, cfg: &generate::Config) -> Result<i32> {
                     &locs,
                     &mut &mut *w,
                 )
-                .with_context(|| format!("cannot write {}", side.display()))
+                .map_err(Error::io(format!("cannot write {}", side.display())))
             })?;
         }
         None => cprace::output::to_stdout(|w| write_rapidbin(cfg, &mut &mut *w).map(|_| ()))?,
@@ -238,7 +240,7 @@ fn run_gen_rapidbin(args: &GenArgs, cfg: &generate::Config) -> Result<i32> {
 }
 
 /// `cprace gen`: stream a generated trace to a file or standard output.
-pub(crate) fn run(args: &GenArgs) -> Result<i32> {
+pub(crate) fn run(args: &GenArgs) -> Outcome {
     use generate::{TextFormat, write};
     let cfg = args.config()?;
     let fmt = match args.format {
@@ -251,7 +253,7 @@ pub(crate) fn run(args: &GenArgs) -> Result<i32> {
             cprace::output::write_file(p, |w| {
                 write(&cfg, fmt, &mut &mut *w)
                     .map(|_| ())
-                    .with_context(|| format!("cannot write {}", p.display()))
+                    .map_err(Error::io(format!("cannot write {}", p.display())))
             })?;
         }
         // Streamed: the trace may be far larger than memory.

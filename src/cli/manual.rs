@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use super::Outcome;
 use clap::CommandFactory;
 
 use super::Cli;
@@ -22,14 +22,14 @@ pub(crate) struct CompletionsArgs {
 }
 
 /// `cprace completions SHELL`.
-pub(crate) fn completions(args: CompletionsArgs, out: &mut dyn Write) -> Result<i32> {
+pub(crate) fn completions(args: CompletionsArgs, out: &mut dyn Write) -> Outcome {
     let mut cmd = Cli::command();
     clap_complete::generate(args.shell, &mut cmd, "cprace", out);
     Ok(0)
 }
 
 /// `cprace man`.
-pub(crate) fn man(out: &mut dyn Write) -> Result<i32> {
+pub(crate) fn man(out: &mut dyn Write) -> Outcome {
     clap_mangen::Man::new(Cli::command()).render(out)?;
     Ok(0)
 }

@@ -17,7 +17,6 @@ mod verify;
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use cprace::trace::Format;
@@ -89,10 +88,62 @@ impl Command {
     }
 }
 
+/// Why a command did not finish normally.
+pub(crate) enum Failure {
+    /// The reader of standard output closed the pipe: it wanted no more.
+    ClosedPipe,
+    /// An error, and the exit code it ends the process with.
+    Error {
+        /// 2 for bad input or usage, 3 when engines disagree.
+        code: u8,
+        /// The message, with what caused it.
+        error: anyhow::Error,
+    },
+}
+
+/// What running a subcommand gives: its exit code, or why it failed.
+pub(crate) type Outcome = Result<i32, Failure>;
+
+impl From<cprace::Error> for Failure {
+    fn from(e: cprace::Error) -> Failure {
+        if e.is_broken_pipe() {
+            return Failure::ClosedPipe;
+        }
+        Failure::Error {
+            code: e.exit_code(),
+            error: e.into(),
+        }
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Failure {
+        Failure::Error { code: 2, error }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        cprace::Error::from(e).into()
+    }
+}
+
+impl From<cprace::trace::LoadError> for Failure {
+    fn from(e: cprace::trace::LoadError) -> Failure {
+        cprace::Error::from(e).into()
+    }
+}
+
+impl From<serde_json::Error> for Failure {
+    fn from(e: serde_json::Error) -> Failure {
+        anyhow::Error::from(e).into()
+    }
+}
+
 /// Run a parsed command line; returns the process exit code. Output that is
 /// the result goes to `out` (or, for streamed formats, straight to standard
 /// output once the work has succeeded).
-pub(crate) fn run(mut cli: Cli, out: &mut dyn Write) -> Result<i32> {
+pub(crate) fn run(mut cli: Cli, out: &mut dyn Write) -> Outcome {
     // Cleared when this returns, before main prints an error or the output.
     let _progress = cprace::progress::start(cli.quiet);
     // --lenient: read a cleaned copy of the trace (kept until the command ends).

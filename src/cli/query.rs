@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use super::Outcome;
 use clap::ValueEnum;
 
 use super::values::{Window, parse_count, parse_window};
@@ -154,9 +154,9 @@ impl QueryArgs {
 
 /// `cprace query`: dumps and facts stream straight to standard output (they
 /// can be far larger than memory); an explained pair goes to `out`.
-pub(crate) fn run(args: QueryArgs, out: &mut dyn Write) -> Result<i32> {
+pub(crate) fn run(args: QueryArgs, out: &mut dyn Write) -> Outcome {
     use cprace::tools::query::{DumpFormat, Request};
-    let usage = |m: &str| anyhow::Error::new(cprace::UsageError(m.into()));
+    let usage = |m: &str| cprace::Error::Usage(m.into()).into();
     let json = match (args.format, args.pair.is_some()) {
         (Some(QueryFormat::Csv), true) => {
             return Err(usage("--pair prints text or json, not csv"));

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use super::Outcome;
 
 use cprace::race::Request;
 use cprace::record::{OutFormat, Recording, Source};
@@ -58,7 +58,7 @@ pub(crate) struct RecordArgs {
 
 /// `cprace record`: the program's exit status, or with `--analyze` the
 /// analysis's.
-pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Result<i32> {
+pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
     // The output format: `--format`, else the one the output's name asks for.
     let format = args
         .format

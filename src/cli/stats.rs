@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use super::Outcome;
 use clap::ValueEnum;
 
 use cprace::trace::{self, Format};
@@ -67,7 +67,7 @@ impl StatsArgs {
 }
 
 /// `cprace stats`.
-pub(crate) fn run(args: StatsArgs, out: &mut dyn Write) -> Result<i32> {
+pub(crate) fn run(args: StatsArgs, out: &mut dyn Write) -> Outcome {
     cprace::progress::phase("counting");
     let mut counts = cprace::tools::stats::Counts::default();
     let (names, load, _) =

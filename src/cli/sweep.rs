@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use super::Outcome;
 
 use cprace::tools::plot;
 use cprace::tools::sweep::{Progress, SweepFormat, Windows, run_repeated};
@@ -109,7 +109,7 @@ impl SweepArgs {
 }
 
 /// `cprace sweep`: load, sweep, print, plot; returns the exit code.
-pub(crate) fn run(args: SweepArgs, out: &mut dyn Write) -> Result<i32> {
+pub(crate) fn run(args: SweepArgs, out: &mut dyn Write) -> Outcome {
     // A bad --plot name or size is a usage error before any work.
     let plot_opts = plot::PlotOptions {
         width: args.plot_size.0,

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use super::Outcome;
 use serde_json::Value;
 
 use cprace::trace::{EventId, Format};
@@ -48,24 +48,27 @@ impl VerifyArgs {
 
 /// `cprace verify TRACE --witness FILE`: check every witness in FILE, print
 /// one line per race, return the exit code (0 all valid, 1 some invalid).
-pub(crate) fn run(args: VerifyArgs, out: &mut dyn Write) -> Result<i32> {
+pub(crate) fn run(args: VerifyArgs, out: &mut dyn Write) -> Outcome {
     let file = &args.witness;
     let t = cprace::trace::load(&args.trace, args.input_format)?;
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let text = std::fs::read_to_string(file)
+        .map_err(cprace::Error::io(format!("cannot read {}", file.display())))?;
     let json: Value = serde_json::from_str(&text)
-        .map_err(|e| cprace::UsageError(format!("{}: not JSON: {e}", file.display())))?;
+        .map_err(|e| cprace::Error::Usage(format!("{}: not JSON: {e}", file.display())))?;
     let items: Vec<&Value> = match json.get("races") {
         Some(Value::Array(a)) => a.iter().collect(),
         _ => vec![&json],
     };
-    let id = |v: &Value, k: &str| -> Result<EventId> {
+    let id = |v: &Value, k: &str| -> Result<EventId, cprace::Error> {
         match v.get(k).and_then(|x| x.as_u64()) {
             Some(x) if x <= u32::MAX as u64 => Ok(x as EventId),
-            _ => bail!(cprace::UsageError(format!(
-                "{}: a race without a valid `{k}` event id",
-                file.display()
-            ))),
+            _ => {
+                return Err(cprace::Error::Usage(format!(
+                    "{}: a race without a valid `{k}` event id",
+                    file.display()
+                ))
+                .into());
+            }
         }
     };
     let (mut valid, mut invalid, mut absent) = (0, 0, 0);
@@ -76,21 +79,27 @@ pub(crate) fn run(args: VerifyArgs, out: &mut dyn Write) -> Result<i32> {
                 .iter()
                 .map(|x| match x.as_u64() {
                     Some(x) if x <= u32::MAX as u64 => Ok(x as EventId),
-                    _ => bail!(cprace::UsageError(format!(
-                        "{}: witness of ({e1}, {e2}) holds `{x}`, not an event id",
-                        file.display()
-                    ))),
+                    _ => {
+                        return Err(cprace::Error::Usage(format!(
+                            "{}: witness of ({e1}, {e2}) holds `{x}`, not an event id",
+                            file.display()
+                        ))
+                        .into());
+                    }
                 })
-                .collect::<Result<Vec<EventId>>>()?,
+                .collect::<Result<Vec<EventId>, cprace::Error>>()?,
             Some(Value::Null) => {
                 absent += 1;
                 writeln!(out, "({e1}, {e2}): no witness")?;
                 continue;
             }
-            _ => bail!(cprace::UsageError(format!(
-                "{}: race ({e1}, {e2}) has no `witness` array (run analyze with --witness)",
-                file.display()
-            ))),
+            _ => {
+                return Err(cprace::Error::Usage(format!(
+                    "{}: race ({e1}, {e2}) has no `witness` array (run analyze with --witness)",
+                    file.display()
+                ))
+                .into());
+            }
         };
         match check(&t, e1, e2, &w) {
             Ok(v) => {

@@ -9,7 +9,6 @@
 
 use rustc_hash::FxHashSet;
 
-use crate::UsageError;
 use crate::engine::history::AccessHistory;
 use crate::relation::{Engine, Relation};
 use crate::report::{Race, Report};
@@ -24,9 +23,9 @@ pub type Pairs = FxHashSet<(EventId, EventId)>;
 
 /// Refuse traces longer than [`MAX_EVENTS`] with a usage error naming the
 /// fast engine `fast`.
-pub fn check_size(trace: &Trace, relation: Relation, fast: Engine) -> Result<(), UsageError> {
+pub fn check_size(trace: &Trace, relation: Relation, fast: Engine) -> crate::Result<()> {
     if trace.len() > MAX_EVENTS {
-        return Err(UsageError(format!(
+        return Err(crate::Error::Usage(format!(
             "the reference engine of `{relation}` materialises quadratic relations and accepts traces of at most \
              {MAX_EVENTS} events, but this trace has {}; use a fast engine instead (--engine {fast})",
             trace.len()

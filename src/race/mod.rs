@@ -13,14 +13,13 @@ pub mod wcp;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
-
 use crate::engine::detector::{self, Detector};
 use crate::race::cp::Reporting;
 use crate::race::po::ProgramOrder;
 use crate::relation::{Engine, Relation};
 use crate::report::{Keep, OutputFormat, Report};
 use crate::trace::{self, Format, LoadError, Names, Trace};
+use crate::{Error, Result};
 
 /// The window a relation uses when `--window` is not given.
 pub fn default_window(relation: Relation) -> Option<u64> {
@@ -75,8 +74,8 @@ impl Options {
         if self.reporting != Reporting::All
             && (self.relation, engine) != (Relation::Cp, Engine::Datalog)
         {
-            bail!(crate::UsageError(
-                "--first-race and --order-races need --relation cp --engine datalog".into()
+            return Err(Error::Usage(
+                "--first-race and --order-races need --relation cp --engine datalog".into(),
             ));
         }
         Ok(engine)
@@ -166,7 +165,7 @@ impl Request {
         let (window, max_distance) = match (relation, self.window, self.max_distance) {
             (Relation::Cp, w, d) => (w.unwrap_or(default_window(relation)), d.flatten()),
             (_, Some(_), Some(_)) => {
-                bail!(crate::UsageError(format!(
+                return Err(Error::Usage(format!(
                     "on --relation {}, --window is an alias of --max-distance; give one of them",
                     relation.name()
                 )));
@@ -299,7 +298,7 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
         (Relation::Cp, _) => crate::race::cp::analyze_within(t, window, distance, opts.reporting),
         (Relation::Wcp, _) => {
             if t.len() > crate::race::wcp::reference::MAX_EVENTS {
-                bail!(crate::UsageError(format!(
+                return Err(Error::Usage(format!(
                     "the wcp reference engine evaluates Definition 3 over all event pairs and accepts at most {} \
                      events; this trace has {}; use --engine vc",
                     crate::race::wcp::reference::MAX_EVENTS,
@@ -373,7 +372,9 @@ fn compare_cp(t: &Trace, opts: &Options) -> Result<Report> {
     let fast = crate::race::cp::analyze_within(t, opts.window, opts.max_distance, opts.reporting);
     let reference = crate::race::cp::reference::analyze_within(t, opts.window, opts.max_distance)?;
     if let Err(diff) = crate::engine::reference::compare(&fast, &reference) {
-        bail!(crate::ExitStatus(3, format!("CP engines disagree: {diff}")));
+        return Err(Error::EnginesDisagree(format!(
+            "CP engines disagree: {diff}"
+        )));
     }
     let mut report = fast;
     report.engine = Engine::Compare;

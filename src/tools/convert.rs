@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::{Error, Result};
 
 use crate::trace::{self, Event, EventId, Format, LoadError, Trace};
 
@@ -48,8 +48,8 @@ pub fn locations_path(p: &Path) -> PathBuf {
 /// Run `convert`; the result goes to `args.output` or `out`.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<i32> {
     if args.rapid && args.to != Target::Std {
-        bail!(crate::UsageError(
-            "--rapid writes STD; use it with --to std".into()
+        return Err(Error::Usage(
+            "--rapid writes STD; use it with --to std".into(),
         ));
     }
     // Refuse an unwritable destination before reading a possibly huge trace.
@@ -62,8 +62,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<i32> {
         Target::Std => true,
         Target::Rapidbin => {
             let Some(output) = &args.output else {
-                bail!(crate::UsageError(
-                    "--to rapidbin needs -o FILE (the names go to FILE.names.json)".into()
+                return Err(Error::Usage(
+                    "--to rapidbin needs -o FILE (the names go to FILE.names.json)".into(),
                 ));
             };
             return convert_to_rapidbin(&args.trace, args.input_format, output);
@@ -236,17 +236,17 @@ fn convert_to_rapidbin(input: &Path, format: Option<Format>, output: &Path) -> R
     let (tmp_out, tmp_side) = (tmp(output), tmp(&side));
     let written = (|| -> Result<()> {
         let f = std::fs::File::create(&tmp_out)
-            .with_context(|| format!("cannot create {}", tmp_out.display()))?;
+            .map_err(Error::io(format!("cannot create {}", tmp_out.display())))?;
         let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
         rapid_bin::write(&t, &mut w)
             .and_then(|()| w.flush())
-            .with_context(|| format!("cannot write {}", tmp_out.display()))?;
+            .map_err(Error::io(format!("cannot write {}", tmp_out.display())))?;
         std::fs::write(&tmp_side, rapid_bin::side_json(&t))
-            .with_context(|| format!("cannot write {}", tmp_side.display()))?;
+            .map_err(Error::io(format!("cannot write {}", tmp_side.display())))?;
         std::fs::rename(&tmp_side, &side)
-            .with_context(|| format!("cannot replace {}", side.display()))?;
+            .map_err(Error::io(format!("cannot replace {}", side.display())))?;
         std::fs::rename(&tmp_out, output)
-            .with_context(|| format!("cannot replace {}", output.display()))?;
+            .map_err(Error::io(format!("cannot replace {}", output.display())))?;
         Ok(())
     })();
     if written.is_err() {

@@ -84,7 +84,7 @@ impl PlotFormat {
         let format = match ext.as_deref() {
             Some("svg") => PlotFormat::Svg,
             Some("png") => PlotFormat::Png,
-            _ => bail!(crate::UsageError(format!(
+            _ => bail!(crate::Error::Usage(format!(
                 "--plot {}: unknown image type; expected a file name ending in .svg or .png",
                 path.display()
             ))),
@@ -94,7 +94,7 @@ impl PlotFormat {
             _ => Path::new("."),
         };
         if !dir.is_dir() {
-            bail!(crate::UsageError(format!(
+            bail!(crate::Error::Usage(format!(
                 "--plot {}: directory {} does not exist",
                 path.display(),
                 dir.display()
@@ -163,7 +163,7 @@ impl PlotOptions {
     pub fn check(&self, format: PlotFormat) -> Result<()> {
         let (w, h) = self.png_pixels();
         if format == PlotFormat::Png && u64::from(w) * u64::from(h) > 64_000_000 {
-            bail!(crate::UsageError(format!(
+            bail!(crate::Error::Usage(format!(
                 "--plot-size {}x{} at --plot-dpi {} makes a {w}x{h} PNG; at most 64 million pixels",
                 self.width, self.height, self.dpi
             )));

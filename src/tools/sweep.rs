@@ -12,9 +12,9 @@
 use std::io::Write;
 use std::time::Instant;
 
-use anyhow::Result;
 use serde_json::{Value, json};
 
+use crate::Result;
 use crate::race::{self, Options};
 use crate::relation::{Engine, Relation};
 use crate::report::Report;

@@ -355,7 +355,7 @@ pub fn push_field(out: &mut Vec<u8>, field: &str, first: bool) {
 
 /// Write `trace` in our CSV schema (quoting where needed; lossless for every
 /// trace a loader produced: names never contain line breaks or edge spaces).
-pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
     let n = &trace.names;
     write_lines(out, b"thread,op,target,loc\n", &trace.events, |buf, ev| {
         push_field(buf, n.thread(ev.thread), true);

@@ -85,7 +85,7 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
 /// Write `trace` as RAPID CSV: a header row of thread names, then one row per
 /// event with the cell `op(target)` in its thread's column. Locations are lost
 /// (the format has none). Fails when a name cannot be represented.
-pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
     let n = &trace.names;
     for (what, table) in [
         ("thread", &n.threads),
@@ -94,14 +94,16 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
     ] {
         for name in table {
             if name.contains(['(', ')', '\n', '\r']) || name.trim_ascii() != name {
-                anyhow::bail!(
+                return Err(crate::Error::Usage(format!(
                     "{what} name `{name}` cannot be written in RAPID CSV: it contains `(`, `)`, a line break or edge spaces"
-                );
+                )));
             }
         }
     }
     if n.threads.is_empty() {
-        anyhow::bail!("an empty trace cannot be written in RAPID CSV (it would be an empty file)");
+        return Err(crate::Error::Usage(
+            "an empty trace cannot be written in RAPID CSV (it would be an empty file)".into(),
+        ));
     }
     let mut header = Vec::new();
     for (i, t) in n.threads.iter().enumerate() {

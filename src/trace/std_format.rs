@@ -168,7 +168,7 @@ pub(crate) fn std_problem(name: &str, is_loc: bool, is_thread: bool) -> Option<&
 }
 
 /// Write `trace` in STD. Fails when a name cannot be represented.
-pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
     let n = &trace.names;
     for (what, table, is_loc) in [
         ("thread", &n.threads, false),
@@ -178,7 +178,9 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
     ] {
         for name in table {
             if let Some(p) = std_problem(name, is_loc, what == "thread") {
-                anyhow::bail!("{what} name `{name}` cannot be written in STD: it contains {p}");
+                return Err(crate::Error::Usage(format!(
+                    "{what} name `{name}` cannot be written in STD: it contains {p}"
+                )));
             }
         }
     }

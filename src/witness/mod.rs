@@ -15,11 +15,10 @@ pub mod verify;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result};
-
 use crate::relation::Relation;
 use crate::report::Report;
 use crate::trace::{EventId, Trace};
+use crate::{Error, Result};
 
 pub use closure::{Closure, TraceIndex};
 
@@ -93,7 +92,7 @@ pub fn attach(report: &mut Report, trace: &Trace) {
 /// `--witness-out DIR`: one STD file per race with a witness,
 /// `race-E1-E2.std`, holding the witness events then e1 and e2.
 pub fn write_dir(report: &Report, trace: &Trace, dir: &Path) -> Result<usize> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(Error::io(format!("cannot create {}", dir.display())))?;
     let Some(ws) = &report.witnesses else {
         return Ok(0);
     };
@@ -119,7 +118,7 @@ pub fn write_dir(report: &Report, trace: &Trace, dir: &Path) -> Result<usize> {
         std::fs::File::create(&tmp)
             .and_then(|mut f| f.write_all(&buf))
             .and_then(|_| std::fs::rename(&tmp, &path))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .map_err(Error::io(format!("cannot write {}", path.display())))?;
         written += 1;
     }
     Ok(written)

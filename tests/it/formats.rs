@@ -14,7 +14,7 @@ use cprace::tools::generate::{self, Config, TextFormat};
 use cprace::trace::{Event, Format, Op, Trace, csv_format, load, load_str, rapid_csv, std_format};
 use serde_json::Value;
 
-fn write_with(t: &Trace, w: fn(&Trace, &mut Vec<u8>) -> anyhow::Result<()>) -> String {
+fn write_with(t: &Trace, w: fn(&Trace, &mut Vec<u8>) -> cprace::Result<()>) -> String {
     let mut buf = Vec::new();
     w(t, &mut buf).expect("writable names");
     String::from_utf8(buf).expect("UTF-8 output")

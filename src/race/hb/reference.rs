@@ -4,7 +4,6 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::UsageError;
 use crate::engine::reference::{Pairs, check_size, races};
 use crate::facts::{Facts, Relations};
 use crate::relation::{Engine, Relation};
@@ -67,7 +66,7 @@ pub fn derive_trace(trace: &Trace) -> HbRelations {
 
 /// `--relation hb --engine reference`: races are accesses with an earlier
 /// conflicting access (within `window`) that does not happen before them.
-pub fn analyze(trace: &Trace, window: Option<u64>) -> Result<Report, UsageError> {
+pub fn analyze(trace: &Trace, window: Option<u64>) -> crate::Result<Report> {
     check_size(trace, Relation::Hb, Engine::Vc)?;
     let start = Instant::now();
     let r = derive_trace(trace);

@@ -17,7 +17,6 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use crate::UsageError;
 use crate::facts::CriticalSection;
 use crate::relation::Relation;
 use crate::report::printable;
@@ -46,21 +45,21 @@ pub fn engine<'a>(
     trace: &'a Trace,
     relation: Relation,
     window: Option<u64>,
-) -> Result<Box<dyn QueryEngine + 'a>, UsageError> {
+) -> crate::Result<Box<dyn QueryEngine + 'a>> {
     match relation {
         Relation::Hb => Ok(Box::new(hb::HbQuery::new(trace, window))),
         Relation::Cp => Ok(Box::new(cp::CpQuery::new(trace, window))),
         Relation::Wcp => Ok(Box::new(wcp::WcpQuery::new(trace, window))),
         Relation::Shb => Ok(Box::new(hb::HbQuery::shb(trace, window))),
-        Relation::Po => Err(UsageError(
+        Relation::Po => Err(crate::Error::Usage(
             "`cprace query` supports --relation hb, cp, wcp and shb (po is thread order only: \
              e1 is ordered before e2 exactly when both are events of one thread and e1 comes first)"
                 .into(),
         )),
-        Relation::Lockset => Err(UsageError(
+        Relation::Lockset => Err(crate::Error::Usage(
             "`cprace query` supports --relation hb, cp, wcp and shb (lockset is a discipline check, not an order)".into(),
         )),
-        Relation::Syncp => Err(UsageError(
+        Relation::Syncp => Err(crate::Error::Usage(
             "`cprace query` supports --relation hb, cp, wcp and shb; syncp is not an order between \
              events (a pair is a sync-preserving race when some reordering exhibits it), so there is \
              nothing to dump or explain: `cprace analyze --relation syncp --witness` gives each race \
@@ -81,11 +80,11 @@ pub fn is_sync_event(op: Op) -> bool {
 }
 
 /// A usage error unless `e` is an event id of `trace`.
-pub fn check_event(trace: &Trace, e: u64) -> Result<EventId, UsageError> {
+pub fn check_event(trace: &Trace, e: u64) -> crate::Result<EventId> {
     if e < trace.len() as u64 {
         return Ok(e as EventId);
     }
-    Err(UsageError(if trace.is_empty() {
+    Err(crate::Error::Usage(if trace.is_empty() {
         format!("event {e} is not in the trace: it has no events")
     } else {
         format!(
@@ -1135,14 +1134,15 @@ pub fn run(
     window: Option<u64>,
     request: &Request,
     out: &mut dyn Write,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     match *request {
         Request::Pair { from, to, json } => {
             // Check the events before computing anything.
             let (e1, e2) = (check_event(trace, from)?, check_event(trace, to)?);
             let answer = engine(trace, relation, window)?.explain(e1, e2);
             if json {
-                serde_json::to_writer_pretty(&mut *out, &answer.to_json(trace))?;
+                serde_json::to_writer_pretty(&mut *out, &answer.to_json(trace))
+                    .map_err(io::Error::from)?;
                 writeln!(out)?;
             } else {
                 answer.write_text(trace, out)?;

@@ -2,8 +2,8 @@
 //! HB oracle, and the generator configurations of the property tests.
 #![allow(dead_code)]
 
-use cprace::race::{Options, analyze_trace};
-use cprace::relation::{Engine, Relation};
+use cprace::engine::detector::run_trace;
+use cprace::relation::Engine;
 use cprace::report::{Race, Report};
 use cprace::tools::generate::{self, Config, Rng};
 use cprace::trace::{EventId, Format, Op, Trace, load_str};
@@ -25,21 +25,18 @@ pub fn tr(text: &str) -> Trace {
     load_str(&std, Some(Format::Std)).expect("test trace is well formed")
 }
 
-/// Run HB engine `engine` (or `eraser`, lockset's) over a trace, reporting
-/// pairs less than `window` apart.
+/// Run streaming HB engine `engine` (or `eraser`, lockset's) over a trace,
+/// reporting pairs less than `window` apart.
 pub fn run(engine: &str, window: Option<u64>, t: &Trace) -> Report {
-    let engine = <Engine as clap::ValueEnum>::from_str(engine, false).expect("an engine name");
-    let relation = if engine == Engine::Eraser {
-        Relation::Lockset
-    } else {
-        Relation::Hb
-    };
-    let opts = Options {
-        engine: Some(engine),
-        max_distance: window,
-        ..Options::new(relation)
-    };
-    analyze_trace(t, &opts).expect("an engine of the relation")
+    use cprace::race::hb::{EpochDetector, GoldilocksDetector, TcDetector, VcDetector};
+    match <Engine as clap::ValueEnum>::from_str(engine, false).expect("an engine name") {
+        Engine::Vc => run_trace(VcDetector::new(window), t),
+        Engine::TreeClock => run_trace(TcDetector::new(window), t),
+        Engine::Epoch => run_trace(EpochDetector::new(window), t),
+        Engine::Lockset => run_trace(GoldilocksDetector::new(window), t),
+        Engine::Eraser => run_trace(cprace::race::lockset::EraserDetector::new(window), t),
+        other => panic!("{other} is no streaming HB or lockset engine"),
+    }
 }
 
 /// `(racy event, witness)` pairs of a report.
