@@ -8,6 +8,7 @@ use super::hbpath::HbIndex;
 use super::{Answer, DumpSink, QueryEngine, clock_pairs, is_sync_event, show};
 use crate::facts::Facts;
 use crate::race::cp::sync::{SyncPoints, VolatileOrder};
+use crate::relation::Relation;
 use crate::trace::{EventId, Op, Trace};
 
 /// HB (or SHB) over one trace.
@@ -86,8 +87,12 @@ pub fn reads_from_edges(trace: &Trace) -> Vec<(EventId, EventId)> {
 }
 
 impl QueryEngine for HbQuery<'_> {
-    fn relation(&self) -> &'static str {
-        if self.shb { "shb" } else { "hb" }
+    fn relation(&self) -> Relation {
+        if self.shb {
+            Relation::Shb
+        } else {
+            Relation::Hb
+        }
     }
     fn window(&self) -> Option<u64> {
         self.window

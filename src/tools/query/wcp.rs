@@ -67,6 +67,7 @@ use super::{
 use crate::engine::clock::VectorClock;
 use crate::facts::{CriticalSection, Facts};
 use crate::race::cp::sync::{Clocks, NONE, SyncPoints, VolatileOrder};
+use crate::relation::Relation;
 use crate::trace::{EventId, Op, Trace};
 
 /// The rule behind a base WCP edge.
@@ -600,7 +601,7 @@ impl Cx<'_> {
                     cs2: *cs2,
                     conflict: self.first_conflict(cs1, cs2),
                     cp_ordered: cs2.rel.is_some_and(|r2| self.wcp(cs1.acq, r2)),
-                    relation: "wcp",
+                    relation: Relation::Wcp,
                 }));
             }
         }
@@ -625,8 +626,8 @@ impl Justifications {
 }
 
 impl QueryEngine for WcpQuery<'_> {
-    fn relation(&self) -> &'static str {
-        "wcp"
+    fn relation(&self) -> Relation {
+        Relation::Wcp
     }
     fn window(&self) -> Option<u64> {
         self.window
@@ -656,7 +657,7 @@ impl Cx<'_> {
     fn explain(&self, e1: EventId, e2: EventId) -> Answer {
         let t = self.q.trace;
         let window = self.q.window;
-        let mut ans = Answer::new("wcp", window, e1, e2);
+        let mut ans = Answer::new(Relation::Wcp, window, e1, e2);
         if let Some(why) = not_after(e1, e2) {
             ans.explanation = why;
             return ans;
