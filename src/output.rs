@@ -9,7 +9,7 @@ use crate::{Error, Result};
 
 /// Fail now, before any work, when `path` cannot become an output file: its
 /// directory is missing or not a directory, or `path` itself is a directory.
-pub fn check_output_path(path: &Path) -> Result<()> {
+pub(crate) fn check_output_path(path: &Path) -> Result<()> {
     let dir = parent(path);
     if !dir.is_dir() {
         return Err(Error::Usage(format!(
@@ -64,7 +64,7 @@ pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>)
 /// Temporary files that become outputs: named `.cprace-*` and created with
 /// mode 0666 less the umask, like any file a command writes (a temporary
 /// file's default, 0600, would leave traces unreadable to the group).
-pub fn output_builder() -> tempfile::Builder<'static, 'static> {
+pub(crate) fn output_builder() -> tempfile::Builder<'static, 'static> {
     let mut b = tempfile::Builder::new();
     b.prefix(".cprace-");
     #[cfg(unix)]
@@ -100,9 +100,13 @@ pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result
 /// (standard input or output), when it is one: with the default 64 KiB, a
 /// generator and an analyzer streaming hundreds of MB/s through it wake each
 /// other every few thousand events. Best effort: nothing happens elsewhere.
-pub fn grow_pipe(fd: i32) {
+pub(crate) fn grow_pipe(fd: i32) {
     #[cfg(target_os = "linux")]
-    // SAFETY: fstat and fcntl on a descriptor number; failures are ignored.
+    // SAFETY: `libc::stat` is plain data, valid when all zero; `fstat` writes
+    // into it through a pointer to that live local; `fcntl` takes only
+    // integers. An invalid or non-pipe descriptor makes either return an
+    // error, which is ignored: nothing is read from `st` unless `fstat`
+    // succeeded.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
         if libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO {

@@ -62,13 +62,10 @@ pub(crate) fn run(args: VerifyArgs, out: &mut dyn Write) -> Outcome {
     let id = |v: &Value, k: &str| -> Result<EventId, cprace::Error> {
         match v.get(k).and_then(|x| x.as_u64()) {
             Some(x) if x <= u32::MAX as u64 => Ok(x as EventId),
-            _ => {
-                return Err(cprace::Error::Usage(format!(
-                    "{}: a race without a valid `{k}` event id",
-                    file.display()
-                ))
-                .into());
-            }
+            _ => Err(cprace::Error::Usage(format!(
+                "{}: a race without a valid `{k}` event id",
+                file.display()
+            ))),
         }
     };
     let (mut valid, mut invalid, mut absent) = (0, 0, 0);
@@ -79,13 +76,10 @@ pub(crate) fn run(args: VerifyArgs, out: &mut dyn Write) -> Outcome {
                 .iter()
                 .map(|x| match x.as_u64() {
                     Some(x) if x <= u32::MAX as u64 => Ok(x as EventId),
-                    _ => {
-                        return Err(cprace::Error::Usage(format!(
-                            "{}: witness of ({e1}, {e2}) holds `{x}`, not an event id",
-                            file.display()
-                        ))
-                        .into());
-                    }
+                    _ => Err(cprace::Error::Usage(format!(
+                        "{}: witness of ({e1}, {e2}) holds `{x}`, not an event id",
+                        file.display()
+                    ))),
                 })
                 .collect::<Result<Vec<EventId>, cprace::Error>>()?,
             Some(Value::Null) => {

@@ -23,7 +23,7 @@ pub type Pairs = FxHashSet<(EventId, EventId)>;
 
 /// Refuse traces longer than [`MAX_EVENTS`] with a usage error naming the
 /// fast engine `fast`.
-pub fn check_size(trace: &Trace, relation: Relation, fast: Engine) -> crate::Result<()> {
+pub(crate) fn check_size(trace: &Trace, relation: Relation, fast: Engine) -> crate::Result<()> {
     if trace.len() > MAX_EVENTS {
         return Err(crate::Error::Usage(format!(
             "the reference engine of `{relation}` materialises quadratic relations and accepts traces of at most \

@@ -6,9 +6,9 @@
 pub mod cp;
 pub mod hb;
 pub mod lockset;
-pub mod po;
-pub mod shb;
-pub mod syncp;
+pub(crate) mod po;
+pub(crate) mod shb;
+pub(crate) mod syncp;
 pub mod wcp;
 
 use std::path::{Path, PathBuf};
@@ -93,7 +93,7 @@ impl Options {
     }
 
     /// The reasoning window: CP's K; no other relation has one.
-    pub fn reasoning_window(&self) -> Option<u64> {
+    pub(crate) fn reasoning_window(&self) -> Option<u64> {
         match self.relation {
             Relation::Cp => self.window,
             _ => None,

@@ -28,7 +28,7 @@ use crate::report::Report;
 use crate::trace::{Event, EventId, Op};
 
 /// Streaming SHB detector (`--relation shb --engine vc`).
-pub struct ShbDetector {
+pub(crate) struct ShbDetector {
     clocks: HbClocks,
     history: AccessHistory,
     /// Per variable, the clock of its last data write (None: none yet);
@@ -40,7 +40,7 @@ pub struct ShbDetector {
 
 impl ShbDetector {
     /// A detector pairing accesses less than `window` events apart.
-    pub fn new(window: Option<u64>) -> Self {
+    pub(crate) fn new(window: Option<u64>) -> Self {
         ShbDetector {
             clocks: HbClocks::new(),
             history: AccessHistory::new(window),
@@ -52,7 +52,7 @@ impl ShbDetector {
 
     /// Feed the next event.
     #[inline]
-    pub fn event(&mut self, id: EventId, ev: &Event) {
+    pub(crate) fn event(&mut self, id: EventId, ev: &Event) {
         self.report.events += 1;
         if !self.clocks.event(ev) {
             return;
@@ -79,7 +79,7 @@ impl ShbDetector {
     }
 
     /// The finished report.
-    pub fn finish(mut self) -> Report {
+    pub(crate) fn finish(mut self) -> Report {
         let c = &self.clocks;
         let s = &mut self.report.stats;
         s.insert("threads".into(), json!(c.num_threads()));

@@ -55,7 +55,7 @@ struct History {
 
 /// Decide the sync-preserving racy events of `trace`, pairing only accesses
 /// less than `window` events apart.
-pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
+pub(crate) fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     let idx = TraceIndex::new(trace);
     let nt = idx.num_threads();
     let mut report = Report::new(Relation::Syncp, Engine::Closure, window, trace.len() as u64);

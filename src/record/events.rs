@@ -32,25 +32,25 @@ use std::sync::mpsc;
 
 use anyhow::{Context, Result, bail};
 
-pub const READ: u8 = 0;
-pub const WRITE: u8 = 1;
-pub const VREAD: u8 = 2;
-pub const VWRITE: u8 = 3;
-pub const ACQUIRE: u8 = 4;
-pub const RELEASE: u8 = 5;
-pub const FORK: u8 = 6;
-pub const JOIN: u8 = 7;
-pub const FREE: u8 = 8;
-pub const SYNC_VREAD: u8 = 9;
-pub const SYNC_VWRITE: u8 = 10;
+pub(crate) const READ: u8 = 0;
+pub(crate) const WRITE: u8 = 1;
+pub(crate) const VREAD: u8 = 2;
+pub(crate) const VWRITE: u8 = 3;
+pub(crate) const ACQUIRE: u8 = 4;
+pub(crate) const RELEASE: u8 = 5;
+pub(crate) const FORK: u8 = 6;
+pub(crate) const JOIN: u8 = 7;
+pub(crate) const FREE: u8 = 8;
+pub(crate) const SYNC_VREAD: u8 = 9;
+pub(crate) const SYNC_VWRITE: u8 = 10;
 
 /// The first line of the runtime's `modules` file for this format.
-pub const FORMAT: &str = "cprace-events 2";
+pub(crate) const FORMAT: &str = "cprace-events 2";
 
 /// The segment lines of a run's `modules` file, or an error when the run's
 /// runtime wrote another format (a program built by another version of
 /// `cprace cc`).
-pub fn segments(modules: &str) -> Result<&str> {
+pub(crate) fn segments(modules: &str) -> Result<&str> {
     match modules.split_once('\n') {
         Some((first, rest)) if first == FORMAT => Ok(rest),
         _ => bail!(
@@ -61,22 +61,22 @@ pub fn segments(modules: &str) -> Result<&str> {
 
 /// Bit position of a word's tag (the tags of plain accesses are [`READ`]
 /// and [`WRITE`]).
-pub const TAG_SHIFT: u32 = 60;
+pub(crate) const TAG_SHIFT: u32 = 60;
 /// Tag: the thread's current `seq` becomes bits 0-39.
-pub const TAG_SEQ: u64 = 2;
+pub(crate) const TAG_SEQ: u64 = 2;
 /// Tag: slot bits 48-57 of the thread's pc table becomes bits 0-47.
-pub const TAG_PC: u64 = 3;
+pub(crate) const TAG_PC: u64 = 3;
 /// Tag: an event in four words.
-pub const TAG_LONG: u64 = 4;
+pub(crate) const TAG_LONG: u64 = 4;
 /// Slots of a thread's pc table.
-pub const PC_SLOTS: usize = 1 << 10;
+pub(crate) const PC_SLOTS: usize = 1 << 10;
 
 const LOW48: u64 = (1 << 48) - 1;
 const SEQ_MASK: u64 = (1 << 40) - 1;
 
 /// One recorded event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Event {
+pub(crate) struct Event {
     /// Accessed address, lock address or thread id.
     pub addr: u64,
     /// Return address into the instrumented code (the block size for FREE).
@@ -228,7 +228,7 @@ const QUEUE: usize = 4;
 /// Calls `f` on every event of every thread file in `dir`, in the global
 /// order. The merge runs on a second thread; `f` runs on the caller's, and
 /// its first error stops both.
-pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<()> {
+pub(crate) fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<()> {
     let mut streams = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let path = entry?.path();

@@ -3,10 +3,12 @@
 //! and turns the runtime's per-thread event files into an STD trace.
 
 pub mod cc;
-pub mod events;
+pub(crate) mod events;
 mod shadow;
-pub mod symbols;
-pub mod write;
+pub(crate) mod symbols;
+pub(crate) mod write;
+
+pub use write::Counts;
 
 use std::ffi::OsString;
 use std::io::{Seek, SeekFrom, Write};

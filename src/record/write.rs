@@ -34,7 +34,7 @@ pub struct Counts {
 
 /// An event with its names as ids into [`Namer`]'s tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Named {
+pub(crate) struct Named {
     /// Thread id (index into `threads`).
     pub thread: u32,
     /// Operation: RapidBin's code (0 acq, 1 rel, 2 r, 3 w, 4 fork, 5 join),
@@ -47,9 +47,9 @@ pub struct Named {
 }
 
 /// Operation codes of [`Named::op`] besides RapidBin's.
-pub const OP_VREAD: u8 = 6;
+pub(crate) const OP_VREAD: u8 = 6;
 /// See [`OP_VREAD`].
-pub const OP_VWRITE: u8 = 7;
+pub(crate) const OP_VWRITE: u8 = 7;
 
 /// Appends `0x` and `v` in lowercase hex without leading zeros (as `{v:#x}`).
 fn push_hex(out: &mut String, v: u64) {
@@ -63,7 +63,7 @@ fn push_hex(out: &mut String, v: u64) {
 
 /// Names the run's threads, locks, variables and locations once each, and
 /// turns events into ids into its tables: the work every output format shares.
-pub struct Namer {
+pub(crate) struct Namer {
     sym: Symbolizer,
     /// Freed heap ranges: start -> (end, number of the free), disjoint; a
     /// later free replaces the parts of earlier ones it covers. A variable
@@ -98,7 +98,7 @@ pub struct Namer {
 
 impl Namer {
     /// A namer naming addresses with `sym`.
-    pub fn new(sym: Symbolizer) -> Namer {
+    pub(crate) fn new(sym: Symbolizer) -> Namer {
         let mut loc_ids = FxHashMap::default();
         loc_ids.insert(0, 0);
         Namer {
@@ -276,7 +276,7 @@ impl Namer {
 
     /// The trace event `e` is, or None (FREE notes and unknown kinds).
     #[inline(always)]
-    pub fn event(&mut self, e: &Event) -> Option<Named> {
+    pub(crate) fn event(&mut self, e: &Event) -> Option<Named> {
         let (op, target) = match e.kind {
             events::READ | events::WRITE | events::VREAD | events::VWRITE => {
                 let op = match e.kind {
@@ -324,7 +324,7 @@ const LOC_CACHE: usize = 1 << 12;
 const CHUNK: usize = 1 << 20;
 
 /// Writes named events as STD lines.
-pub struct StdWriter {
+pub(crate) struct StdWriter {
     buf: Vec<u8>,
 }
 
@@ -339,7 +339,7 @@ impl Default for StdWriter {
 impl StdWriter {
     /// Appends the line of `e`, flushing to `out` when the buffer is full.
     #[inline]
-    pub fn event<W: Write + ?Sized>(
+    pub(crate) fn event<W: Write + ?Sized>(
         &mut self,
         n: &Namer,
         e: Named,
@@ -383,7 +383,7 @@ impl StdWriter {
     }
 
     /// Writes what is buffered.
-    pub fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+    pub(crate) fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
         out.write_all(&self.buf)?;
         self.buf.clear();
         out.flush()
@@ -391,7 +391,7 @@ impl StdWriter {
 }
 
 /// Writes named events as RapidBin (see `crate::trace::rapid_bin`).
-pub struct RapidBinWriter {
+pub(crate) struct RapidBinWriter {
     buf: Vec<u8>,
 }
 
@@ -406,7 +406,7 @@ impl Default for RapidBinWriter {
 impl RapidBinWriter {
     /// Appends `e`, or says why RapidBin cannot hold it.
     #[inline(always)]
-    pub fn event(
+    pub(crate) fn event(
         &mut self,
         n: &Namer,
         e: Named,
@@ -439,20 +439,20 @@ impl RapidBinWriter {
     }
 
     /// Writes what is buffered.
-    pub fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+    pub(crate) fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
         out.write_all(&self.buf)?;
         self.buf.clear();
         out.flush()
     }
 
     /// The header of a trace of `events` events named by `n`.
-    pub fn header(n: &Namer, events: u64) -> [u8; crate::trace::rapid_bin::HEADER_LEN] {
+    pub(crate) fn header(n: &Namer, events: u64) -> [u8; crate::trace::rapid_bin::HEADER_LEN] {
         crate::trace::rapid_bin::header(n.threads.len(), n.locks.len(), n.variables.len(), events)
     }
 
     /// Writes the side file of names (`TRACE.names.json`) for `n`'s tables
     /// to `out`, from the tables as they stand (no copy of millions of names).
-    pub fn write_side(n: &Namer, out: &mut impl Write) -> std::io::Result<()> {
+    pub(crate) fn write_side(n: &Namer, out: &mut impl Write) -> std::io::Result<()> {
         crate::trace::rapid_bin::write_side(&n.threads, &n.locks, &n.variables, &n.locations, out)?;
         out.flush()
     }
@@ -461,7 +461,7 @@ impl RapidBinWriter {
 /// A `Write` whose bytes a thread of its own writes to a file: the kernel's
 /// copy of a trace of hundreds of MB into the page cache then runs beside
 /// the naming instead of after each chunk of it.
-pub struct ThreadWriter {
+pub(crate) struct ThreadWriter {
     buf: Vec<u8>,
     full: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
     empty: std::sync::mpsc::Receiver<Vec<u8>>,
@@ -470,7 +470,7 @@ pub struct ThreadWriter {
 
 impl ThreadWriter {
     /// Writes to `file` from a new thread.
-    pub fn new(mut file: std::fs::File) -> std::io::Result<ThreadWriter> {
+    pub(crate) fn new(mut file: std::fs::File) -> std::io::Result<ThreadWriter> {
         let (full, full_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
         let (empty_tx, empty) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -507,7 +507,7 @@ impl ThreadWriter {
     }
 
     /// Writes what is left and waits for the thread: its first error, if any.
-    pub fn finish(&mut self) -> std::io::Result<()> {
+    pub(crate) fn finish(&mut self) -> std::io::Result<()> {
         if !self.buf.is_empty() && self.full.is_some() {
             let chunk = std::mem::take(&mut self.buf);
             let _ = self.full.as_ref().map(|f| f.send(chunk));

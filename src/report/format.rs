@@ -102,7 +102,7 @@ pub(super) fn write_jsonl(r: &Report, names: &Names, out: &mut dyn Write) -> io:
 
 /// CSV columns: the race, then its provenance, so files of several runs can
 /// be concatenated (the window is a number, empty for none).
-pub const CSV_HEADER: [&str; 14] = [
+pub(crate) const CSV_HEADER: [&str; 14] = [
     "first",
     "second",
     "variable",

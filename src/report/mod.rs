@@ -24,10 +24,10 @@
 //! callback on a report made by `Report::new` (spilled or not, as `analyze`
 //! asks); its `--first-race` mode simply stops calling back after the first.
 
-pub mod format;
-pub mod sarif;
-pub mod spill;
-pub mod text;
+pub(crate) mod format;
+pub(crate) mod sarif;
+pub(crate) mod spill;
+pub(crate) mod text;
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
@@ -86,7 +86,7 @@ impl Race {
     }
 
     /// The unordered pair of the two accesses' locations, smaller id first.
-    pub fn location_pair(&self) -> (u32, u32) {
+    pub(crate) fn location_pair(&self) -> (u32, u32) {
         let (a, b) = (self.first.loc, self.second.loc);
         (a.min(b), a.max(b))
     }
@@ -306,7 +306,7 @@ pub struct Tally {
 impl Report {
     /// The witness of race `r` (a race of this collected report), when
     /// witnesses were attached: `Some(None)` when none was found.
-    pub fn witness_of(&self, r: &Race) -> Option<Option<&[EventId]>> {
+    pub(crate) fn witness_of(&self, r: &Race) -> Option<Option<&[EventId]>> {
         let ws = self.witnesses.as_ref()?;
         let i = self
             .races
@@ -333,14 +333,14 @@ impl Report {
 
     /// From now on, write pushed races to a temporary file instead of
     /// collecting them (see the module docs). Call before the first push.
-    pub fn spill_races(&mut self) -> io::Result<()> {
+    pub(crate) fn spill_races(&mut self) -> io::Result<()> {
         debug_assert!(self.races.is_empty(), "spill before the first race");
         self.kept = Some(Kept::Spilled(spill::Spill::new()?));
         Ok(())
     }
 
     /// Keep the races as `keep` says (before the first race).
-    pub fn keep_races(&mut self, keep: Keep) -> io::Result<()> {
+    pub(crate) fn keep_races(&mut self, keep: Keep) -> io::Result<()> {
         debug_assert!(self.races.is_empty(), "choose before the first race");
         match keep {
             Keep::Collect => {}
@@ -443,7 +443,7 @@ impl Report {
     /// Sort witnesses by racy event (one per racy event); engines call this
     /// before returning. A spilled report is already in order: its file is
     /// flushed here.
-    pub fn normalize(&mut self) {
+    pub(crate) fn normalize(&mut self) {
         match &mut self.kept {
             Some(Kept::Spilled(s)) => return s.finish(),
             Some(Kept::Counted(_)) => return,

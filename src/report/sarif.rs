@@ -13,7 +13,7 @@ use crate::relation::Relation;
 use crate::trace::Names;
 
 /// The rule id of races under `relation`, e.g. `race/cp`.
-pub fn rule_id(relation: Relation) -> String {
+pub(crate) fn rule_id(relation: Relation) -> String {
     format!("race/{relation}")
 }
 
@@ -81,7 +81,7 @@ fn location(a: &Access, names: &Names, message: Option<String>) -> Value {
 }
 
 /// The SARIF log of `report`.
-pub fn to_sarif(report: &Report, names: &Names) -> io::Result<Value> {
+pub(crate) fn to_sarif(report: &Report, names: &Names) -> io::Result<Value> {
     let mut results = Vec::new();
     for g in groups(report)? {
         let r = &g.first;
@@ -145,7 +145,7 @@ pub fn to_sarif(report: &Report, names: &Names) -> io::Result<Value> {
 }
 
 /// Write the SARIF log of `report`.
-pub fn write(report: &Report, names: &Names, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write(report: &Report, names: &Names, out: &mut dyn Write) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, &to_sarif(report, names)?)?;
     writeln!(out)
 }

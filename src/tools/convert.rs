@@ -39,7 +39,7 @@ pub struct Options {
 }
 
 /// The side table of `--rapid` output `p`: `p.locations.csv`.
-pub fn locations_path(p: &Path) -> PathBuf {
+pub(crate) fn locations_path(p: &Path) -> PathBuf {
     let mut s = p.as_os_str().to_owned();
     s.push(".locations.csv");
     PathBuf::from(s)

@@ -40,9 +40,9 @@ pub const HB_COLOR: Rgb = (0x2c, 0xa0, 0x2c);
 /// The WCP bound.
 pub const WCP_COLOR: Rgb = (0xd6, 0x27, 0x28);
 /// The SHB bound.
-pub const SHB_COLOR: Rgb = (0x8c, 0x56, 0x4b);
+pub(crate) const SHB_COLOR: Rgb = (0x8c, 0x56, 0x4b);
 /// Any other bound row (syncp).
-pub const OTHER_COLOR: Rgb = (0x94, 0x67, 0xbd);
+pub(crate) const OTHER_COLOR: Rgb = (0x94, 0x67, 0xbd);
 /// The recommended-K marks.
 pub const RECOMMENDED_COLOR: Rgb = (0x44, 0x44, 0x44);
 const INK: Rgb = (0x22, 0x22, 0x22);
@@ -56,12 +56,12 @@ pub const TIME_SERIES: &str = "CP time";
 pub const RECOMMENDED_LABEL: &str = "recommended K";
 
 /// The font every text is set in, registered with plotters as `sans-serif`.
-pub const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+pub(crate) const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
 /// Default width and height in CSS pixels (1/96 inch).
 pub const DEFAULT_SIZE: (u32, u32) = (960, 720);
 /// Default PNG resolution: one image pixel per CSS pixel.
-pub const DEFAULT_DPI: u32 = 96;
+pub(crate) const DEFAULT_DPI: u32 = 96;
 
 /// The image formats `--plot` writes, chosen by the file's extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +154,7 @@ impl PlotOptions {
     }
 
     /// Pixel size of the PNG.
-    pub fn png_pixels(&self) -> (u32, u32) {
+    pub(crate) fn png_pixels(&self) -> (u32, u32) {
         let scale = |v: u32| ((u64::from(v) * u64::from(self.dpi) + 48) / 96).max(1) as u32;
         (scale(self.width), scale(self.height))
     }
@@ -223,7 +223,7 @@ pub fn write(
 }
 
 /// The figure as an SVG document of `opts.width` × `opts.height` pixels.
-pub fn render_svg(series: &Series, title: &str, opts: &PlotOptions) -> Result<String> {
+pub(crate) fn render_svg(series: &Series, title: &str, opts: &PlotOptions) -> Result<String> {
     let fig = Figure::new(series, title);
     let mut svg = String::new();
     {
@@ -235,7 +235,7 @@ pub fn render_svg(series: &Series, title: &str, opts: &PlotOptions) -> Result<St
 }
 
 /// The figure as a PNG of [`PlotOptions::png_pixels`], its dpi recorded.
-pub fn render_png(series: &Series, title: &str, opts: &PlotOptions) -> Result<Vec<u8>> {
+pub(crate) fn render_png(series: &Series, title: &str, opts: &PlotOptions) -> Result<Vec<u8>> {
     let fig = Figure::new(series, title);
     let (w, h) = opts.png_pixels();
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
@@ -326,12 +326,12 @@ pub struct Axis {
 impl Axis {
     /// A y axis for non-negative `values`: logarithmic when the positive ones
     /// span two decades or more, else linear from 0 with 1-2-5 steps.
-    pub fn for_values(values: &[f64], label: fn(f64) -> String) -> Axis {
+    pub(crate) fn for_values(values: &[f64], label: fn(f64) -> String) -> Axis {
         Axis::build(values, label, false)
     }
 
     /// [`Axis::for_values`] for counts: linear steps are whole numbers.
-    pub fn for_counts(values: &[f64]) -> Axis {
+    pub(crate) fn for_counts(values: &[f64]) -> Axis {
         Axis::build(values, count_label, true)
     }
 

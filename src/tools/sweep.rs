@@ -157,7 +157,7 @@ impl Row {
     }
 
     /// The row's window as printed: the K, `none`, or the bound's label.
-    pub fn window_label(&self) -> String {
+    pub(crate) fn window_label(&self) -> String {
         if self.is_window_row() {
             window_name(self.window)
         } else {
@@ -167,7 +167,7 @@ impl Row {
 
     /// What kind of row this is in machine output: `window` (a CP row) or
     /// `bound` (an HB or WCP bound, run without a window).
-    pub fn row_kind(&self) -> &'static str {
+    pub(crate) fn row_kind(&self) -> &'static str {
         if self.is_window_row() {
             "window"
         } else {
@@ -509,7 +509,7 @@ pub enum SweepFormat {
 }
 
 /// `1.23 s`, `45.6 ms`, `0.12 ms`.
-pub fn format_seconds(s: f64) -> String {
+pub(crate) fn format_seconds(s: f64) -> String {
     if s >= 1.0 {
         format!("{s:.2} s")
     } else if s >= 0.01 {
@@ -520,7 +520,7 @@ pub fn format_seconds(s: f64) -> String {
 }
 
 /// `512 B`, `12.3 KiB`, `4.5 MiB`, `1.2 GiB`; `-` when unknown.
-pub fn format_bytes(b: Option<u64>) -> String {
+pub(crate) fn format_bytes(b: Option<u64>) -> String {
     let Some(b) = b else { return "-".into() };
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b as f64;

@@ -21,7 +21,7 @@ use tempfile::TempPath;
 use crate::trace::{self, Format, LoadError};
 
 /// Most lines `--lenient` skips before giving up.
-pub const MAX_SKIPPED: usize = 1000;
+pub(crate) const MAX_SKIPPED: usize = 1000;
 
 /// Lines named on standard error.
 const SHOWN: usize = 5;

@@ -113,7 +113,7 @@ pub fn stream(
 
 /// [`stream`], failing on the first event `check` refuses (with the file and
 /// line, like a malformed line).
-pub fn stream_checked(
+pub(crate) fn stream_checked(
     path: &Path,
     format: Option<Format>,
     check: Option<Check<'_>>,
@@ -256,7 +256,7 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Trace, LoadError> {
 }
 
 /// [`load`], failing on the first event `check` refuses.
-pub fn load_checked(
+pub(crate) fn load_checked(
     path: &Path,
     format: Option<Format>,
     check: Option<Check<'_>>,

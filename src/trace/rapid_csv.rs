@@ -7,17 +7,12 @@ use std::io::{Read, Write};
 use super::csv_format::{Splitter, push_field};
 use super::error::LoadError;
 use super::lines::{for_each_line, is_blank_or_comment, write_lines};
-use super::model::{Event, EventId, Op, Trace};
+use super::model::{Event, EventId, Trace};
 use super::std_format::split_op_target;
 use super::validate::Builder;
 
-/// True when `cell` reads as `op(target)` with a known op.
-pub fn looks_like_event(cell: &str) -> bool {
-    split_op_target(cell).is_ok_and(|(op, _)| Op::parse(op).is_some())
-}
-
 /// Parse RAPID CSV from `r`.
-pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
+pub(crate) fn parse<R: Read, S: FnMut(EventId, &Event)>(
     r: R,
     b: &mut Builder<'_, S>,
 ) -> Result<(), LoadError> {

@@ -9,7 +9,7 @@ use super::scan::{Specials, eq_bytes, trimmed};
 use super::validate::{Builder, PlainLine};
 
 /// Split `op(target)` into its two parts.
-pub fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
+pub(crate) fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
     let s = s.trim_ascii();
     let bytes = s.as_bytes();
     // One pass: where the parentheses are (names are short, memchr is slower).
@@ -46,7 +46,7 @@ pub fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
 }
 
 /// Parse STD text from `r`, feeding each line to `b`.
-pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
+pub(crate) fn parse<R: Read, S: FnMut(EventId, &Event)>(
     r: R,
     b: &mut Builder<'_, S>,
 ) -> Result<(), LoadError> {

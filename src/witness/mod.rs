@@ -8,8 +8,8 @@
 //! tests check it); for `hb`, `cp` and `wcp` races it is tried and may be
 //! missing. [`verify`] checks a witness against the trace alone.
 
-pub mod closure;
-pub mod search;
+pub(crate) mod closure;
+pub(crate) mod search;
 pub mod verify;
 
 use std::io::Write;
@@ -20,7 +20,7 @@ use crate::report::Report;
 use crate::trace::{EventId, Trace};
 use crate::{Error, Result};
 
-pub use closure::{Closure, TraceIndex};
+pub(crate) use closure::{Closure, TraceIndex};
 
 /// Fill `report.witnesses` (one per race) and add notes saying what was found.
 ///
@@ -91,7 +91,7 @@ pub fn attach(report: &mut Report, trace: &Trace) {
 
 /// `--witness-out DIR`: one STD file per race with a witness,
 /// `race-E1-E2.std`, holding the witness events then e1 and e2.
-pub fn write_dir(report: &Report, trace: &Trace, dir: &Path) -> Result<usize> {
+pub(crate) fn write_dir(report: &Report, trace: &Trace, dir: &Path) -> Result<usize> {
     std::fs::create_dir_all(dir).map_err(Error::io(format!("cannot create {}", dir.display())))?;
     let Some(ws) = &report.witnesses else {
         return Ok(0);

@@ -35,7 +35,7 @@ use crate::trace::{EventId, Op, Trace};
 
 /// The points of a trace and the generating edges among them: the input
 /// of every evaluation of the rules.
-pub struct HbEdges {
+pub(crate) struct HbEdges {
     /// Sync points (slots) the edges refer to (no clocks: the order is
     /// derived here, independently of the vector-clock engines).
     pub sync: SyncPoints,
@@ -47,7 +47,7 @@ pub struct HbEdges {
 
 impl HbEdges {
     /// The points and generating edges of `trace`.
-    pub fn new(trace: &Trace, window: Option<u64>) -> HbEdges {
+    pub(crate) fn new(trace: &Trace, window: Option<u64>) -> HbEdges {
         let facts = Facts::new(trace);
         let sync = SyncPoints::without_clocks(trace, &facts);
         let edges = generating_edges(trace, &facts, &sync);

@@ -55,19 +55,19 @@ const SHARED: u64 = u64::MAX;
 
 /// Pack epoch `t@c`.
 #[inline]
-pub fn pack(t: u32, c: u32) -> u64 {
+pub(crate) fn pack(t: u32, c: u32) -> u64 {
     ((t as u64) << 32) | c as u64
 }
 
 /// Thread of a packed epoch.
 #[inline]
-pub fn tid(e: u64) -> u32 {
+pub(crate) fn tid(e: u64) -> u32 {
     (e >> 32) as u32
 }
 
 /// Clock of a packed epoch.
 #[inline]
-pub fn clock(e: u64) -> u32 {
+pub(crate) fn clock(e: u64) -> u32 {
     e as u32
 }
 

@@ -30,10 +30,10 @@
 //! variable can be compared field by field.
 
 pub mod datalog;
-pub mod epoch;
-pub mod goldilocks;
+pub(crate) mod epoch;
+pub(crate) mod goldilocks;
 pub mod reference;
-pub mod vc;
+pub(crate) mod vc;
 
 pub use epoch::EpochDetector;
 pub use goldilocks::GoldilocksDetector;

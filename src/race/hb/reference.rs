@@ -29,12 +29,7 @@ pub struct HbRelations {
     pub hb: Pairs,
 }
 
-impl HbRelations {
-    /// Whether `x` happens before `y`, reflexively.
-    pub fn hb_or_eq(&self, x: u32, y: u32) -> bool {
-        x == y || self.hb.contains(&(x, y))
-    }
-}
+impl HbRelations {}
 
 /// Evaluate `rules/hb.dl` on the input relations of a trace.
 pub fn derive(rel: &Relations) -> HbRelations {

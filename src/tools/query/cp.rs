@@ -30,7 +30,7 @@ use crate::relation::Relation;
 use crate::trace::{EventId, Op, Trace};
 
 /// CP over one trace: the engine's inputs and base edges.
-pub struct CpQuery<'a> {
+pub(crate) struct CpQuery<'a> {
     trace: &'a Trace,
     window: Option<u64>,
     /// Sync points, critical sections (slots), as the engine built them.
@@ -40,7 +40,7 @@ pub struct CpQuery<'a> {
 }
 
 /// The name of a rule in dumps and chains.
-pub fn rule_name(rule: Rule) -> &'static str {
+pub(crate) fn rule_name(rule: Rule) -> &'static str {
     match rule {
         Rule::A => "a",
         Rule::B => "b",
@@ -51,7 +51,7 @@ pub fn rule_name(rule: Rule) -> &'static str {
 
 impl<'a> CpQuery<'a> {
     /// Run the CP engine (`crate::race::cp::compute`) on `trace` under `window`.
-    pub fn new(trace: &'a Trace, window: Option<u64>) -> CpQuery<'a> {
+    pub(crate) fn new(trace: &'a Trace, window: Option<u64>) -> CpQuery<'a> {
         let result = crate::race::cp::compute(trace, window, &[]);
         CpQuery {
             trace,

@@ -222,7 +222,7 @@ impl DumpSink for JsonDump<'_, '_> {
 /// `clock(y)[thread(x)] >= local(x)`, where `clocks` holds one clock per sync
 /// slot that never decreases along a thread. This
 /// is how HB and CP pairs come out of their vector clocks.
-pub fn clock_pairs(
+pub(crate) fn clock_pairs(
     trace: &Trace,
     sync: &crate::race::cp::sync::SyncPoints,
     clocks: &[crate::engine::clock::VectorClock],

@@ -9,23 +9,24 @@
 //! [`engine`] maps a [`Relation`] to its engine; a new relation adds one
 //! match arm. [`export`] writes the CP paper's input facts.
 
-pub mod cp;
+pub(crate) mod cp;
 mod dump;
 mod explain;
 pub mod export;
-pub mod hb;
-pub mod hbpath;
+pub(crate) mod hb;
+pub(crate) mod hbpath;
 mod render;
-pub mod wcp;
+pub(crate) mod wcp;
 
 use std::io::{self, Write};
 
 use crate::relation::Relation;
 use crate::trace::{EventId, Op, Trace};
 
-pub use dump::{CSV_COLUMNS, DumpFormat, DumpSink, clock_pairs, write_dump};
+pub(crate) use dump::clock_pairs;
+pub use dump::{CSV_COLUMNS, DumpFormat, DumpSink, write_dump};
 pub use explain::{Answer, CpEdge, Dropped, Justification, Kind, Step, WcpEdge};
-pub use render::{event_json, hb_only_text, show};
+pub(crate) use render::{hb_only_text, show};
 
 /// A relation `cprace query` can dump and explain.
 pub trait QueryEngine {
@@ -85,7 +86,7 @@ pub fn is_sync_event(op: Op) -> bool {
 }
 
 /// A usage error unless `e` is an event id of `trace`.
-pub fn check_event(trace: &Trace, e: u64) -> crate::Result<EventId> {
+pub(crate) fn check_event(trace: &Trace, e: u64) -> crate::Result<EventId> {
     if e < trace.len() as u64 {
         return Ok(e as EventId);
     }
@@ -102,7 +103,7 @@ pub fn check_event(trace: &Trace, e: u64) -> crate::Result<EventId> {
 
 /// Whether `x`, `y` are conflicting volatile accesses of different threads
 /// (same variable, at least one a write): a hard CP/WCP edge when `x` is first.
-pub fn volatile_conflict(x: &crate::trace::Event, y: &crate::trace::Event) -> bool {
+pub(crate) fn volatile_conflict(x: &crate::trace::Event, y: &crate::trace::Event) -> bool {
     let vol = |op: Op| matches!(op, Op::VolatileRead | Op::VolatileWrite);
     vol(x.op)
         && vol(y.op)

@@ -391,7 +391,7 @@ impl Answer {
     }
 
     /// The answer as readable text: verdict, numbered chain, justifications.
-    pub fn write_text(&self, trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn write_text(&self, trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
         let window = self
             .window
             .map_or(String::new(), |k| format!(", window {k}"));
@@ -433,7 +433,7 @@ impl Answer {
 }
 
 /// `#3 T1 rel(l)`.
-pub fn show(trace: &Trace, e: EventId) -> String {
+pub(crate) fn show(trace: &Trace, e: EventId) -> String {
     let ev = trace.events[e as usize];
     // Names are escaped: text output never carries a trace's control characters.
     format!(
@@ -530,7 +530,7 @@ fn write_chain(trace: &Trace, chain: &[Step], indent: &str, out: &mut dyn Write)
 /// either the HB path `path` is program order only, or `steps` says why its
 /// release -> acquire steps are no edges (it gets the subject of that
 /// sentence, e.g. "Each of the 2 release -> acquire steps on the path").
-pub fn hb_only_text(
+pub(crate) fn hb_only_text(
     trace: &Trace,
     relation: &str,
     (u, v): (&str, &str),
@@ -601,7 +601,7 @@ fn wcp_dropped_text(trace: &Trace, d: &Dropped) -> String {
 }
 
 /// `{"id", "thread", "op", "target", "loc"}` of event `e`.
-pub fn event_json(trace: &Trace, e: EventId) -> Value {
+pub(crate) fn event_json(trace: &Trace, e: EventId) -> Value {
     let ev = trace.events[e as usize];
     json!({
         "id": e,

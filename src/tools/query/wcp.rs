@@ -72,7 +72,7 @@ use crate::trace::{EventId, Op, Trace};
 
 /// The rule behind a base WCP edge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum WcpRule {
+pub(crate) enum WcpRule {
     /// Rule (a): release -> conflicting access in a later critical section.
     A,
     /// Rule (b): release -> later release of the same lock.
@@ -83,7 +83,7 @@ pub enum WcpRule {
 
 impl WcpRule {
     /// The name used in dumps and chains.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             WcpRule::A => "a",
             WcpRule::B => "b",
@@ -94,7 +94,7 @@ impl WcpRule {
 
 /// A base WCP edge `from -> to`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BaseEdge {
+pub(crate) struct BaseEdge {
     /// Source: a release, fork, volatile write or a joined thread's last event.
     pub from: EventId,
     /// Target: an access (a), a release (b), or a hard edge's target.
@@ -109,7 +109,7 @@ pub struct BaseEdge {
 }
 
 /// WCP over one trace: base edges and WCP clocks.
-pub struct WcpQuery<'a> {
+pub(crate) struct WcpQuery<'a> {
     trace: &'a Trace,
     window: Option<u64>,
     facts: Facts,
@@ -387,7 +387,7 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
 impl<'a> WcpQuery<'a> {
     /// Compute base edges and WCP clocks of `trace`; `window` only limits
     /// the dumped pairs (WCP itself is exact, as in `analyze`).
-    pub fn new(trace: &'a Trace, window: Option<u64>) -> WcpQuery<'a> {
+    pub(crate) fn new(trace: &'a Trace, window: Option<u64>) -> WcpQuery<'a> {
         let facts = Facts::new(trace);
         let sync = SyncPoints::with_order(trace, &facts, &[], VolatileOrder::Conflicting);
         let p = pass(trace, &facts, &sync);
@@ -401,11 +401,6 @@ impl<'a> WcpQuery<'a> {
             w_extra: p.w_extra,
             rows: p.rows,
         }
-    }
-
-    /// The base edges, sorted by `(from, to)`.
-    pub fn base_edges(&self) -> &[BaseEdge] {
-        &self.base
     }
 
     fn context(&self) -> Cx<'_> {
