@@ -45,7 +45,7 @@ impl Error {
     /// Whether this is a write to a pipe whose reader has gone: the reader's
     /// choice, not a failure.
     pub fn is_broken_pipe(&self) -> bool {
-        matches!(self, Error::Io { source, .. } if crate::output::io_broken_pipe(source))
+        matches!(self, Error::Io { source, .. } if io_broken_pipe(source))
     }
 
     /// An I/O failure while doing `context`, for `map_err`.
@@ -56,6 +56,20 @@ impl Error {
             source,
         }
     }
+}
+
+/// Whether `e` (or an error it wraps) is a write to a closed pipe.
+pub(crate) fn io_broken_pipe(e: &io::Error) -> bool {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return true;
+    }
+    // csv and others wrap the io::Error they got in a new one.
+    let inner = e.get_ref();
+    inner.is_some_and(|i| {
+        i.downcast_ref::<io::Error>().is_some_and(io_broken_pipe)
+            || i.downcast_ref::<csv::Error>()
+                .is_some_and(|c| matches!(c.kind(), csv::ErrorKind::Io(io) if io_broken_pipe(io)))
+    })
 }
 
 impl fmt::Display for Error {

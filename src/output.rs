@@ -72,26 +72,12 @@ pub(crate) fn output_builder() -> tempfile::Builder<'static, 'static> {
     b
 }
 
-/// Whether `e` (or an error it wraps) is a write to a closed pipe.
-pub(crate) fn io_broken_pipe(e: &io::Error) -> bool {
-    if e.kind() == io::ErrorKind::BrokenPipe {
-        return true;
-    }
-    // csv and others wrap the io::Error they got in a new one.
-    let inner = e.get_ref();
-    inner.is_some_and(|i| {
-        i.downcast_ref::<io::Error>().is_some_and(io_broken_pipe)
-            || i.downcast_ref::<csv::Error>()
-                .is_some_and(|c| matches!(c.kind(), csv::ErrorKind::Io(io) if io_broken_pipe(io)))
-    })
-}
-
 /// Stream `write` to standard output; a closed pipe ends it quietly.
 pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     grow_pipe(1);
     let mut w = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     match write(&mut w).and_then(|_| w.flush()) {
-        Err(e) if io_broken_pipe(&e) => Ok(()),
+        Err(e) if crate::error::io_broken_pipe(&e) => Ok(()),
         r => r.map_err(Error::io("cannot write to standard output")),
     }
 }

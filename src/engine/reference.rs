@@ -1,4 +1,5 @@
-//! Reference engines: the literal Datalog rules of `rules/hb.dl` and
+//! What the reference engines share (`race::hb::reference`,
+//! `race::cp::reference`): the literal Datalog rules of `rules/hb.dl` and
 //! `rules/cp.dl`, compiled into crepe programs by build.rs and evaluated over
 //! every event of a trace.
 //!

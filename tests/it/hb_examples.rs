@@ -1,8 +1,7 @@
 //! Hand-written traces with known HB verdicts, run through every engine.
 
-use crate::hb_common;
-
-use hb_common::{oracle, pairs, run, tr};
+use crate::common::hb::{pairs, run, tr};
+use crate::common::oracle::hb_races as oracle;
 
 const EXACT: [&str; 4] = ["vc", "epoch", "lockset", "treeclock"];
 

@@ -8,7 +8,8 @@ use std::process::Output;
 
 use crate::common;
 
-use common::sweep::{cprace, generated, stderr};
+use common::cli::{output as cprace, stderr};
+use common::traces::generated;
 use cprace::tools::plot;
 use serde_json::Value;
 

@@ -200,10 +200,6 @@ impl Replay for Oracle<'_> {
         self.t
     }
 
-    fn facts(&self) -> &Facts {
-        &self.facts
-    }
-
     fn relation(&self) -> Relation {
         Relation::Cp
     }
