@@ -773,6 +773,9 @@ fn check(l: &Long) -> Result<(), DecodeError> {
 
 /// The words of a long event, first word first (the runtime writes the
 /// payload, then the first word).
+// One argument per field of the record, in wire order: a struct would only
+// restate them.
+#[allow(clippy::too_many_arguments)]
 pub fn encode_long(
     kind: Kind,
     flags: u16,
@@ -798,7 +801,9 @@ mod tests {
     use super::*;
     use std::vec::Vec;
 
-    fn decode_all(words: &[u64]) -> Result<Vec<(Record, u64, u32)>, (usize, DecodeError)> {
+    type Decoded = Result<Vec<(Record, u64, u32)>, (usize, DecodeError)>;
+
+    fn decode_all(words: &[u64]) -> Decoded {
         let mut d = Decoder::default();
         let mut out = Vec::new();
         let mut i = 0;

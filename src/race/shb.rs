@@ -23,11 +23,12 @@ use serde_json::json;
 use crate::engine::clock::VectorClock;
 use crate::engine::history::AccessHistory;
 use crate::race::hb::vc::HbClocks;
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op};
 
 /// Streaming SHB detector (`--relation shb --engine vc`).
-pub struct ShbDetector {
+pub(crate) struct ShbDetector {
     clocks: HbClocks,
     history: AccessHistory,
     /// Per variable, the clock of its last data write (None: none yet);
@@ -39,19 +40,19 @@ pub struct ShbDetector {
 
 impl ShbDetector {
     /// A detector pairing accesses less than `window` events apart.
-    pub fn new(window: Option<u64>) -> Self {
+    pub(crate) fn new(window: Option<u64>) -> Self {
         ShbDetector {
             clocks: HbClocks::new(),
             history: AccessHistory::new(window),
             last_write: Vec::new(),
             rf_joins: 0,
-            report: Report::new("shb", "vc", window, 0),
+            report: Report::new(Relation::Shb, Engine::Vc, window, 0),
         }
     }
 
     /// Feed the next event.
     #[inline]
-    pub fn event(&mut self, id: EventId, ev: &Event) {
+    pub(crate) fn event(&mut self, id: EventId, ev: &Event) {
         self.report.events += 1;
         if !self.clocks.event(ev) {
             return;
@@ -78,7 +79,7 @@ impl ShbDetector {
     }
 
     /// The finished report.
-    pub fn finish(mut self) -> Report {
+    pub(crate) fn finish(mut self) -> Report {
         let c = &self.clocks;
         let s = &mut self.report.stats;
         s.insert("threads".into(), json!(c.num_threads()));

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use anyhow::{Context, Result, bail};
-use cprace_events::{CHUNK_WORDS, Decoder, Kind, Long, MAX_TID, Record, Step};
+use cprace_events::{CHUNK_WORDS, Decoder, Long, MAX_TID, Record, Step};
 use rustc_hash::FxHashMap;
 
 /// The segment lines of a run's `modules` file, or an error when the run's
@@ -404,7 +404,7 @@ pub fn merge(dir: &Path, mut f: impl FnMut(&Event, &Stacks) -> Result<()>) -> Re
     for (tid, path) in files {
         streams.push(Stream::open(tid, path, block)?);
     }
-    let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<Event>, Vec<(u32, u64)>)>(QUEUE);
+    let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(QUEUE);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Event>>();
     std::thread::scope(|scope| {
         let merger = std::thread::Builder::new()
@@ -436,13 +436,17 @@ pub fn merge(dir: &Path, mut f: impl FnMut(&Event, &Stacks) -> Result<()>) -> Re
     })
 }
 
+/// A batch of merged events and the stacks `(id, parent/pc)` defined since
+/// the last batch.
+type Batch = (Vec<Event>, Vec<(u32, u64)>);
+
 /// The merge proper: sends the events of `streams` to `full` in the global
 /// order, in batches (reusing those that come back on `empty`), and returns
 /// the stacks, each batch with the stacks defined since the last. Stops
 /// quietly when the receiver is gone.
 fn order(
     mut streams: Vec<Stream>,
-    full: &mpsc::SyncSender<(Vec<Event>, Vec<(u32, u64)>)>,
+    full: &mpsc::SyncSender<Batch>,
     empty: &mpsc::Receiver<Vec<Event>>,
 ) -> Result<Stacks> {
     let mut stacks = Stacks::default();
@@ -494,14 +498,6 @@ fn order(
         let _ = full.send((batch, new_nodes(&stacks, &mut sent)));
     }
     Ok(stacks)
-}
-
-/// A long event's kind, for callers matching on [`What::Long`].
-pub fn kind(e: &Event) -> Option<Kind> {
-    match e.what {
-        What::Long(l) | What::Request(l) => Some(l.kind),
-        What::Access { .. } => None,
-    }
 }
 
 #[cfg(test)]

@@ -187,6 +187,7 @@ struct ThreadState {
 
 /// Turns recorded events into trace events, naming threads, locks and
 /// variables with dense ids.
+#[derive(Default)]
 pub struct Lowerer {
     threads: FxHashMap<u32, ThreadState>,
     /// Recorder id of each dense thread id.
@@ -224,33 +225,6 @@ pub struct Lowerer {
     pub created: FxHashMap<u32, (u32, u64, u32)>,
     /// What was dropped.
     pub dropped: Dropped,
-}
-
-impl Default for Lowerer {
-    fn default() -> Self {
-        Lowerer {
-            threads: FxHashMap::default(),
-            thread_tids: Vec::new(),
-            locks: Vec::new(),
-            lock_ids: FxHashMap::default(),
-            holders: FxHashMap::default(),
-            vars: Vec::new(),
-            cells: Shadow::default(),
-            gens: BTreeMap::new(),
-            generation: 0,
-            other_vars: FxHashMap::default(),
-            readers: FxHashMap::default(),
-            blocks: Vec::new(),
-            frees: Vec::new(),
-            emitted: 0,
-            counts: LoweredCounts::default(),
-            names: Vec::new(),
-            benign: Vec::new(),
-            stacks: FxHashMap::default(),
-            created: FxHashMap::default(),
-            dropped: Dropped::default(),
-        }
-    }
 }
 
 /// The bytes of a cell an access of `size` bytes at `addr` touches, split

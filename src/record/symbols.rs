@@ -23,7 +23,7 @@ struct Object {
 }
 
 /// Maps the recorded run's addresses to names.
-pub struct Symbolizer {
+pub(crate) struct Symbolizer {
     segments: Vec<Segment>,
     objects: Vec<Object>,
     locations: FxHashMap<u64, String>,
@@ -32,7 +32,7 @@ pub struct Symbolizer {
 impl Symbolizer {
     /// Reads the runtime's `modules` listing (`start end base path`, hex).
     /// Objects that cannot be read (the vdso, deleted files) give addresses.
-    pub fn from_listing(listing: &str) -> Symbolizer {
+    pub(crate) fn from_listing(listing: &str) -> Symbolizer {
         let mut segments = Vec::new();
         let mut objects: Vec<Object> = Vec::new();
         let mut by_path: FxHashMap<String, usize> = FxHashMap::default();
@@ -77,7 +77,7 @@ impl Symbolizer {
     /// Appends to `out` the `file:line` of the instruction before return
     /// address `pc` (the call into the runtime); `function+0xoff` or
     /// `object+0xoff` without debug info; nothing for 0.
-    pub fn location(&mut self, pc: u64, out: &mut Vec<u8>) {
+    pub(crate) fn location(&mut self, pc: u64, out: &mut Vec<u8>) {
         match self.locations.get(&pc) {
             Some(l) => out.extend_from_slice(l.as_bytes()),
             None => {
@@ -208,13 +208,13 @@ impl Symbolizer {
     }
 
     /// The global variable holding `addr` (`name` or `name+offset`), if any.
-    pub fn global(&self, addr: u64) -> Option<String> {
+    pub(crate) fn global(&self, addr: u64) -> Option<String> {
         let mut out = String::new();
         self.global_into(addr, &mut out).then_some(out)
     }
 
     /// Appends the global variable holding `addr` to `out`; false if none.
-    pub fn global_into(&self, addr: u64, out: &mut String) -> bool {
+    pub(crate) fn global_into(&self, addr: u64, out: &mut String) -> bool {
         let Some(seg) = self.segment(addr) else {
             return false;
         };

@@ -116,11 +116,6 @@ impl Namer {
         }
     }
 
-    /// The symbolizer (for stacks and memory descriptions).
-    pub fn symbolizer(&mut self) -> &mut Symbolizer {
-        &mut self.sym
-    }
-
     /// Name of a lock or synchronization object: its global, else its address.
     fn object_name(&self, addr: u64) -> String {
         self.sym

@@ -347,7 +347,7 @@ impl<R: Read> Input<R> {
 /// Parses a trace in this format from `input` into `b`, filling `rec`
 /// (and, with `keep_stacks`, the stack of every event). Everything is
 /// checked as it is read: a bad record is an error naming the byte offset.
-pub fn parse<S: FnMut(u32, &Event)>(
+pub(crate) fn parse<S: FnMut(u32, &Event)>(
     input: impl Read,
     b: &mut Builder<'_, S>,
     rec: &mut Recording,

@@ -8,13 +8,13 @@ use super::error::LoadError;
 use super::model::Event;
 
 /// Longest line accepted, in bytes.
-pub const MAX_LINE: usize = 1 << 20;
+pub(crate) const MAX_LINE: usize = 1 << 20;
 
 /// Bytes asked of the reader at a time.
 const CHUNK: usize = 1 << 18;
 
 /// True for lines that carry no event: blank or `#` comments.
-pub fn is_blank_or_comment(line: &[u8]) -> bool {
+pub(crate) fn is_blank_or_comment(line: &[u8]) -> bool {
     let t = line.trim_ascii_start();
     t.is_empty() || t[0] == b'#'
 }
@@ -31,7 +31,7 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 /// numbers, terminators removed, a leading UTF-8 byte-order mark dropped).
 /// Stops at the first error `f` returns. Lines that are not UTF-8 or longer
 /// than [`MAX_LINE`] are errors naming `file`, unless an earlier line failed.
-pub fn for_each_line(
+pub(crate) fn for_each_line(
     file: &str,
     r: impl Read,
     mut f: impl FnMut(u64, &str) -> Result<(), LoadError>,
@@ -46,7 +46,7 @@ pub fn for_each_line(
 /// `line_no` by the number of lines it consumes (see [`next_line`]) and report
 /// lines longer than [`MAX_LINE`]. The last block may lack a final `\n`.
 /// For parsers that scan a block in one pass instead of line by line.
-pub fn for_each_block(
+pub(crate) fn for_each_block(
     file: &str,
     mut r: impl Read,
     mut g: impl FnMut(&mut u64, &str) -> Result<(), LoadError>,
@@ -173,7 +173,7 @@ fn lines(
 /// The line of `block` starting at byte `pos` (terminator removed) and where
 /// the next one starts; counts it in `line_no` and rejects it when it is longer
 /// than [`MAX_LINE`].
-pub fn next_line<'s>(
+pub(crate) fn next_line<'s>(
     file: &str,
     block: &'s str,
     pos: usize,
@@ -197,7 +197,7 @@ pub fn next_line<'s>(
 /// Write `header`, then one line per event to `out`: `row` appends an
 /// event's line (with its `\n`) to a buffer written out in blocks of about
 /// 64 KiB, then flush. The writers of every format share it.
-pub fn write_lines(
+pub(crate) fn write_lines(
     out: &mut impl Write,
     header: &[u8],
     events: &[Event],

@@ -11,7 +11,8 @@ use super::validate::{Builder, Check};
 use super::{cprace_bin, csv_format, rapid_bin, rapid_csv, std_format};
 
 /// Input trace formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// cprace's CSV schema (`thread,op,target,loc` header).
     Csv,
@@ -21,7 +22,7 @@ pub enum Format {
     RapidCsv,
     /// RAPID's binary format (RapidBin), with cprace's side file of names
     /// (`TRACE.names.json`) when present.
-    #[value(name = "rapidbin")]
+    #[cfg_attr(feature = "clap", value(name = "rapidbin"))]
     RapidBin,
     /// cprace's binary format (what `cprace record` writes): numeric ids,
     /// byte masks, call stacks and what reports describe.
@@ -116,7 +117,7 @@ pub fn stream(
 
 /// [`stream`], failing on the first event `check` refuses (with the file and
 /// line, like a malformed line).
-pub fn stream_checked(
+pub(crate) fn stream_checked(
     path: &Path,
     format: Option<Format>,
     check: Option<Check<'_>>,
@@ -324,7 +325,7 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Trace, LoadError> {
 }
 
 /// [`load`], failing on the first event `check` refuses.
-pub fn load_checked(
+pub(crate) fn load_checked(
     path: &Path,
     format: Option<Format>,
     check: Option<Check<'_>>,

@@ -10,7 +10,7 @@ use super::scan::{Specials, eq_bytes, trimmed};
 use super::validate::{Builder, PlainLine, Push, TextEvent};
 
 /// Split `op(target)` into its two parts.
-pub fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
+pub(crate) fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
     let s = s.trim_ascii();
     let bytes = s.as_bytes();
     // One pass: where the parentheses are (names are short, memchr is slower).
@@ -49,7 +49,7 @@ pub fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
 /// Parse STD text from `r`, feeding each line to `b`. Large inputs are
 /// parsed on every core ([`super::parallel`]); the events, names and errors
 /// are those of a line-by-line pass.
-pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
+pub(crate) fn parse<R: Read, S: FnMut(EventId, &Event)>(
     r: R,
     b: &mut Builder<'_, S>,
 ) -> Result<(), LoadError> {
@@ -186,7 +186,7 @@ pub(crate) fn std_problem(name: &str, is_loc: bool, is_thread: bool) -> Option<&
 }
 
 /// Write `trace` in STD. Fails when a name cannot be represented.
-pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
     let n = &trace.names;
     for (what, table, is_loc) in [
         ("thread", &n.threads, false),
@@ -196,7 +196,9 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
     ] {
         for name in table {
             if let Some(p) = std_problem(name, is_loc, what == "thread") {
-                anyhow::bail!("{what} name `{name}` cannot be written in STD: it contains {p}");
+                return Err(crate::Error::Usage(format!(
+                    "{what} name `{name}` cannot be written in STD: it contains {p}"
+                )));
             }
         }
     }

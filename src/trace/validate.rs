@@ -10,7 +10,7 @@ use super::model::{Event, EventId, LoadStats, Names, Op, TargetKind};
 
 /// A check every event must pass besides well-formedness (e.g. an output
 /// format's limits); its error is reported like a malformed line.
-pub type Check<'a> = &'a dyn Fn(&Event, &Names) -> Result<(), String>;
+pub(crate) type Check<'a> = &'a dyn Fn(&Event, &Names) -> Result<(), String>;
 
 #[derive(Clone, Default)]
 struct ThreadState {
@@ -28,7 +28,7 @@ struct LockState {
 }
 
 /// Interns names, validates and numbers events, handing each to a sink.
-pub struct Builder<'a, S: FnMut(EventId, &Event)> {
+pub(crate) struct Builder<'a, S: FnMut(EventId, &Event)> {
     file: &'a str,
     /// The name tables built so far.
     pub names: Names,
@@ -64,7 +64,7 @@ impl<'s> Named<'s> {
 
 /// Where the fields of one plain line lie in its block, as a loader's fast
 /// path found them (byte ranges; the op already parsed).
-pub struct PlainLine {
+pub(crate) struct PlainLine {
     /// Where the line starts.
     pub start: usize,
     /// Thread name.
@@ -213,7 +213,7 @@ impl<S: FnMut(EventId, &Event)> Push for Builder<'_, S> {
 
 impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
     /// A builder reporting errors against `file`.
-    pub fn new(file: &'a str, sink: S) -> Self {
+    pub(crate) fn new(file: &'a str, sink: S) -> Self {
         Builder {
             file,
             names: Names::default(),
@@ -228,29 +228,35 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
     }
 
     /// Run `check` on every event before it is accepted.
-    pub fn with_check(mut self, check: Option<Check<'a>>) -> Self {
+    pub(crate) fn with_check(mut self, check: Option<Check<'a>>) -> Self {
         self.check = check;
         self
     }
 
     /// The error for `line` of this file.
-    pub fn error(&self, line: u64, text: &[u8], problem: impl Into<String>) -> LoadError {
+    pub(crate) fn error(&self, line: u64, text: &[u8], problem: impl Into<String>) -> LoadError {
         LoadError::new(self.file, line, text, problem)
     }
 
     /// The file name errors report.
-    pub fn file(&self) -> &'a str {
+    pub(crate) fn file(&self) -> &'a str {
         self.file
     }
 
     /// Number of events accepted so far.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.next_id
     }
 
     /// Add one event given as text, or say what is wrong with it (the caller
     /// adds the file, line and text: see [`Builder::error`]).
-    pub fn push(&mut self, thread: &str, op: &str, target: &str, loc: &str) -> Result<(), String> {
+    pub(crate) fn push(
+        &mut self,
+        thread: &str,
+        op: &str,
+        target: &str,
+        loc: &str,
+    ) -> Result<(), String> {
         let op = check_fields(thread, op, target)?;
         self.push_keyed(named(thread), op, named(target), named(loc))
     }
@@ -259,7 +265,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
     /// ASCII boundaries), numbered `line`: names are keyed straight from the
     /// block. Errors name the file, line and line text.
     #[inline]
-    pub fn push_plain(
+    pub(crate) fn push_plain(
         &mut self,
         block: &[u8],
         start: usize,
@@ -293,7 +299,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
     /// Add an event whose thread, target and location are already interned
     /// in [`Builder::names`] (loaders of formats that number their names).
     #[inline]
-    pub fn push_ids(&mut self, t: u32, op: Op, target: u32, loc: u32) -> Result<(), String> {
+    pub(crate) fn push_ids(&mut self, t: u32, op: Op, target: u32, loc: u32) -> Result<(), String> {
         if self.next_id >= u32::MAX as u64 {
             return Err(format!(
                 "trace has more than {} events; expected fewer",
@@ -467,7 +473,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
     }
 
     /// Close the trace: count critical sections left open.
-    pub fn finish(mut self) -> (Names, LoadStats) {
+    pub(crate) fn finish(mut self) -> (Names, LoadStats) {
         self.stats.unreleased_at_end = self.threads.iter().map(|t| t.held.len() as u64).sum();
         (self.names, self.stats)
     }

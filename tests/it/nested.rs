@@ -3,7 +3,8 @@
 //! variables off its thread's list), and must still give the reference
 //! engines' answers exactly. Small instances, so the references can run.
 
-use cprace::race::{Options, Relation, analyze_trace};
+use cprace::race::{Options, analyze_trace};
+use cprace::relation::{Engine, Relation};
 use cprace::trace::{Trace, load_str};
 
 /// Thread T0 nests `depth` sections (locks L0, L1, ...), accessing a
@@ -43,9 +44,9 @@ fn nested(depth: usize, open: usize, seed: usize) -> Trace {
     load_str(&s, None).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn run(t: &Trace, relation: Relation, engine: &str, window: Option<u64>) -> Vec<(u32, u32)> {
+fn run(t: &Trace, relation: Relation, engine: Engine, window: Option<u64>) -> Vec<(u32, u32)> {
     let mut opts = Options::new(relation);
-    opts.engine = Some(engine.into());
+    opts.engine = Some(engine);
     opts.window = window;
     let r = analyze_trace(t, &opts).unwrap_or_else(|e| panic!("{e}"));
     r.races.iter().map(|r| (r.first.id, r.second.id)).collect()
@@ -60,12 +61,12 @@ fn nested_never_released_sections_match_the_references() {
                 let t = nested(depth, open.min(depth), seed);
                 let label = format!("depth {depth}, {open} open, seed {seed}");
                 for window in [None, Some(7), Some(1000)] {
-                    let cp = run(&t, Relation::Cp, "datalog", window);
-                    let cp_ref = run(&t, Relation::Cp, "reference", window);
+                    let cp = run(&t, Relation::Cp, Engine::Datalog, window);
+                    let cp_ref = run(&t, Relation::Cp, Engine::Reference, window);
                     assert_eq!(cp, cp_ref, "cp, {label}, window {window:?}");
                 }
-                let wcp = run(&t, Relation::Wcp, "vc", None);
-                let wcp_ref = run(&t, Relation::Wcp, "reference", None);
+                let wcp = run(&t, Relation::Wcp, Engine::Vc, None);
+                let wcp_ref = run(&t, Relation::Wcp, Engine::Reference, None);
                 assert_eq!(wcp, wcp_ref, "wcp, {label}");
                 racy += wcp.len();
             }

@@ -127,7 +127,10 @@ fn check(p: &Program, cc: (&str, &str), dir: &Path) -> Option<String> {
     if !out.status.success() {
         return Some(format!(
             "build failed: {}",
-            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
         ));
     }
     let trace = dir.join(format!("{name}-{}.cpt", cc.0));

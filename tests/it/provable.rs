@@ -24,7 +24,8 @@ use crate::oracle;
 
 use std::collections::BTreeSet;
 
-use cprace::race::{Options, Relation, analyze_trace};
+use cprace::race::{Options, analyze_trace};
+use cprace::relation::Relation;
 use cprace::report::Report;
 use cprace::trace::{Format, Trace, load_str};
 use cprace::witness::verify;
@@ -85,7 +86,7 @@ fn check_trace(t: &Trace, label: &str) -> (bool, usize) {
                     Mode::All
                 };
                 assert!(
-                    v.sync_preserving || (r.relation != "shb" && r.relation != "syncp"),
+                    v.sync_preserving || (!matches!(r.relation, Relation::Shb | Relation::Syncp)),
                     "{}: witness not sync-preserving\n{}",
                     r.relation,
                     ctx()
@@ -99,7 +100,7 @@ fn check_trace(t: &Trace, label: &str) -> (bool, usize) {
                 });
             } else {
                 assert!(
-                    r.relation != "shb" && r.relation != "syncp",
+                    !matches!(r.relation, Relation::Shb | Relation::Syncp),
                     "{} race ({a}, {b}) without a witness\n{}",
                     r.relation,
                     ctx()

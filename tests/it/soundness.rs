@@ -220,7 +220,7 @@ impl Checker<'_> {
     }
 
     fn hb(&mut self) {
-        let hb_report = cprace::race::hb::hb_trace("vc", None, self.t).expect("hb vc");
+        let hb_report = crate::common::hb::run("vc", None, self.t);
         if let Some(p) = first(&hb_report) {
             self.tally.hb_first += 1;
             if !self.x.is_race(p.0, p.1) {
@@ -326,9 +326,7 @@ impl Checker<'_> {
                 "HBv races {hbv:?} but the HBv matrix says {brute:?}"
             ));
         }
-        let hb = cprace::race::hb::hb_trace("vc", None, t)
-            .expect("hb")
-            .racy_events();
+        let hb = crate::common::hb::run("vc", None, t).racy_events();
         let exact = cp_analyze(t, None, Reporting::All).racy_events();
         let wcp = cprace::race::wcp::vc::analyze(t, None).racy_events();
         let plain = hbv_is_hb(t);
@@ -350,9 +348,7 @@ impl Checker<'_> {
             laws.push(("CP(K) ⊆ exact CP", subset(&cp, &exact)));
             laws.push(("CP grows with K", subset(&previous, &cp)));
             if plain {
-                let hb_k = cprace::race::hb::hb_trace("vc", Some(k), t)
-                    .expect("hb")
-                    .racy_events();
+                let hb_k = crate::common::hb::run("vc", Some(k), t).racy_events();
                 laws.push(("HB(K) ⊆ CP(K) where HBv = HB", subset(&hb_k, &cp)));
             }
             previous = cp;

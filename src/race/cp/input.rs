@@ -27,7 +27,7 @@ use crate::trace::{EventId, Op, Trace};
 
 /// A stretch of a longer trace, as the streaming engine hands it over (see
 /// [`super::stream`]): besides the events, what came before them.
-pub struct Stretch<'a> {
+pub(crate) struct Stretch<'a> {
     /// Where the stretch's events sit in the whole trace, the replayed
     /// acquires of sections open where it begins, and the clocks there.
     pub carried: &'a Carried,
@@ -41,7 +41,7 @@ pub struct Stretch<'a> {
 
 /// A critical section in slot terms.
 #[derive(Clone, Copy, Debug)]
-pub struct Section {
+pub(crate) struct Section {
     /// Lock id.
     pub lock: u32,
     /// Owning thread.
@@ -58,7 +58,7 @@ pub struct Section {
 
 /// Why a base edge exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// Rule (a): the sections hold conflicting accesses.
     A,
     /// Rule (b): the sections hold CP-ordered events.
@@ -71,7 +71,7 @@ pub enum Rule {
 }
 
 /// Everything the fixpoint needs.
-pub struct CpInput {
+pub(crate) struct CpInput {
     /// Sync points and HB clocks.
     pub sync: SyncPoints,
     /// Critical sections, ordered by acquire.
@@ -106,7 +106,7 @@ pub struct CpInput {
 
 /// Sort `(section, variable, is_write)` accesses and keep one per section
 /// and variable: a write subsumes a read of the same variable for conflicts.
-pub fn merge_accesses(acc: &mut Vec<(u32, u32, bool)>) {
+pub(crate) fn merge_accesses(acc: &mut Vec<(u32, u32, bool)>) {
     acc.sort_unstable();
     acc.dedup_by(|next, prev| {
         next.0 == prev.0 && next.1 == prev.1 && {
@@ -118,19 +118,19 @@ pub fn merge_accesses(acc: &mut Vec<(u32, u32, bool)>) {
 
 /// Up to this many threads the rule (b) join reads section ends' clocks from
 /// dense per-lock rows ([`CpInput::lock_end_hb`]).
-pub const DENSE_THREADS: usize = 64;
+pub(crate) const DENSE_THREADS: usize = 64;
 
 /// The window that decides the same as `window` on a trace of `len` events:
 /// a K of at least the trace length separates no two events by K or more, so
 /// it is no window (and no arithmetic below ever adds a huge K to an event).
-pub fn effective_window(window: Option<u64>, len: usize) -> Option<u64> {
+pub(crate) fn effective_window(window: Option<u64>, len: usize) -> Option<u64> {
     window.filter(|&k| k < len as u64)
 }
 
 impl CpInput {
     /// Build the inputs; `extra_hard` are additional hard edges given as event
     /// pairs (used by `--order-races`).
-    pub fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
+    pub(crate) fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
         Self::build(
             trace,
             effective_window(window, trace.len()),
@@ -142,7 +142,7 @@ impl CpInput {
     /// The inputs of a stretch of a longer trace under window `k`: its events
     /// are `trace`'s, its ids and clocks come from `stretch`, and the edges
     /// earlier stretches derived are seeds.
-    pub fn stretch(trace: &Trace, k: u64, stretch: &Stretch<'_>) -> CpInput {
+    pub(crate) fn stretch(trace: &Trace, k: u64, stretch: &Stretch<'_>) -> CpInput {
         Self::build(trace, Some(k), &[], Some(stretch))
     }
 
@@ -255,7 +255,7 @@ impl CpInput {
 
     /// True when a base edge from slot `r` to slot `a` can matter under the window.
     #[inline]
-    pub fn within(&self, r: u32, a: u32) -> bool {
+    pub(crate) fn within(&self, r: u32, a: u32) -> bool {
         self.window
             .is_none_or(|k| ((self.sync.event(a) - self.sync.event(r)) as u64) < k)
     }

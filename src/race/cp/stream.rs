@@ -55,6 +55,7 @@ use super::Reporting;
 use super::input::{CpInput, Rule, Stretch};
 use super::races::{Incoming, PassOptions, RaceState};
 use super::sync::{Carried, NONE, Pinned};
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::model::{Interner, intern};
 use crate::trace::{Event, EventId, Op, Trace};
@@ -111,7 +112,7 @@ impl CpStream {
     /// [`CpStream::new`] running the fixpoint every `every` events (tests cut
     /// traces into tiny stretches with it).
     pub fn with_runs_every(k: u64, opts: PassOptions, every: usize) -> CpStream {
-        let mut report = Report::new("cp", "datalog", Some(k), 0);
+        let mut report = Report::new(Relation::Cp, Engine::Datalog, Some(k), 0);
         report.max_distance = opts.max_distance;
         CpStream {
             k,

@@ -85,6 +85,7 @@
 use serde_json::json;
 
 use super::in_window;
+use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op};
 
@@ -430,7 +431,7 @@ impl GoldilocksDetector {
             window,
             order: Vec::new(),
             gc_limit: None,
-            report: Report::new("hb", "lockset", window, 0),
+            report: Report::new(Relation::Hb, Engine::Lockset, window, 0),
         }
     }
 

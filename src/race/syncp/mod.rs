@@ -42,6 +42,7 @@ mod reference;
 use serde_json::json;
 use smallvec::SmallVec;
 
+use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op, Trace};
 use closure::{Closure, Item, Kind, NONE, Thread, Walker};
@@ -145,7 +146,7 @@ impl SyncpDetector {
             extended: 0,
             unclosable: 0,
             skipped: 0,
-            report: Report::new("syncp", "closure", window, 0),
+            report: Report::new(Relation::Syncp, Engine::Closure, window, 0),
         }
     }
 

@@ -6,6 +6,7 @@
 
 use serde_json::json;
 
+use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{EventId, Op, Trace};
 use crate::witness::{Closure, TraceIndex};
@@ -32,10 +33,10 @@ struct History {
 
 /// Decide the sync-preserving racy events of `trace`, pairing only accesses
 /// less than `window` events apart.
-pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
+pub(crate) fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     let idx = TraceIndex::new(trace);
     let nt = idx.num_threads();
-    let mut report = Report::new("syncp", "closure", window, trace.len() as u64);
+    let mut report = Report::new(Relation::Syncp, Engine::Closure, window, trace.len() as u64);
     let mut own: Vec<Closure> = (0..nt)
         .map(|_| Closure::new(nt, trace.num_locks()))
         .collect();

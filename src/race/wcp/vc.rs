@@ -26,6 +26,7 @@ use smallvec::SmallVec;
 
 use crate::engine::clock::VectorClock;
 use crate::engine::history::AccessHistory;
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op, ThreadId};
 
@@ -252,7 +253,7 @@ impl WcpVc {
     pub fn with_trim_threshold(window: Option<u64>, records: usize) -> Self {
         WcpVc {
             history: AccessHistory::new(window),
-            report: Report::new("wcp", "vc", window, 0),
+            report: Report::new(Relation::Wcp, Engine::Vc, window, 0),
             threads: Vec::new(),
             locks: Vec::new(),
             slot_of: FxHashMap::default(),
