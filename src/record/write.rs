@@ -555,16 +555,20 @@ mod tests {
     }
 
     #[test]
-    fn a_freed_and_reused_block_holds_new_variables() {
+    fn a_free_writes_its_block_and_a_new_allocation_holds_new_variables() {
         let got = lines(&[
             access(1, true, 0x1000, 8),
             access(1, true, 0x1008, 4),
             access(1, true, 0x2000, 8),
             long(1, Kind::Free, 0, 0x1000, 0, 16),
+            long(2, Kind::Alloc, 0, 0x1000, 0, 16),
             access(2, true, 0x1000, 8),
             access(2, false, 0x100c, 4),
             access(2, false, 0x2000, 8),
             long(2, Kind::Free, 0, 0x1000, 0, 16),
+            // A use after the free is the freed block's variable.
+            access(3, false, 0x1000, 8),
+            long(3, Kind::Alloc, 0, 0x1000, 0, 16),
             access(3, false, 0x1000, 8),
         ]);
         assert_eq!(
@@ -580,6 +584,7 @@ mod tests {
                 "T2|r(0x2000)|",
                 "T2|w(0x1000~1)|",
                 "T2|w(0x1008~1)|",
+                "T3|r(0x1000~1)|",
                 "T3|r(0x1000~2)|",
             ]
         );
