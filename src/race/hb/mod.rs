@@ -38,7 +38,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use crate::report::Report;
-use crate::trace::{EventId, Format, Names, Trace};
+use crate::trace::{EventId, Format, Names, Op, Trace};
 
 pub use crate::race::lockset::EraserDetector;
 pub use epoch::EpochDetector;
@@ -121,6 +121,38 @@ pub fn hb_trace(engine: &str, window: Option<u64>, trace: &Trace) -> Result<Repo
             "unknown HB/lockset engine `{other}`; expected one of: vc, epoch, lockset, treeclock, eraser"
         ))),
     })
+}
+
+/// What an access is, for the per-shape state of `epoch` and `lockset`:
+/// plain, volatile (`vr`, `vw`) or relaxed atomic (`ar`, `aw`). Both atomic
+/// kinds conflict alike; they are kept apart so that a witness names its
+/// own op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Plain,
+    Volatile,
+    Relaxed,
+}
+
+impl Kind {
+    #[inline]
+    pub(crate) fn of(op: Op) -> Kind {
+        match op {
+            Op::VolatileRead | Op::VolatileWrite => Kind::Volatile,
+            Op::AtomicRead | Op::AtomicWrite => Kind::Relaxed,
+            _ => Kind::Plain,
+        }
+    }
+
+    /// The write and read op of the shape.
+    #[inline]
+    pub(crate) fn ops(self) -> (Op, Op) {
+        match self {
+            Kind::Plain => (Op::Write, Op::Read),
+            Kind::Volatile => (Op::VolatileWrite, Op::VolatileRead),
+            Kind::Relaxed => (Op::AtomicWrite, Op::AtomicRead),
+        }
+    }
 }
 
 /// Whether access `earlier` pairs with access `current` under `window`
