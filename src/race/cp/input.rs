@@ -2,9 +2,10 @@
 //! base edges that need no fixpoint (rule (a), hard edges, the window rule).
 //!
 //! A base edge `(r, a)` is a release->acquire pair from rules (a)/(b), or a hard
-//! edge (fork, join, or two conflicting volatile accesses of different threads:
-//! vw -> vr, vr -> vw, vw -> vw, in trace order). CP composes with HBv, HB plus
-//! those volatile edges (README, "Semantic decisions"), so every "HB" below is
+//! edge (fork, join, or two atomic accesses of one variable by different
+//! threads, at least one a write: vw -> vr, vr -> vw, vw -> vw and the same
+//! with relaxed ar/aw, in trace order). CP composes with HBv, HB plus those
+//! atomic edges (README, "Semantic decisions"), so every "HB" below is
 //! HBv and the sync clocks are HBv clocks. CP is then exactly
 //! `{(x, y) : some base (r, a) with x <=HBv r and a <=HBv y}` plus, under a
 //! window K, the conservative pairs `x <=HBv y` with `y - x >= K`. Consequences
@@ -32,8 +33,8 @@ pub struct Stretch<'a> {
     /// acquires of sections open where it begins, and the clocks there.
     pub carried: &'a Carried,
     /// The accesses of each pinned section before the stretch: `(pinned
-    /// index, variable, is_write)`.
-    pub summaries: &'a [(u32, u32, bool)],
+    /// index, variable, kinds)` ([`access_kind`] bits).
+    pub summaries: &'a [(u32, u32, u8)],
     /// Base edges derived from earlier stretches, `(target, source, rule)` as
     /// event ids in the whole trace (both ends events of this stretch).
     pub edges: &'a [(EventId, EventId, Rule)],
@@ -104,9 +105,28 @@ pub struct CpInput {
     pub extra_edges: Vec<(u32, u32)>,
 }
 
-/// Sort `(section, variable, is_write)` accesses and keep one per section
-/// and variable: a write subsumes a read of the same variable for conflicts.
-pub fn merge_accesses(acc: &mut Vec<(u32, u32, bool)>) {
+/// An access as one bit for rule (a): plain write, plain read, atomic
+/// write, atomic read (0 for other events).
+pub fn access_kind(op: Op) -> u8 {
+    match op {
+        Op::Write => 1,
+        Op::Read => 2,
+        Op::VolatileWrite | Op::AtomicWrite => 4,
+        Op::VolatileRead | Op::AtomicRead => 8,
+        _ => 0,
+    }
+}
+
+/// The [`access_kind`] bits an access of kind bit `k` conflicts with (of
+/// another thread, same variable; bytes are not looked at, which only adds
+/// edges): a plain write with every access, a plain read with writes, an
+/// atomic write with plain accesses, an atomic read with plain writes. Two
+/// atomic accesses never conflict.
+const CONFLICTS: [u8; 4] = [0b1111, 0b0101, 0b0011, 0b0001];
+
+/// Sort `(section, variable, kinds)` accesses and keep one per section and
+/// variable, with the union of its [`access_kind`] bits.
+pub fn merge_accesses(acc: &mut Vec<(u32, u32, u8)>) {
     acc.sort_unstable();
     acc.dedup_by(|next, prev| {
         next.0 == prev.0 && next.1 == prev.1 && {
@@ -264,11 +284,11 @@ impl CpInput {
     /// another thread, holding an access that conflicts with one in CS2.
     /// `before` adds accesses of the first sections from before the trace
     /// (a stretch's pinned sections).
-    fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, bool)]) {
-        // (section, variable, is_write) for every access inside every section;
+    fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, u8)]) {
+        // (section, variable, kind) for every access inside every section;
         // nested sections each see the access.
         let mut open: Vec<Vec<u32>> = vec![Vec::new(); trace.num_threads()];
-        let mut acc: Vec<(u32, u32, bool)> = before.to_vec();
+        let mut acc: Vec<(u32, u32, u8)> = before.to_vec();
         let mut next_cs = 0usize;
         for ev in &trace.events {
             let o = &mut open[ev.thread as usize];
@@ -285,9 +305,9 @@ impl CpInput {
                         o.remove(p);
                     }
                 }
-                Op::Read | Op::Write => {
+                op if op.is_memory() => {
                     for &c in o.iter() {
-                        acc.push((c, ev.target, ev.op == Op::Write));
+                        acc.push((c, ev.target, access_kind(op)));
                     }
                 }
                 _ => {}
@@ -301,8 +321,9 @@ impl CpInput {
         for i in 0..self.sections.len() {
             start_of[i + 1] += start_of[i];
         }
-        // Two most recent sections per (variable, kind) from distinct threads:
-        // enough to find the latest one of any thread other than CS2's.
+        // Two most recent sections per (variable, access kind) from distinct
+        // threads: enough to find the latest one of any thread other than
+        // CS2's.
         #[derive(Clone, Copy)]
         struct Top2([(u32, u32); 2]);
         impl Top2 {
@@ -320,25 +341,27 @@ impl CpInput {
                     .map(|e| e.1)
             }
         }
-        let mut last: FxHashMap<u32, (Top2, Top2)> = FxHashMap::default();
+        let mut last: FxHashMap<u32, [Top2; 4]> = FxHashMap::default();
+        let bits = |kinds: u8| (0..4).filter(move |k| kinds >> k & 1 == 1);
         for l in 0..self.by_lock.len() {
             last.clear();
             for &c2 in &self.by_lock[l] {
                 let s2 = self.sections[c2 as usize];
                 let accesses = &acc[start_of[c2 as usize]..start_of[c2 as usize + 1]];
                 let mut best: Option<u32> = None;
-                for &(_, x, w) in accesses {
-                    if let Some((writes, reads)) = last.get(&x) {
-                        let mut cand = writes.latest_other(s2.thread);
-                        if w {
-                            cand = cand.max(reads.latest_other(s2.thread));
+                for &(_, x, kinds) in accesses {
+                    if let Some(tops) = last.get(&x) {
+                        let with = bits(kinds).fold(0, |m, k| m | CONFLICTS[k]);
+                        for k in bits(with) {
+                            best = best.max(tops[k].latest_other(s2.thread));
                         }
-                        best = best.max(cand);
                     }
                 }
-                for &(_, x, w) in accesses {
-                    let e = last.entry(x).or_insert((Top2::EMPTY, Top2::EMPTY));
-                    if w { &mut e.0 } else { &mut e.1 }.push(s2.thread, s2.pos);
+                for &(_, x, kinds) in accesses {
+                    let tops = last.entry(x).or_insert([Top2::EMPTY; 4]);
+                    for k in bits(kinds) {
+                        tops[k].push(s2.thread, s2.pos);
+                    }
                 }
                 if let Some(p) = best {
                     let s1 = self.sections[self.by_lock[l][p as usize] as usize];
@@ -350,9 +373,9 @@ impl CpInput {
         }
     }
 
-    /// Fork, join, conflicting volatile accesses of different threads (per
-    /// access, the latest conflicting earlier access of each other thread: it
-    /// dominates that thread's earlier ones) and `extra`.
+    /// Fork, join, atomic accesses of one variable by different threads, at
+    /// least one a write (per access, the latest such earlier access of each
+    /// other thread: it dominates that thread's earlier ones) and `extra`.
     fn seed_hard(
         &mut self,
         trace: &Trace,
@@ -369,14 +392,13 @@ impl CpInput {
             edges.push((slot(j), slot(last)));
         }
         let nt = trace.num_threads();
-        // Per volatile variable and thread: latest write, latest access.
+        // Per atomic variable and thread: latest write, latest access.
         let mut latest: FxHashMap<u32, Vec<(u32, u32)>> = FxHashMap::default();
         for (i, ev) in trace.events.iter().enumerate() {
-            let write = match ev.op {
-                Op::VolatileWrite => true,
-                Op::VolatileRead => false,
-                _ => continue,
-            };
+            if !ev.op.is_atomic() {
+                continue;
+            }
+            let write = ev.op.is_write();
             let a = slot(id(i));
             let per = latest
                 .entry(ev.target)

@@ -41,7 +41,9 @@ const TRIM_MIN_RECORDS: usize = 1 << 12;
 ///   one, which is what an access of the last releaser's own thread may join.
 ///
 /// Releases of one lock are HB-ordered, so these latest times equal the joins
-/// `L^r`, `L^w` of the paper.
+/// `L^r`, `L^w` of the paper. A slot holds the plain accesses of the pair;
+/// its `twin`, made by the first atomic access inside a section of the lock,
+/// holds the atomic ones (atomic accesses conflict with plain ones only).
 #[derive(Clone, Debug)]
 struct Slot {
     /// (thread, local time) of each clock's release; thread NONE when unset.
@@ -49,6 +51,8 @@ struct Slot {
     clocks: [VectorClock; 4],
     /// Ids of the last critical sections that recorded a read / write here.
     marks: [u32; 2],
+    /// The slot of the atomic accesses (NONE: none yet).
+    twin: u32,
 }
 
 const R_LAST: usize = 0;
@@ -68,8 +72,21 @@ impl SlotTable {
             who: [(NONE, 0); 4],
             clocks: Default::default(),
             marks: [0; 2],
+            twin: NONE,
         });
         self.slots.len() as u32 - 1
+    }
+
+    /// The atomic accesses' slot of plain slot `slot`, made when missing.
+    fn twin(&mut self, slot: u32) -> u32 {
+        match self.slots[slot as usize].twin {
+            NONE => {
+                let twin = self.push();
+                self.slots[slot as usize].twin = twin;
+                twin
+            }
+            twin => twin,
+        }
     }
 
     /// Join into `p` the clock of kind `last` (R_LAST or W_LAST) that an access
@@ -166,7 +183,7 @@ struct LockState {
     holder: Option<u32>,
 }
 
-/// What a volatile variable's hard edges need (see [`WcpVc::volatile_access`]).
+/// What an atomic variable's hard edges need (see [`WcpVc::volatile_access`]).
 #[derive(Clone, Debug, Default)]
 struct VolatileState {
     /// `(thread, H)` of the latest write, and of the latest write by a thread
@@ -197,7 +214,7 @@ pub struct WcpVc {
     locks: Vec<LockState>,
     slot_of: FxHashMap<u64, u32>,
     slots: SlotTable,
-    /// Per volatile variable: the sources of its hard edges.
+    /// Per atomic variable: the sources of its hard edges.
     volatiles: Vec<VolatileState>,
     cs_count: u32,
     known_threads: i64,
@@ -302,23 +319,29 @@ impl WcpVc {
         }
         match ev.op {
             Op::Read | Op::Write => self.access(id, ev),
-            // Relaxed atomics: not yet checked against plain accesses here.
-            Op::AtomicRead | Op::AtomicWrite => {}
+            // An atomic access takes its hard edges first (its check comes
+            // after them), then is an access like any other.
+            Op::VolatileWrite | Op::AtomicWrite | Op::VolatileRead | Op::AtomicRead => {
+                self.volatile_access(ev.thread, ev.target, ev.op.is_write());
+                self.access(id, ev);
+            }
             Op::Acquire => self.acquire(ev.thread, ev.target),
             Op::Release => self.release(ev.thread, ev.target),
             Op::Fork => self.fork(t, ev.target as usize),
             Op::Join => self.join(t, ev.target as usize),
-            Op::VolatileWrite => self.volatile_access(ev.thread, ev.target, true),
-            Op::VolatileRead => self.volatile_access(ev.thread, ev.target, false),
             Op::ReentrantAcquire | Op::ReentrantRelease => {}
         }
     }
 
     /// Lines 11-12: join the rule-(a) clocks of every enclosing lock, record the
     /// variable in the open critical sections, then check for races with `C`.
+    /// A plain access conflicts with the plain and the atomic accesses of
+    /// earlier sections (the pair's slot and its twin), an atomic one only
+    /// with the plain ones (bytes are not looked at, which only adds edges).
     fn access(&mut self, id: EventId, ev: &Event) {
         let t = ev.thread;
-        let write = ev.op == Op::Write;
+        let write = ev.op.is_write();
+        let atomic = ev.op.is_atomic();
         let WcpVc {
             threads,
             slot_of,
@@ -330,10 +353,18 @@ impl WcpVc {
         let ts = &mut threads[t as usize];
         for cs in ts.held.iter_mut() {
             let key = (u64::from(cs.lock) << 32) | u64::from(ev.target);
-            let s = *slot_of.entry(key).or_insert_with(|| slots.push());
-            slots.join_into(s, W_LAST, t, &mut ts.p);
+            let plain = *slot_of.entry(key).or_insert_with(|| slots.push());
+            let twin = slots.slots[plain as usize].twin;
+            for from in [plain, if atomic { NONE } else { twin }] {
+                if from != NONE {
+                    slots.join_into(from, W_LAST, t, &mut ts.p);
+                    if write {
+                        slots.join_into(from, R_LAST, t, &mut ts.p);
+                    }
+                }
+            }
+            let s = if atomic { slots.twin(plain) } else { plain };
             if write {
-                slots.join_into(s, R_LAST, t, &mut ts.p);
                 if slots.mark(s, WRITE_MARK, cs.id) {
                     cs.writes.push(s);
                 }
@@ -510,9 +541,9 @@ impl WcpVc {
         }
     }
 
-    /// A volatile access: hard edges from every earlier conflicting volatile
-    /// access of another thread (for a read the writes, for a write every
-    /// access), then it becomes a source itself.
+    /// An atomic access (volatile or relaxed): hard edges from every earlier
+    /// atomic access of the variable by another thread (for a read the
+    /// writes, for a write every access), then it becomes a source itself.
     ///
     /// Linear: every earlier write by another thread is HBv-before the latest
     /// one (`last_write`, or `other_write` when that is this thread's own). A
