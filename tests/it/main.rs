@@ -9,6 +9,7 @@ mod common;
 mod hb_common;
 mod oracle;
 
+mod atomics;
 mod bad_input;
 mod compressed;
 mod cp_engine;
