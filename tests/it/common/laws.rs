@@ -81,3 +81,33 @@ pub fn hbv_is_hb(t: &Trace) -> bool {
 pub fn subset(a: &[EventId], b: &[EventId]) -> bool {
     a.iter().all(|x| b.binary_search(x).is_ok())
 }
+
+/// True when every atomic read that reads (a byte) from another thread's
+/// atomic write is HB-after it: always without relaxed atomics (HB orders a
+/// volatile write before every later volatile read). Then every reads-from
+/// pair before the first HB race is HB-ordered, so HB's first race is
+/// predictable, SHB has a race whenever HB has, and HB's first racy event is
+/// a sync-preserving race. A relaxed flag publishing plain data breaks it:
+/// HB reports a data race there (C11's, ThreadSanitizer's) that no correct
+/// reordering exhibits.
+pub fn hb_orders_atomic_reads_from(t: &Trace) -> bool {
+    let hb = crate::common::oracle::hb_matrix(t);
+    let mut last: std::collections::BTreeMap<(u32, u32), usize> = Default::default();
+    for (i, ev) in t.events.iter().enumerate() {
+        let bytes = (0..8u32).filter(|b| ev.bytes() >> b & 1 == 1);
+        if ev.op.is_write() {
+            bytes.for_each(|b| {
+                last.insert((ev.target, b), i);
+            });
+        } else if ev.op.is_atomic() {
+            let unordered = bytes.filter_map(|b| last.get(&(ev.target, b))).any(|&w| {
+                let w_ev = &t.events[w];
+                w_ev.op.is_atomic() && w_ev.thread != ev.thread && !hb[w][i]
+            });
+            if unordered {
+                return false;
+            }
+        }
+    }
+    true
+}

@@ -169,6 +169,22 @@ pub fn generated(seed: u64, events: u64) -> Trace {
     generate::trace(&config(seed, events))
 }
 
+/// [`config`] with a share of the data accesses atomic (relaxed and
+/// synchronizing, on the same variables as the plain ones) and, for odd
+/// seeds, random byte masks.
+pub fn atomic_config(seed: u64, events: u64) -> Config {
+    Config {
+        p_atomic: [0.1, 0.3, 0.6][(seed % 3) as usize],
+        masks: seed % 2 == 1,
+        ..config(seed, events)
+    }
+}
+
+/// A generated trace of [`atomic_config`].
+pub fn generated_atomic(seed: u64, events: u64) -> Trace {
+    generate::trace(&atomic_config(seed, events))
+}
+
 /// One line per event, for failure messages (the suite's one dump).
 pub use crate::common::traces::dump;
 
