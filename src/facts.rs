@@ -53,7 +53,7 @@ impl Facts {
     /// [`Facts::new`] without `cs_of_boundary` (left empty, so
     /// [`Facts::cs_of`] finds nothing): the CP engine never asks, and
     /// streaming builds the facts of every stretch.
-    pub fn without_boundary_index(trace: &Trace) -> Facts {
+    pub(crate) fn without_boundary_index(trace: &Trace) -> Facts {
         Self::build(trace, false)
     }
 
@@ -125,7 +125,7 @@ impl Facts {
 
     /// Rename every event with `id` (a stretch's positions to ids in the
     /// whole trace; `id` must be increasing, so every order is kept).
-    pub fn map_ids(&mut self, id: impl Fn(EventId) -> EventId) {
+    pub(crate) fn map_ids(&mut self, id: impl Fn(EventId) -> EventId) {
         for cs in &mut self.critical_sections {
             cs.acq = id(cs.acq);
             cs.rel = cs.rel.map(&id);
@@ -149,24 +149,6 @@ impl Facts {
         self.cs_of_boundary
             .get(&e)
             .map(|&c| &self.critical_sections[c as usize])
-    }
-}
-
-/// Locks held by the performing thread at every event (after an acquire takes
-/// effect, before a release does), visited in trace order without storing them.
-pub fn for_each_held(trace: &Trace, mut f: impl FnMut(EventId, &[u32])) {
-    let mut held: Vec<Vec<u32>> = vec![Vec::new(); trace.num_threads()];
-    for (i, ev) in trace.events.iter().enumerate() {
-        let h = &mut held[ev.thread as usize];
-        if ev.op == Op::Acquire {
-            h.push(ev.target);
-        }
-        f(i as EventId, h);
-        if ev.op == Op::Release
-            && let Some(p) = h.iter().rposition(|&l| l == ev.target)
-        {
-            h.remove(p);
-        }
     }
 }
 

@@ -4,9 +4,15 @@
 //! names ([`facts`]), analysed by one engine per relation, and every engine fills
 //! the same [`report::Report`].
 
+mod error;
+pub use error::{Error, Result};
+
 // Input: traces in every format, and the relations the CP paper reads off them.
 pub mod facts;
 pub mod trace;
+
+// The vocabulary: relations, engines, and which engines each relation has.
+pub mod relation;
 
 // Engines: the building blocks they share, then the race relations, each with
 // its engines in its own folder.
@@ -21,35 +27,7 @@ pub mod witness;
 pub mod record;
 pub mod tools;
 
-// The command line.
-pub mod cli;
-
 // Process-wide plumbing: heap accounting, progress display, output files.
 pub mod alloc;
 pub mod output;
 pub mod progress;
-
-/// A command-line usage error (exit code 2), as opposed to a failed analysis.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// An error that carries its own exit status (e.g. 3 when `--engine compare`
-/// finds engines disagreeing). Every other error exits with 2.
-#[derive(Debug)]
-pub struct ExitStatus(pub u8, pub String);
-
-impl std::fmt::Display for ExitStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.1)
-    }
-}
-
-impl std::error::Error for ExitStatus {}

@@ -244,6 +244,9 @@ pub const LOCK_TRY: u16 = 2;
 /// Flag of [`Kind::Acquire`]/[`Kind::Release`]: the lock is an rwlock
 /// (shared or exclusive side).
 pub const LOCK_RW: u16 = 4;
+/// Flag of [`Kind::Acquire`]: the lock's owner died holding it (a robust
+/// mutex, taken with EOWNERDEAD).
+pub const LOCK_OWNER_DEAD: u16 = 8;
 /// Flag of [`Kind::Range`]: a write (else a read).
 pub const RANGE_WRITE: u16 = 1;
 
@@ -737,7 +740,9 @@ fn check(l: &Long) -> Result<(), DecodeError> {
         Kind::Atomic => {
             Atomic::from_flags(l.flags).ok_or_else(bad)?;
         }
-        Kind::Acquire if l.flags & !(LOCK_SHARED | LOCK_TRY | LOCK_RW) != 0 => return Err(bad()),
+        Kind::Acquire if l.flags & !(LOCK_SHARED | LOCK_TRY | LOCK_RW | LOCK_OWNER_DEAD) != 0 => {
+            return Err(bad());
+        }
         Kind::Release if l.flags & !(LOCK_SHARED | LOCK_RW) != 0 => return Err(bad()),
         Kind::Fork | Kind::Join | Kind::ThreadName if l.addr > MAX_TID => {
             return Err(DecodeError::Thread(l.addr));
@@ -768,6 +773,9 @@ fn check(l: &Long) -> Result<(), DecodeError> {
 
 /// The words of a long event, first word first (the runtime writes the
 /// payload, then the first word).
+// One argument per field of the record, in wire order: a struct would only
+// restate them.
+#[allow(clippy::too_many_arguments)]
 pub fn encode_long(
     kind: Kind,
     flags: u16,
@@ -793,7 +801,9 @@ mod tests {
     use super::*;
     use std::vec::Vec;
 
-    fn decode_all(words: &[u64]) -> Result<Vec<(Record, u64, u32)>, (usize, DecodeError)> {
+    type Decoded = Result<Vec<(Record, u64, u32)>, (usize, DecodeError)>;
+
+    fn decode_all(words: &[u64]) -> Decoded {
         let mut d = Decoder::default();
         let mut out = Vec::new();
         let mut i = 0;

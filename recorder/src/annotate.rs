@@ -214,8 +214,11 @@ pub extern "C" fn ThreadSanitizerQuery(_q: S) -> S {
 /// The test suites' invisible barrier: orders threads in time without
 /// any synchronization the relations see (its counter lives in the
 /// program's `unsigned` object, which is only touched here).
+///
+/// # Safety
+/// `b` points to the program's barrier object, an aligned `unsigned`.
 #[unsafe(no_mangle)]
-pub extern "C" fn __tsan_testonly_barrier_init(b: *mut c_uint, count: c_uint) {
+pub unsafe extern "C" fn __tsan_testonly_barrier_init(b: *mut c_uint, count: c_uint) {
     if count >= 1 << 8 {
         return;
     }
@@ -225,8 +228,11 @@ pub extern "C" fn __tsan_testonly_barrier_init(b: *mut c_uint, count: c_uint) {
 
 /// See [`__tsan_testonly_barrier_init`]: the top 8 bits hold the count,
 /// the rest the number of arrivals so far.
+///
+/// # Safety
+/// As for [`__tsan_testonly_barrier_init`].
 #[unsafe(no_mangle)]
-pub extern "C" fn __tsan_testonly_barrier_wait(b: *mut c_uint) {
+pub unsafe extern "C" fn __tsan_testonly_barrier_wait(b: *mut c_uint) {
     // SAFETY: as above.
     let a = unsafe { AtomicU32::from_ptr(b) };
     let old = a.fetch_add(1, Ordering::Relaxed);

@@ -542,7 +542,10 @@ impl Thread {
                 unsafe {
                     let w = self.base.add(p.at);
                     *w.add(3) = seq_arg(seq, 0);
-                    let first = (*w & !(0xf << TAG_SHIFT)) | TAG_LONG << TAG_SHIFT;
+                    // The flags as the call's outcome says (EOWNERDEAD).
+                    let first = (*w & !(0xf << TAG_SHIFT) & !(0xffff << 8))
+                        | TAG_LONG << TAG_SHIFT
+                        | u64::from(flags) << 8;
                     AtomicU64::from_ptr(w).store(first, Release);
                 }
             } else {

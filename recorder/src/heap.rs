@@ -164,7 +164,7 @@ extern "C" fn rt_memalign(align: usize, size: usize, pc: u64) -> P {
 }
 
 extern "C" fn rt_posix_memalign(out: *mut P, align: usize, size: usize, pc: u64) -> i32 {
-    if !align.is_power_of_two() || align % std::mem::size_of::<P>() != 0 {
+    if !align.is_power_of_two() || !align.is_multiple_of(std::mem::size_of::<P>()) {
         return libc::EINVAL;
     }
     let p = aligned(align, size, pc);

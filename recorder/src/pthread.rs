@@ -29,7 +29,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use cprace_events::{
-    Kind, LOCK_RW, LOCK_SHARED, LOCK_TRY, Object, ObjectOp, ObjectType, SYNC_MEMORY,
+    Kind, LOCK_OWNER_DEAD, LOCK_RW, LOCK_SHARED, LOCK_TRY, Object, ObjectOp, ObjectType,
+    SYNC_MEMORY,
 };
 use libc::{c_int, c_void};
 
@@ -109,11 +110,28 @@ interpose! {
     named(th, name): pthread_setname_np(th: libc::pthread_t, name: *const libc::c_char) -> c_int [2];
     guard_acquire(g): __cxa_guard_acquire(g: *mut u64) -> c_int [1];
     guard_release(g): __cxa_guard_release(g: *mut u64) -> () [1];
+    // C11 <threads.h> (glibc implements it on pthreads internally, out of
+    // interposition's reach): thrd_success is 0, as pthreads' success.
+    lock(m, 0): mtx_lock(m: P) -> c_int [1];
+    lock(m, 0): mtx_timedlock(m: P, t: P) -> c_int [2];
+    trylock(m, 0): mtx_trylock(m: P) -> c_int [1];
+    unlock(m, 0): mtx_unlock(m: P) -> c_int [1];
+    init(m, ObjectType::Mutex): mtx_init(m: P, ty: c_int) -> c_int [2];
+    destroyed(m, ObjectType::Mutex): mtx_destroy(m: P) -> () [1];
+    wait(c, m): cnd_wait(c: P, m: P) -> c_int [2];
+    wait(c, m): cnd_timedwait(c: P, m: P, t: P) -> c_int [3];
+    used(c, ObjectType::Cond): cnd_signal(c: P) -> c_int [1];
+    used(c, ObjectType::Cond): cnd_broadcast(c: P) -> c_int [1];
+    init(c, ObjectType::Cond): cnd_init(c: P) -> c_int [1];
+    destroyed(c, ObjectType::Cond): cnd_destroy(c: P) -> () [1];
+    joined(th): thrd_join(th: libc::pthread_t, ret: *mut c_int) -> c_int [2];
 }
 
 entry! {
     pthread_create => rt_create, 4;
     pthread_once => rt_once, 2;
+    thrd_create => rt_thrd_create, 3;
+    call_once => rt_call_once, 2;
 }
 
 fn on() -> bool {
@@ -145,10 +163,15 @@ fn lock(m: P, flags: u16, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
     let pending = recording().and_then(|t| t.pending_acquire(flags, m as u64, pc));
     let r = call();
     let taken = r == 0 || r == libc::EOWNERDEAD;
+    let done = if r == libc::EOWNERDEAD {
+        flags | LOCK_OWNER_DEAD
+    } else {
+        flags
+    };
     if let Some(p) = pending
         && let Some(t) = recording()
     {
-        t.finish_pending(p, taken, flags, m as u64, pc);
+        t.finish_pending(p, taken, done, m as u64, pc);
     }
     if taken && flags & LOCK_SHARED != 0 {
         read_held(m);
@@ -160,8 +183,13 @@ fn lock(m: P, flags: u16, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
 fn trylock(m: P, flags: u16, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
     let r = call();
     if r == 0 || r == libc::EOWNERDEAD {
+        let dead = if r == libc::EOWNERDEAD {
+            LOCK_OWNER_DEAD
+        } else {
+            0
+        };
         if let Some(t) = recording() {
-            t.long(Kind::Acquire, flags | LOCK_TRY, m as u64, pc, 0, &[]);
+            t.long(Kind::Acquire, flags | LOCK_TRY | dead, m as u64, pc, 0, &[]);
         }
         if flags & LOCK_SHARED != 0 {
             read_held(m);
@@ -224,6 +252,11 @@ fn init(obj: P, ty: ObjectType, pc: u64, call: impl FnOnce() -> c_int) -> c_int 
 }
 
 fn destroy(obj: P, ty: ObjectType, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
+    object(obj, ty, ObjectOp::Destroy, pc);
+    call()
+}
+
+fn destroyed(obj: P, ty: ObjectType, pc: u64, call: impl FnOnce()) {
     object(obj, ty, ObjectOp::Destroy, pc);
     call()
 }
@@ -414,6 +447,69 @@ extern "C-unwind" fn rt_create(
         drop(unsafe { Box::from_raw(l) });
     }
     r
+}
+
+type ThrdStart = extern "C-unwind" fn(P) -> c_int;
+
+struct LaunchC11 {
+    start: ThrdStart,
+    arg: P,
+    tid: u32,
+}
+
+extern "C-unwind" fn launch_c11(p: P) -> c_int {
+    // SAFETY: `rt_thrd_create` passed a leaked Box<LaunchC11>.
+    let l = unsafe { Box::from_raw(p as *mut LaunchC11) };
+    crate::buffer::begin_thread(l.tid, l.start as usize as u64);
+    (l.start)(l.arg)
+}
+
+extern "C-unwind" fn rt_thrd_create(
+    th: *mut libc::pthread_t,
+    start: ThrdStart,
+    arg: P,
+    pc: u64,
+) -> c_int {
+    let create =
+        real!(thrd_create: extern "C-unwind" fn(*mut libc::pthread_t, ThrdStart, P) -> c_int);
+    if !on() {
+        return create(th, start, arg);
+    }
+    let tid = new_tid();
+    let at = recording().and_then(|t| t.long(Kind::Fork, 0, u64::from(tid), pc, 0, &[]));
+    let l = crate::buffer::with_busy(|| Box::into_raw(Box::new(LaunchC11 { start, arg, tid })));
+    let r = create(th, launch_c11, l as P);
+    if r == 0 {
+        // SAFETY: thrd_create filled *th.
+        let t = unsafe { *th };
+        crate::buffer::with_busy(|| {
+            THREADS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .insert(t, tid)
+        });
+    } else {
+        if let Some(at) = at
+            && let Some(t) = recording()
+        {
+            t.unrecord(at, Kind::Fork);
+        }
+        // SAFETY: the thread was not created, so the box is still ours.
+        drop(unsafe { Box::from_raw(l) });
+    }
+    r
+}
+
+extern "C-unwind" fn rt_call_once(flag: P, routine: extern "C-unwind" fn(), pc: u64) {
+    let f = real!(call_once: extern "C-unwind" fn(P, extern "C-unwind" fn()));
+    if !on() {
+        return f(flag, routine);
+    }
+    let saved = ONCE.with(|o| o.replace((routine as usize, flag as u64, pc)));
+    f(flag, once_routine);
+    ONCE.with(|o| o.set(saved));
+    sync_read(flag as u64, SYNC_MEMORY, pc);
 }
 
 thread_local! {

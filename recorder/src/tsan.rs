@@ -245,6 +245,9 @@ pub extern "C" fn __tsan_init() {
 /// Instrumentation entry point: a memory fence of order `mo`. A release
 /// fence makes the thread's later relaxed stores release it, an acquire
 /// fence its earlier relaxed loads acquire; cprace lowers it so.
+///
+/// # Safety
+/// Called only by instrumented code, with the order in `rdi`.
 #[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __tsan_atomic_thread_fence() {

@@ -52,7 +52,7 @@ const CHUNK: usize = 1 << 14;
 /// Run `d` over the trace at `path`: parse here, detect on a second thread.
 /// `keep` says where the races go as they are found: memory, a temporary
 /// file, or only their counts (see [`crate::report::Keep`]).
-pub fn run_path<D: Detector + Send>(
+pub(crate) fn run_path<D: Detector + Send>(
     mut d: D,
     path: &Path,
     format: Option<Format>,

@@ -17,7 +17,7 @@ use crate::trace::{Event, EventId, Op, ThreadId};
 /// One remembered access: its event, location, and the performing thread's
 /// local clock at it (the value orderings are tested against).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     /// Event id.
     pub id: EventId,
     /// Location id.
@@ -100,7 +100,7 @@ impl AccessHistory {
     /// [`AccessHistory::access`] whose `ordered(t, c, e1)` also gets the
     /// earlier access's event id (windowed CP decides pairs K or more apart
     /// with a different clock than closer ones).
-    pub fn access_at(
+    pub(crate) fn access_at(
         &mut self,
         id: EventId,
         ev: &Event,
@@ -219,4 +219,11 @@ impl AccessHistory {
             variable: ev.target,
         })
     }
+}
+
+/// Whether access `earlier` pairs with access `current` under `window`
+/// (less than K events apart).
+#[inline]
+pub(crate) fn in_window(window: Option<u64>, current: EventId, earlier: EventId) -> bool {
+    window.is_none_or(|k| ((current - earlier) as u64) < k)
 }

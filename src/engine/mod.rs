@@ -3,7 +3,7 @@
 //! pipeline that feeds detectors, and the helpers of the Datalog reference
 //! engines.
 
-pub mod clock;
+pub(crate) mod clock;
 pub mod detector;
 pub mod history;
 pub mod reference;

@@ -1,4 +1,5 @@
-//! Reference engines: the literal Datalog rules of `rules/hb.dl` and
+//! What the reference engines share (`race::hb::reference`,
+//! `race::cp::reference`): the literal Datalog rules of `rules/hb.dl` and
 //! `rules/cp.dl`, compiled into crepe programs by build.rs and evaluated over
 //! every event of a trace.
 //!
@@ -9,8 +10,8 @@
 
 use rustc_hash::FxHashSet;
 
-use crate::UsageError;
 use crate::engine::history::AccessHistory;
+use crate::relation::{Engine, Relation};
 use crate::report::{Race, Report};
 use crate::trace::{EventId, Trace};
 
@@ -22,10 +23,10 @@ pub const MAX_EVENTS: usize = 2000;
 pub type Pairs = FxHashSet<(EventId, EventId)>;
 
 /// Refuse traces longer than [`MAX_EVENTS`] with a usage error naming the
-/// fast engines (`fast` lists them, e.g. "vc, epoch").
-pub fn check_size(trace: &Trace, relation: &str, fast: &str) -> Result<(), UsageError> {
+/// fast engine `fast`.
+pub(crate) fn check_size(trace: &Trace, relation: Relation, fast: Engine) -> crate::Result<()> {
     if trace.len() > MAX_EVENTS {
-        return Err(UsageError(format!(
+        return Err(crate::Error::Usage(format!(
             "the reference engine of `{relation}` materialises quadratic relations and accepts traces of at most \
              {MAX_EVENTS} events, but this trace has {}; use a fast engine instead (--engine {fast})",
             trace.len()

@@ -44,6 +44,7 @@
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
+use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op};
 
@@ -188,7 +189,7 @@ impl EraserDetector {
             vars: Vec::new(),
             atomic: Vec::new(),
             window,
-            report: Report::new("lockset", "eraser", window, 0),
+            report: Report::new(Relation::Lockset, Engine::Eraser, window, 0),
         }
     }
 
@@ -291,7 +292,7 @@ impl EraserDetector {
         }
         if violating
             && let Some(w) = witness
-            && crate::race::hb::in_window(self.window, id, w.id)
+            && crate::engine::history::in_window(self.window, id, w.id)
         {
             self.report.push(Race {
                 first: w,
@@ -333,3 +334,5 @@ impl EraserDetector {
         self.report
     }
 }
+
+crate::impl_detector!(EraserDetector);

@@ -1,61 +1,25 @@
-//! Relation × engine dispatch for `cprace analyze` (and `sweep`, `query`).
+//! Race prediction: each relation in its own module with its engines, and
+//! the relation × engine dispatch `cprace analyze`, `sweep` and `query` go
+//! through. Which engines a relation has is [`Relation::engines`]; every
+//! engine fills one [`Report`].
 
 pub mod cp;
 pub mod hb;
 pub mod lockset;
-pub mod po;
-pub mod shb;
-pub mod syncp;
+pub(crate) mod po;
+pub(crate) mod shb;
+pub(crate) mod syncp;
 pub mod wcp;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
-
+use crate::engine::detector::{self, Detector};
 use crate::race::cp::Reporting;
 use crate::race::po::ProgramOrder;
-use crate::report::Report;
-use crate::trace::{self, Format, Names, Trace};
-
-/// The relations cprace decides races for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Relation {
-    /// Thread order only: every conflicting cross-thread pair races (upper bound).
-    Po,
-    /// Happens-before (Java memory model): program order, release -> later
-    /// acquire, fork/join, volatile write -> later read. Sound and precise.
-    Hb,
-    /// Eraser's lockset discipline (unsound: violations, not proven races).
-    Lockset,
-    /// Causally-precedes (Smaragdakis, Evans, Sadowski, Yi, Flanagan, POPL
-    /// 2012), windowed.
-    Cp,
-    /// Weak-causally-precedes (Kini, Mathur, Viswanathan, PLDI 2017): weaker
-    /// than CP, so every CP race is a
-    /// WCP race; linear-time vector clocks.
-    Wcp,
-    /// Schedulable happens-before (OOPSLA 2018): HB plus reads-from edges;
-    /// every race it reports is a predictable race.
-    Shb,
-    /// Sync-preserving races (POPL 2021): exactly the races some reordering
-    /// keeping every lock's critical sections in order exhibits.
-    Syncp,
-}
-
-impl Relation {
-    /// The name used in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Relation::Po => "po",
-            Relation::Hb => "hb",
-            Relation::Lockset => "lockset",
-            Relation::Cp => "cp",
-            Relation::Wcp => "wcp",
-            Relation::Shb => "shb",
-            Relation::Syncp => "syncp",
-        }
-    }
-}
+use crate::relation::{Engine, Relation};
+use crate::report::{Keep, OutputFormat, Report};
+use crate::trace::{self, Format, LoadError, Names, Trace};
+use crate::{Error, Result};
 
 /// The window a relation uses when `--window` is not given.
 pub fn default_window(relation: Relation) -> Option<u64> {
@@ -70,8 +34,8 @@ pub fn default_window(relation: Relation) -> Option<u64> {
 pub struct Options {
     /// The relation.
     pub relation: Relation,
-    /// Engine name; None picks the relation's default.
-    pub engine: Option<String>,
+    /// The engine; None picks the relation's default.
+    pub engine: Option<Engine>,
     /// Window K bounding CP's reasoning (rule (w); None: exact CP). On the
     /// other relations it is an alias of `max_distance` (as `--window` is).
     pub window: Option<u64>,
@@ -102,47 +66,20 @@ impl Options {
     }
 }
 
-/// Engines available for `relation`, the default first.
-pub fn engines(relation: Relation) -> &'static [&'static str] {
-    match relation {
-        Relation::Po => &["stream"],
-        Relation::Hb => &[
-            "vc",
-            "epoch",
-            "lockset",
-            "treeclock",
-            "datalog",
-            "reference",
-        ],
-        Relation::Lockset => &["eraser"],
-        Relation::Cp => &["datalog", "reference", "compare"],
-        Relation::Wcp => &["vc", "reference"],
-        Relation::Shb => &["vc"],
-        Relation::Syncp => &["closure"],
+impl Options {
+    /// The engine these options select, checked against the relation's
+    /// engines; CP's reporting schemes need its `datalog` engine.
+    fn engine(&self) -> Result<Engine> {
+        let engine = self.relation.engine(self.engine)?;
+        if self.reporting != Reporting::All
+            && (self.relation, engine) != (Relation::Cp, Engine::Datalog)
+        {
+            return Err(Error::Usage(
+                "--first-race and --order-races need --relation cp --engine datalog".into(),
+            ));
+        }
+        Ok(engine)
     }
-}
-
-/// The engine `opts` selects, checked against the relation's list.
-fn engine(opts: &Options) -> Result<&str> {
-    let available = engines(opts.relation);
-    let engine = match opts.engine.as_deref() {
-        // `tc` is the short name of `treeclock`.
-        Some("tc") if opts.relation == Relation::Hb => "treeclock",
-        e => e.unwrap_or(available[0]),
-    };
-    if !available.contains(&engine) {
-        bail!(crate::UsageError(format!(
-            "relation `{}` has no engine `{engine}`; expected one of: {}",
-            opts.relation.name(),
-            available.join(", ")
-        )));
-    }
-    if opts.reporting != Reporting::All && !(opts.relation == Relation::Cp && engine == "datalog") {
-        bail!(crate::UsageError(
-            "--first-race and --order-races need --relation cp --engine datalog".into()
-        ));
-    }
-    Ok(engine)
 }
 
 impl Options {
@@ -156,7 +93,7 @@ impl Options {
     }
 
     /// The reasoning window: CP's K; no other relation has one.
-    pub fn reasoning_window(&self) -> Option<u64> {
+    pub(crate) fn reasoning_window(&self) -> Option<u64> {
         match self.relation {
             Relation::Cp => self.window,
             _ => None,
@@ -170,6 +107,110 @@ impl Options {
         report.max_distance = self.distance();
         report
     }
+}
+
+/// What `cprace analyze` asks for: the trace, the relation and engine, the
+/// window and reporting distance as given, which races to report, the output
+/// format (it decides where races are kept), and witnesses.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The trace (`-`: standard input).
+    pub trace: PathBuf,
+    /// Input format (None: detect).
+    pub input_format: Option<Format>,
+    /// The relation.
+    pub relation: Relation,
+    /// The engine; None picks the relation's default.
+    pub engine: Option<Engine>,
+    /// The window as given: None when not given, `Some(None)` for `none`.
+    /// CP's reasoning window (the relation's default when not given); on the
+    /// other relations an alias of `max_distance`.
+    pub window: Option<Option<u64>>,
+    /// The reporting distance as given: None when not given, `Some(None)`
+    /// for `none` (every pair).
+    pub max_distance: Option<Option<u64>>,
+    /// Which races to report (CP).
+    pub reporting: Reporting,
+    /// The format the report will be written in.
+    pub format: OutputFormat,
+    /// Give each race a witness reordering (loads the whole trace).
+    pub witness: bool,
+    /// With `witness`: write each race's reordered trace into this directory.
+    pub witness_out: Option<PathBuf>,
+}
+
+impl Request {
+    /// Analyse `trace` with `relation`'s default engine and window, every
+    /// race reported, for text output, without witnesses.
+    pub fn new(trace: PathBuf, relation: Relation) -> Request {
+        Request {
+            trace,
+            input_format: None,
+            relation,
+            engine: None,
+            window: None,
+            max_distance: None,
+            reporting: Reporting::All,
+            format: OutputFormat::Text,
+            witness: false,
+            witness_out: None,
+        }
+    }
+
+    /// The analysis options: the window and distance resolved (on relations
+    /// other than CP, `window` is an alias of `max_distance` and giving both
+    /// is a usage error), and where the report keeps its races.
+    pub fn options(&self) -> Result<Options> {
+        let relation = self.relation;
+        let (window, max_distance) = match (relation, self.window, self.max_distance) {
+            (Relation::Cp, w, d) => (w.unwrap_or(default_window(relation)), d.flatten()),
+            (_, Some(_), Some(_)) => {
+                return Err(Error::Usage(format!(
+                    "on --relation {}, --window is an alias of --max-distance; give one of them",
+                    relation.name()
+                )));
+            }
+            (_, w, d) => (None, w.or(d).flatten()),
+        };
+        Ok(Options {
+            relation,
+            engine: self.engine,
+            window,
+            max_distance,
+            input_format: self.input_format,
+            reporting: self.reporting,
+            // The summary needs only counts; other streaming formats
+            // read the races back from a temporary file. Witnesses need
+            // the whole report.
+            keep: match self.format {
+                _ if self.witness => Keep::Collect,
+                OutputFormat::Summary => Keep::Count,
+                f if f.streams() => Keep::Spill,
+                _ => Keep::Collect,
+            },
+        })
+    }
+}
+
+/// Carry out `req`: the report and the trace's names. With witnesses, the
+/// trace is loaded and each race gets one (written out when asked, with a
+/// note saying where); otherwise streaming engines never hold the trace.
+pub fn analyze(req: &Request) -> Result<(Report, Names)> {
+    let opts = req.options()?;
+    if !req.witness {
+        return analyze_path(&req.trace, &opts);
+    }
+    let t = trace::load(&req.trace, req.input_format)?;
+    let mut report = analyze_trace(&t, &opts)?;
+    crate::witness::attach(&mut report, &t);
+    if let Some(dir) = &req.witness_out {
+        let n = crate::witness::write_dir(&report, &t, dir)?;
+        report.notes.push(format!(
+            "wrote {n} reordered traces (witness, then the two racy events) to {}",
+            dir.display()
+        ));
+    }
+    Ok((report, t.names))
 }
 
 /// Analyse the trace at `path`. Streaming engines never load the whole trace.
@@ -190,31 +231,28 @@ pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
 
 fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> {
     // Check the engine before reading a possibly huge file.
-    let engine = engine(opts)?;
+    let engine = opts.engine()?;
     let (window, format) = (opts.distance(), opts.input_format);
     crate::progress::phase(format!(
         "{} {engine}: loading and analysing in one pass",
-        opts.relation.name()
+        opts.relation
     ));
+    let on_path = OnPath {
+        path,
+        format,
+        keep: opts.keep,
+    };
+    if let Some(run) = streaming(opts.relation, engine, window, on_path) {
+        return Ok(run?);
+    }
     match (opts.relation, engine) {
         (Relation::Po, _) => {
             let mut po = ProgramOrder::new(window);
             let (names, _, _) = trace::stream(path, format, |id, ev| po.event(id, ev))?;
             return Ok((po.finish(), names));
         }
-        (Relation::Hb, "vc" | "epoch" | "lockset" | "treeclock") => {
-            return crate::race::hb::analyze_hb(path, engine, window, format, opts.keep);
-        }
-        (Relation::Lockset, _) => {
-            return crate::race::hb::analyze_lockset(path, engine, window, format, opts.keep);
-        }
-        (Relation::Wcp, "vc") => {
-            return Ok(crate::race::wcp::analyze_path(
-                path, format, window, opts.keep,
-            )?);
-        }
         // Windowed CP streams (exact CP and --order-races load the trace).
-        (Relation::Cp, "datalog")
+        (Relation::Cp, Engine::Datalog)
             if opts.reporting != Reporting::OrderRaces && opts.reasoning_window().is_some() =>
         {
             let k = opts.reasoning_window().expect("checked");
@@ -223,20 +261,7 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
                 first_only: opts.reporting == Reporting::FirstRace,
                 keep_clocks: false,
             };
-            return Ok(crate::engine::detector::run_path(
-                crate::race::cp::stream::CpStream::new(k, pass),
-                path,
-                format,
-                opts.keep,
-            )?);
-        }
-        (Relation::Shb, _) => {
-            return Ok(crate::engine::detector::run_path(
-                crate::race::shb::ShbDetector::new(window),
-                path,
-                format,
-                opts.keep,
-            )?);
+            return Ok(on_path.run(crate::race::cp::stream::CpStream::new(k, pass))?);
         }
         _ => {}
     }
@@ -247,9 +272,12 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
 
 /// Analyse a loaded trace.
 pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
-    let engine = engine(opts)?;
-    crate::progress::phase(format!("{} {engine}: analysing", opts.relation.name()));
+    let engine = opts.engine()?;
+    crate::progress::phase(format!("{} {engine}: analysing", opts.relation));
     let (window, distance) = (opts.reasoning_window(), opts.distance());
+    if let Some(report) = streaming(opts.relation, engine, distance, OnTrace(t)) {
+        return Ok(opts.stamp(report));
+    }
     Ok(opts.stamp(match (opts.relation, engine) {
         (Relation::Po, _) => {
             let mut po = ProgramOrder::new(distance);
@@ -258,18 +286,19 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
             }
             po.finish()
         }
-        (Relation::Hb, "reference") => crate::race::hb::reference::analyze(t, distance)?,
-        (Relation::Hb, "datalog") => crate::race::hb::datalog::analyze(t, distance),
-        (Relation::Hb | Relation::Lockset, _) => crate::race::hb::hb_trace(engine, distance, t)?,
-        (Relation::Cp, "reference") => crate::race::cp::reference::analyze_within(t, window, distance)?,
-        (Relation::Cp, "compare") => compare_cp(t, opts)?,
-        (Relation::Cp, _) if opts.keep != crate::report::Keep::Collect => {
+        (Relation::Hb, Engine::Reference) => crate::race::hb::reference::analyze(t, distance)?,
+        (Relation::Hb, _) => crate::race::hb::datalog::analyze(t, distance),
+        (Relation::Cp, Engine::Reference) => {
+            crate::race::cp::reference::analyze_within(t, window, distance)?
+        }
+        (Relation::Cp, Engine::Compare) => compare_cp(t, opts)?,
+        (Relation::Cp, _) if opts.keep != Keep::Collect => {
             crate::race::cp::analyze_spilled(t, window, distance, opts.reporting, opts.keep)?
         }
         (Relation::Cp, _) => crate::race::cp::analyze_within(t, window, distance, opts.reporting),
-        (Relation::Wcp, "reference") => {
+        (Relation::Wcp, _) => {
             if t.len() > crate::race::wcp::reference::MAX_EVENTS {
-                bail!(crate::UsageError(format!(
+                return Err(Error::Usage(format!(
                     "the wcp reference engine evaluates Definition 3 over all event pairs and accepts at most {} \
                      events; this trace has {}; use --engine vc",
                     crate::race::wcp::reference::MAX_EVENTS,
@@ -278,10 +307,66 @@ pub fn analyze_trace(t: &Trace, opts: &Options) -> Result<Report> {
             }
             crate::race::wcp::reference::analyze(t, distance)
         }
-        (Relation::Wcp, _) => crate::race::wcp::vc::analyze(t, distance),
-        (Relation::Shb, _) => crate::engine::detector::run_trace(crate::race::shb::ShbDetector::new(distance), t),
         (Relation::Syncp, _) => crate::race::syncp::analyze(t, distance),
+        (Relation::Lockset | Relation::Shb, _) => {
+            unreachable!("{} {engine} is a streaming detector", opts.relation)
+        }
     }))
+}
+
+/// Run the streaming detector of `relation`'s `engine` (reporting pairs less
+/// than `distance` apart) with `run`; None when the engine is no streaming
+/// detector. This is the one place that maps an engine to its detector.
+fn streaming<R>(
+    relation: Relation,
+    engine: Engine,
+    distance: Option<u64>,
+    run: impl RunDetector<R>,
+) -> Option<R> {
+    use crate::race::hb::{EpochDetector, GoldilocksDetector, TcDetector, VcDetector};
+    Some(match (relation, engine) {
+        (Relation::Hb, Engine::Vc) => run.run(VcDetector::new(distance)),
+        (Relation::Hb, Engine::TreeClock) => run.run(TcDetector::new(distance)),
+        (Relation::Hb, Engine::Epoch) => run.run(EpochDetector::new(distance)),
+        (Relation::Hb, Engine::Lockset) => run.run(GoldilocksDetector::new(distance)),
+        (Relation::Lockset, Engine::Eraser) => {
+            run.run(crate::race::lockset::EraserDetector::new(distance))
+        }
+        (Relation::Wcp, Engine::Vc) => run.run(crate::race::wcp::WcpVc::new(distance)),
+        (Relation::Shb, Engine::Vc) => run.run(crate::race::shb::ShbDetector::new(distance)),
+        (Relation::Syncp, Engine::Closure) => {
+            run.run(crate::race::syncp::SyncpDetector::new(distance))
+        }
+        _ => return None,
+    })
+}
+
+/// What to do with a streaming detector: run it over a file or a trace.
+trait RunDetector<R> {
+    fn run<D: Detector + Send>(self, d: D) -> R;
+}
+
+/// Over the trace at `path`, parsing and detecting on two threads.
+#[derive(Clone, Copy)]
+struct OnPath<'a> {
+    path: &'a Path,
+    format: Option<Format>,
+    keep: Keep,
+}
+
+impl RunDetector<Result<(Report, Names), LoadError>> for OnPath<'_> {
+    fn run<D: Detector + Send>(self, d: D) -> Result<(Report, Names), LoadError> {
+        detector::run_path(d, self.path, self.format, self.keep)
+    }
+}
+
+/// Over a loaded trace.
+struct OnTrace<'a>(&'a Trace);
+
+impl RunDetector<Report> for OnTrace<'_> {
+    fn run<D: Detector + Send>(self, d: D) -> Report {
+        detector::run_trace(d, self.0)
+    }
 }
 
 /// `--engine compare`: run `datalog` and `reference` and fail with exit code 3
@@ -290,10 +375,12 @@ fn compare_cp(t: &Trace, opts: &Options) -> Result<Report> {
     let fast = crate::race::cp::analyze_within(t, opts.window, opts.max_distance, opts.reporting);
     let reference = crate::race::cp::reference::analyze_within(t, opts.window, opts.max_distance)?;
     if let Err(diff) = crate::engine::reference::compare(&fast, &reference) {
-        bail!(crate::ExitStatus(3, format!("CP engines disagree: {diff}")));
+        return Err(Error::EnginesDisagree(format!(
+            "CP engines disagree: {diff}"
+        )));
     }
     let mut report = fast;
-    report.engine = "compare".into();
+    report.engine = Engine::Compare;
     report
         .notes
         .push("datalog and reference engines agree".into());

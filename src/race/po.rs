@@ -4,26 +4,27 @@
 //! races lie in, and the smallest engine that exercises the whole pipeline.
 
 use crate::engine::history::AccessHistory;
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId};
 
 /// Streaming program-order race checker.
-pub struct ProgramOrder {
+pub(crate) struct ProgramOrder {
     history: AccessHistory,
     report: Report,
 }
 
 impl ProgramOrder {
     /// A checker pairing accesses less than `window` events apart.
-    pub fn new(window: Option<u64>) -> Self {
+    pub(crate) fn new(window: Option<u64>) -> Self {
         ProgramOrder {
             history: AccessHistory::new(window),
-            report: Report::new("po", "stream", window, 0),
+            report: Report::new(Relation::Po, Engine::Stream, window, 0),
         }
     }
 
     /// Feed the next event.
-    pub fn event(&mut self, id: EventId, ev: &Event) {
+    pub(crate) fn event(&mut self, id: EventId, ev: &Event) {
         self.report.events += 1;
         if ev.op.is_memory()
             && let Some(r) = self.history.access(id, ev, id, |_, _| false)
@@ -33,7 +34,7 @@ impl ProgramOrder {
     }
 
     /// The finished report.
-    pub fn finish(mut self) -> Report {
+    pub(crate) fn finish(mut self) -> Report {
         self.report.normalize();
         self.report
     }

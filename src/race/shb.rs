@@ -29,11 +29,12 @@ use serde_json::json;
 use crate::engine::clock::VectorClock;
 use crate::engine::history::AccessHistory;
 use crate::race::hb::vc::HbClocks;
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op};
 
 /// Streaming SHB detector (`--relation shb --engine vc`).
-pub struct ShbDetector {
+pub(crate) struct ShbDetector {
     clocks: HbClocks,
     history: AccessHistory,
     /// Per variable, the clock of its last write (None: none yet); a
@@ -48,20 +49,20 @@ pub struct ShbDetector {
 
 impl ShbDetector {
     /// A detector pairing accesses less than `window` events apart.
-    pub fn new(window: Option<u64>) -> Self {
+    pub(crate) fn new(window: Option<u64>) -> Self {
         ShbDetector {
             clocks: HbClocks::new(),
             history: AccessHistory::new(window),
             last_write: Vec::new(),
             bytes: FxHashMap::default(),
             rf_joins: 0,
-            report: Report::new("shb", "vc", window, 0),
+            report: Report::new(Relation::Shb, Engine::Vc, window, 0),
         }
     }
 
     /// Feed the next event.
     #[inline]
-    pub fn event(&mut self, id: EventId, ev: &Event) {
+    pub(crate) fn event(&mut self, id: EventId, ev: &Event) {
         self.report.events += 1;
         let Some(clock) = self.clocks.event(ev) else {
             return;
@@ -134,7 +135,7 @@ impl ShbDetector {
     }
 
     /// The finished report.
-    pub fn finish(mut self) -> Report {
+    pub(crate) fn finish(mut self) -> Report {
         let c = &self.clocks;
         let s = &mut self.report.stats;
         s.insert("threads".into(), json!(c.num_threads()));

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use anyhow::{Context, Result, bail};
-use cprace_events::{CHUNK_WORDS, Decoder, Kind, Long, MAX_TID, Record, Step};
+use cprace_events::{CHUNK_WORDS, Decoder, Long, MAX_TID, Record, Step};
 use rustc_hash::FxHashMap;
 
 /// The segment lines of a run's `modules` file, or an error when the run's
@@ -394,17 +394,17 @@ fn thread_files(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
 }
 
 /// Calls `f` on every event of every thread file in `dir`, in the global
-/// order, and returns the run's call stacks (which the events' stack ids
-/// name). The merge runs on a second thread; `f` runs on the caller's, and
-/// its first error stops both.
-pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<Stacks> {
+/// order, with the run's call stacks known so far (every stack id an event
+/// carries is in them), and returns the stacks. The merge runs on a second
+/// thread; `f` runs on the caller's, and its first error stops both.
+pub fn merge(dir: &Path, mut f: impl FnMut(&Event, &Stacks) -> Result<()>) -> Result<Stacks> {
     let files = thread_files(dir)?;
     let block = (BUFFERS / 8 / files.len().max(1)).clamp(1 << 10, BLOCK / 8);
     let mut streams = Vec::with_capacity(files.len());
     for (tid, path) in files {
         streams.push(Stream::open(tid, path, block)?);
     }
-    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Event>>(QUEUE);
+    let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(QUEUE);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Event>>();
     std::thread::scope(|scope| {
         let merger = std::thread::Builder::new()
@@ -412,8 +412,14 @@ pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<Stac
             .spawn_scoped(scope, move || order(streams, &full_tx, &empty_rx))
             .context("cannot start the merge thread")?;
         let mut r = Ok(());
-        for mut batch in full_rx.iter() {
-            if let Err(e) = batch.iter().try_for_each(&mut f) {
+        // The caller's copy of the stacks, grown with each batch.
+        let mut mine = Stacks::default();
+        mine.intern(0, 0);
+        for (mut batch, nodes) in full_rx.iter() {
+            for (parent, pc) in nodes {
+                mine.intern(parent, pc);
+            }
+            if let Err(e) = batch.iter().try_for_each(|e| f(e, &mine)) {
                 r = Err(e);
                 break;
             }
@@ -430,12 +436,17 @@ pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<Stac
     })
 }
 
+/// A batch of merged events and the stacks `(id, parent/pc)` defined since
+/// the last batch.
+type Batch = (Vec<Event>, Vec<(u32, u64)>);
+
 /// The merge proper: sends the events of `streams` to `full` in the global
 /// order, in batches (reusing those that come back on `empty`), and returns
-/// the stacks. Stops quietly when the receiver is gone.
+/// the stacks, each batch with the stacks defined since the last. Stops
+/// quietly when the receiver is gone.
 fn order(
     mut streams: Vec<Stream>,
-    full: &mpsc::SyncSender<Vec<Event>>,
+    full: &mpsc::SyncSender<Batch>,
     empty: &mpsc::Receiver<Vec<Event>>,
 ) -> Result<Stacks> {
     let mut stacks = Stacks::default();
@@ -452,6 +463,12 @@ fn order(
         }
     }
     let mut batch = Vec::with_capacity(BATCH);
+    let mut sent = 1;
+    let new_nodes = |stacks: &Stacks, sent: &mut usize| {
+        let n = stacks.nodes[*sent..].to_vec();
+        *sent = stacks.nodes.len();
+        n
+    };
     while let Some(Reverse((_, i))) = heap.pop() {
         // Stay on this thread while its events come before every other head.
         let bound = heap.peek().map_or((u64::MAX, usize::MAX), |Reverse(b)| *b);
@@ -459,7 +476,7 @@ fn order(
         loop {
             batch.push(e);
             if batch.len() == BATCH {
-                if full.send(batch).is_err() {
+                if full.send((batch, new_nodes(&stacks, &mut sent))).is_err() {
                     return Ok(stacks);
                 }
                 batch = empty
@@ -478,17 +495,9 @@ fn order(
         }
     }
     if !batch.is_empty() {
-        let _ = full.send(batch);
+        let _ = full.send((batch, new_nodes(&stacks, &mut sent)));
     }
     Ok(stacks)
-}
-
-/// A long event's kind, for callers matching on [`What::Long`].
-pub fn kind(e: &Event) -> Option<Kind> {
-    match e.what {
-        What::Long(l) | What::Request(l) => Some(l.kind),
-        What::Access { .. } => None,
-    }
 }
 
 #[cfg(test)]
@@ -509,7 +518,7 @@ mod tests {
 
     fn merged(dir: &Path) -> Result<Vec<Event>> {
         let mut out = Vec::new();
-        merge(dir, |e| {
+        merge(dir, |e, _| {
             out.push(*e);
             Ok(())
         })?;
@@ -581,7 +590,7 @@ mod tests {
         u.push(short(false, s, 0x18));
         file(dir.path(), "t4.bin", &u, &[]);
         let mut events = Vec::new();
-        let stacks = merge(dir.path(), |e| {
+        let stacks = merge(dir.path(), |e, _| {
             events.push(*e);
             Ok(())
         })
@@ -611,7 +620,7 @@ mod tests {
         let words = vec![short(false, 0, 0x10); BATCH * (QUEUE + 4)];
         file(dir.path(), "t1.bin", &words, &[]);
         let mut seen = 0;
-        let r = merge(dir.path(), |_| {
+        let r = merge(dir.path(), |_, _| {
             seen += 1;
             if seen == 10 {
                 anyhow::bail!("stop");

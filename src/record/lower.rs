@@ -23,13 +23,15 @@
 //!   releases them (a robust mutex's next owner gets it with EOWNERDEAD).
 //!
 //! The lowering keeps the trace well formed whatever the event files hold:
-//! a release of a lock the thread does not hold, an acquire of a lock
-//! another live thread holds, a fork of a thread that already ran, and
-//! events of a joined thread are dropped and counted.
+//! a release of a lock the thread does not hold, a fork of a thread that
+//! already ran, and events of a joined thread are dropped and counted; an
+//! acquire of a lock another thread holds starts a new lock.
 
 use std::collections::BTreeMap;
 
-use cprace_events::{Atomic, AtomicOp, Kind, LOCK_RW, LOCK_SHARED, Object, ObjectOp, SYNC_MEMORY};
+use cprace_events::{
+    Atomic, AtomicOp, Kind, LOCK_OWNER_DEAD, LOCK_RW, LOCK_SHARED, Object, ObjectOp, SYNC_MEMORY,
+};
 use rustc_hash::FxHashMap;
 
 use super::events::{Event, What};
@@ -136,6 +138,19 @@ impl Dropped {
     }
 }
 
+/// Trace events emitted, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoweredCounts {
+    /// Plain reads and writes.
+    pub accesses: u64,
+    /// Atomic reads and writes.
+    pub atomics: u64,
+    /// Acquires and releases.
+    pub locks: u64,
+    /// Forks and joins.
+    pub forks_joins: u64,
+}
+
 /// A heap block's life, for reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Block {
@@ -151,6 +166,8 @@ pub struct Block {
     pub stack: u32,
     /// By operator new (else malloc and friends).
     pub new: bool,
+    /// The number of trace events (requests aside) before it.
+    pub at: u32,
 }
 
 #[derive(Default)]
@@ -170,6 +187,7 @@ struct ThreadState {
 
 /// Turns recorded events into trace events, naming threads, locks and
 /// variables with dense ids.
+#[derive(Default)]
 pub struct Lowerer {
     threads: FxHashMap<u32, ThreadState>,
     /// Recorder id of each dense thread id.
@@ -191,6 +209,12 @@ pub struct Lowerer {
     readers: FxHashMap<u64, Vec<u32>>,
     /// Heap blocks in order of allocation.
     pub blocks: Vec<Block>,
+    /// Heap frees in order (the size is the usable size).
+    pub frees: Vec<Block>,
+    /// Trace events emitted so far (requests aside).
+    pub emitted: u64,
+    /// Events emitted, by kind.
+    pub counts: LoweredCounts,
     /// Thread names set by the program: (dense id, name).
     pub names: Vec<(u32, String)>,
     /// Benign ranges: (start, end).
@@ -201,30 +225,6 @@ pub struct Lowerer {
     pub created: FxHashMap<u32, (u32, u64, u32)>,
     /// What was dropped.
     pub dropped: Dropped,
-}
-
-impl Default for Lowerer {
-    fn default() -> Self {
-        Lowerer {
-            threads: FxHashMap::default(),
-            thread_tids: Vec::new(),
-            locks: Vec::new(),
-            lock_ids: FxHashMap::default(),
-            holders: FxHashMap::default(),
-            vars: Vec::new(),
-            cells: Shadow::default(),
-            gens: BTreeMap::new(),
-            generation: 0,
-            other_vars: FxHashMap::default(),
-            readers: FxHashMap::default(),
-            blocks: Vec::new(),
-            names: Vec::new(),
-            benign: Vec::new(),
-            stacks: FxHashMap::default(),
-            created: FxHashMap::default(),
-            dropped: Dropped::default(),
-        }
-    }
 }
 
 /// The bytes of a cell an access of `size` bytes at `addr` touches, split
@@ -343,7 +343,20 @@ impl Lowerer {
         }
         ts.started = true;
         let thread = ts.id;
+        let at = self.emitted.min(u64::from(u32::MAX)) as u32;
+        let mut count = 0u64;
+        let mut counts = LoweredCounts::default();
         let mut put = |thread: u32, op: LOp, target: u32, mask: u8| {
+            if op != LOp::Request {
+                count += 1;
+            }
+            match op {
+                LOp::Read | LOp::Write => counts.accesses += 1,
+                LOp::Acquire | LOp::Release => counts.locks += 1,
+                LOp::Fork | LOp::Join => counts.forks_joins += 1,
+                LOp::Request => {}
+                _ => counts.atomics += 1,
+            }
             out(Lowered {
                 thread,
                 op,
@@ -395,22 +408,15 @@ impl Lowerer {
                         self.dropped.forks_joins += 1;
                         return;
                     }
-                    // Locks the joined thread still holds go with it.
-                    let released = self.release_all(child);
                     let cs = self.thread(child);
                     cs.joined = true;
                     let cid = cs.id;
-                    for (t, l) in released {
-                        put(t, LOp::Release, l, 0xff);
-                    }
-                    put(thread, LOp::Join, cid, 0xff);
+                    emit(LOp::Join, cid, 0xff);
                 }
-                Kind::ThreadEnd => {
-                    for (t, l) in self.release_all(e.tid) {
-                        emit(LOp::Release, l, 0xff);
-                        debug_assert_eq!(t, thread);
-                    }
-                }
+                // A thread that ends holding a lock never releases it (a
+                // robust mutex's next owner gets it with EOWNERDEAD, which
+                // orders nothing): see `acquire`.
+                Kind::ThreadEnd => {}
                 Kind::Alloc => {
                     self.renew(l.addr, l.extra[0]);
                     self.blocks.push(Block {
@@ -420,11 +426,24 @@ impl Lowerer {
                         pc: e.pc,
                         stack: e.stack,
                         new: l.flags == cprace_events::Alloc::New.flags(),
+                        at,
                     });
                 }
                 Kind::Free => {
+                    self.frees.push(Block {
+                        addr: l.addr,
+                        size: l.extra[0],
+                        thread,
+                        pc: e.pc,
+                        stack: e.stack,
+                        new: l.flags == cprace_events::Alloc::New.flags(),
+                        at,
+                    });
+                    // A write of the whole block: a use racing with the
+                    // free (before or after it) conflicts with it. The
+                    // cells stay what they were until an allocation
+                    // hands the memory out again.
                     self.memory(e.tid, LOp::Write, l.addr, l.extra[0], emit);
-                    self.renew(l.addr, l.extra[0]);
                 }
                 Kind::Range => {
                     let op = if l.flags & cprace_events::RANGE_WRITE != 0 {
@@ -478,6 +497,11 @@ impl Lowerer {
                 }
             },
         }
+        self.emitted += count;
+        self.counts.accesses += counts.accesses;
+        self.counts.atomics += counts.atomics;
+        self.counts.locks += counts.locks;
+        self.counts.forks_joins += counts.forks_joins;
     }
 
     /// Events on the memory `addr..addr + size`, one per cell.
@@ -559,8 +583,16 @@ impl Lowerer {
         }
         match self.holders.get(&addr).copied() {
             Some((h, _)) if h != tid => {
-                self.dropped.acquires += 1;
-                return;
+                // Held by another thread: one that died holding a robust
+                // mutex (this acquire got EOWNERDEAD), or a recording cut
+                // or corrupt. Nothing released it, so nothing orders the
+                // two: the lock goes on as a new lock (a new id), the old
+                // one staying held by the dead owner.
+                if flags & LOCK_OWNER_DEAD == 0 {
+                    self.dropped.acquires += 1;
+                }
+                self.lock_ids.remove(&addr);
+                self.holders.insert(addr, (tid, 1));
             }
             Some((h, d)) => {
                 self.holders.insert(addr, (h, d + 1));
@@ -618,24 +650,5 @@ impl Lowerer {
         }
         let id = self.lock(addr);
         emit(LOp::Release, id, 0xff);
-    }
-
-    /// Releases every lock recorder thread `tid` holds (it ended or was
-    /// joined): the (dense thread id, lock id) of each release to emit.
-    fn release_all(&mut self, tid: u32) -> Vec<(u32, u32)> {
-        let Some(ts) = self.threads.get_mut(&tid) else {
-            return Vec::new();
-        };
-        let held = std::mem::take(&mut ts.held);
-        let id = ts.id;
-        let mut out = Vec::new();
-        for (addr, depth) in held.into_iter().rev() {
-            self.holders.remove(&addr);
-            let l = self.lock(addr);
-            for _ in 0..depth {
-                out.push((id, l));
-            }
-        }
-        out
     }
 }

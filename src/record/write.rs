@@ -80,6 +80,8 @@ pub struct Namer {
     sym: Symbolizer,
     /// (variable, first byte) -> name id.
     shapes: FxHashMap<(u32, u8), u32>,
+    /// Locks named per address.
+    lock_gens: FxHashMap<u64, u32>,
     /// Thread ids of the lowerer -> name.
     pub threads: Vec<String>,
     /// Lock names, by lowerer lock id.
@@ -103,6 +105,7 @@ impl Namer {
         Namer {
             sym,
             shapes: FxHashMap::default(),
+            lock_gens: FxHashMap::default(),
             threads: Vec::new(),
             locks: Vec::new(),
             variables: Arena::default(),
@@ -111,11 +114,6 @@ impl Namer {
             locations: vec![String::new()],
             counts: Counts::default(),
         }
-    }
-
-    /// The symbolizer (for stacks and memory descriptions).
-    pub fn symbolizer(&mut self) -> &mut Symbolizer {
-        &mut self.sym
     }
 
     /// Name of a lock or synchronization object: its global, else its address.
@@ -137,7 +135,14 @@ impl Namer {
     fn lock(&mut self, low: &Lowerer, id: u32) -> u32 {
         while self.locks.len() <= id as usize {
             let addr = low.locks[self.locks.len()];
-            let name = self.object_name(addr);
+            let mut name = self.object_name(addr);
+            // A robust mutex taken from a dead owner goes on as a new lock.
+            let g = self.lock_gens.entry(addr).or_insert(0);
+            let again = *g;
+            *g += 1;
+            if again != 0 {
+                name.push_str(&format!("~{again}"));
+            }
             self.locks.push(name);
         }
         id

@@ -24,16 +24,17 @@
 //! callback on a report made by `Report::new` (spilled or not, as `analyze`
 //! asks); its `--first-race` mode simply stops calling back after the first.
 
-pub mod format;
-pub mod sarif;
-pub mod spill;
-pub mod text;
+pub(crate) mod format;
+pub(crate) mod sarif;
+pub(crate) mod spill;
+pub(crate) mod text;
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
 use serde_json::{Map, Value};
 
+use crate::relation::{Engine, Relation};
 use crate::trace::{Event, EventId, Names, Op, ThreadId};
 
 pub use format::{Layout, OutputFormat};
@@ -85,7 +86,7 @@ impl Race {
     }
 
     /// The unordered pair of the two accesses' locations, smaller id first.
-    pub fn location_pair(&self) -> (u32, u32) {
+    pub(crate) fn location_pair(&self) -> (u32, u32) {
         let (a, b) = (self.first.loc, self.second.loc);
         (a.min(b), a.max(b))
     }
@@ -223,12 +224,12 @@ pub enum Keep {
 }
 
 /// What an engine found.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Report {
-    /// Relation name (`hb`, `cp`, `wcp`, `lockset`, ...).
-    pub relation: String,
-    /// Engine name.
-    pub engine: String,
+    /// The relation.
+    pub relation: Relation,
+    /// The engine that computed it.
+    pub engine: Engine,
     /// Window K bounding CP's reasoning (rule (w)), or None: exact (and for
     /// every relation other than CP).
     pub window: Option<u64>,
@@ -251,6 +252,14 @@ pub struct Report {
     kept: Option<Kept>,
 }
 
+/// An empty report standing for none: what `std::mem::take` leaves in an
+/// engine that hands its report on.
+impl Default for Report {
+    fn default() -> Report {
+        Report::new(Relation::Po, Engine::Stream, None, 0)
+    }
+}
+
 /// Races kept elsewhere than [`Report::races`].
 #[derive(Debug)]
 enum Kept {
@@ -269,8 +278,8 @@ impl Clone for Report {
             "a spilled or counted report cannot be cloned"
         );
         Report {
-            relation: self.relation.clone(),
-            engine: self.engine.clone(),
+            relation: self.relation,
+            engine: self.engine,
             window: self.window,
             max_distance: self.max_distance,
             events: self.events,
@@ -297,7 +306,7 @@ pub struct Tally {
 impl Report {
     /// The witness of race `r` (a race of this collected report), when
     /// witnesses were attached: `Some(None)` when none was found.
-    pub fn witness_of(&self, r: &Race) -> Option<Option<&[EventId]>> {
+    pub(crate) fn witness_of(&self, r: &Race) -> Option<Option<&[EventId]>> {
         let ws = self.witnesses.as_ref()?;
         let i = self
             .races
@@ -307,26 +316,31 @@ impl Report {
     }
 
     /// An empty report for `relation` computed by `engine`.
-    pub fn new(relation: &str, engine: &str, window: Option<u64>, events: u64) -> Report {
+    pub fn new(relation: Relation, engine: Engine, window: Option<u64>, events: u64) -> Report {
         Report {
-            relation: relation.into(),
-            engine: engine.into(),
+            relation,
+            engine,
             window,
+            max_distance: None,
             events,
-            ..Report::default()
+            races: Vec::new(),
+            stats: Map::new(),
+            notes: Vec::new(),
+            witnesses: None,
+            kept: None,
         }
     }
 
     /// From now on, write pushed races to a temporary file instead of
     /// collecting them (see the module docs). Call before the first push.
-    pub fn spill_races(&mut self) -> io::Result<()> {
+    pub(crate) fn spill_races(&mut self) -> io::Result<()> {
         debug_assert!(self.races.is_empty(), "spill before the first race");
         self.kept = Some(Kept::Spilled(spill::Spill::new()?));
         Ok(())
     }
 
     /// Keep the races as `keep` says (before the first race).
-    pub fn keep_races(&mut self, keep: Keep) -> io::Result<()> {
+    pub(crate) fn keep_races(&mut self, keep: Keep) -> io::Result<()> {
         debug_assert!(self.races.is_empty(), "choose before the first race");
         match keep {
             Keep::Collect => {}
@@ -429,7 +443,7 @@ impl Report {
     /// Sort witnesses by racy event (one per racy event); engines call this
     /// before returning. A spilled report is already in order: its file is
     /// flushed here.
-    pub fn normalize(&mut self) {
+    pub(crate) fn normalize(&mut self) {
         match &mut self.kept {
             Some(Kept::Spilled(s)) => return s.finish(),
             Some(Kept::Counted(_)) => return,
@@ -535,8 +549,8 @@ mod tests {
         let races: Vec<Race> = (0..1000)
             .map(|i| race(2 * i, 2 * i + 1, i % 7, (i % 3, 5)))
             .collect();
-        let mut collected = Report::new("hb", "vc", None, 2000);
-        let mut spilled = Report::new("hb", "vc", None, 2000);
+        let mut collected = Report::new(Relation::Hb, Engine::Vc, None, 2000);
+        let mut spilled = Report::new(Relation::Hb, Engine::Vc, None, 2000);
         spilled.spill_races().unwrap();
         for r in &races {
             collected.push(*r);

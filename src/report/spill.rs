@@ -29,7 +29,7 @@ fn nibble(op: Op) -> u8 {
 
 /// An append-only file of races, read back in the order written.
 #[derive(Debug)]
-pub struct Spill {
+pub(crate) struct Spill {
     out: BufWriter<File>,
     len: u64,
     /// The first write error; pushes after it are dropped and every read
@@ -39,7 +39,7 @@ pub struct Spill {
 
 impl Spill {
     /// A new, empty spill file (removed by the OS when dropped).
-    pub fn new() -> io::Result<Spill> {
+    pub(crate) fn new() -> io::Result<Spill> {
         let file = tempfile::tempfile().map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -54,17 +54,12 @@ impl Spill {
     }
 
     /// Races written so far.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
-    /// Whether no race was written.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Append one race.
-    pub fn push(&mut self, r: &Race) {
+    pub(crate) fn push(&mut self, r: &Race) {
         if self.error.is_some() {
             return;
         }
@@ -89,7 +84,7 @@ impl Spill {
     }
 
     /// Flush the buffered records (call once every race is pushed).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.error.is_none()
             && let Err(e) = self.out.flush()
         {
@@ -98,7 +93,7 @@ impl Spill {
     }
 
     /// The first write error, if any.
-    pub fn check(&self) -> io::Result<()> {
+    pub(crate) fn check(&self) -> io::Result<()> {
         match &self.error {
             Some(e) => Err(io::Error::new(
                 e.kind(),
@@ -109,7 +104,7 @@ impl Spill {
     }
 
     /// Call `f` on every race in the order written.
-    pub fn each(&self, mut f: impl FnMut(&Race) -> io::Result<()>) -> io::Result<()> {
+    pub(crate) fn each(&self, mut f: impl FnMut(&Race) -> io::Result<()>) -> io::Result<()> {
         self.check()?;
         let mut file = self.out.get_ref();
         file.seek(SeekFrom::Start(0))?;

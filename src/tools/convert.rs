@@ -6,18 +6,30 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::{Error, Result};
 
-use crate::cli::ConvertTo;
 use crate::trace::{self, Event, EventId, Format, LoadError, Trace};
+
+/// The formats `convert` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Target {
+    /// cprace CSV (`thread,op,target,loc`).
+    Csv,
+    /// RAPID STD (`thread|op(target)|loc`).
+    Std,
+    /// RAPID's binary format, plus the name tables in `OUTPUT.names.json`
+    /// (needs `-o`).
+    Rapidbin,
+}
 
 /// What `convert` was asked to do.
 #[derive(Debug)]
-pub struct Args {
+pub struct Options {
     /// Input trace (`-`: standard input).
     pub trace: PathBuf,
     /// Output format.
-    pub to: crate::cli::ConvertTo,
+    pub to: Target,
     /// Output file (standard output when None).
     pub output: Option<PathBuf>,
     /// Input format (detected when None).
@@ -27,17 +39,17 @@ pub struct Args {
 }
 
 /// The side table of `--rapid` output `p`: `p.locations.csv`.
-pub fn locations_path(p: &Path) -> PathBuf {
+pub(crate) fn locations_path(p: &Path) -> PathBuf {
     let mut s = p.as_os_str().to_owned();
     s.push(".locations.csv");
     PathBuf::from(s)
 }
 
 /// Run `convert`; the result goes to `args.output` or `out`.
-pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
-    if args.rapid && args.to != ConvertTo::Std {
-        bail!(crate::UsageError(
-            "--rapid writes STD; use it with --to std".into()
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<i32> {
+    if args.rapid && args.to != Target::Std {
+        return Err(Error::Usage(
+            "--rapid writes STD; use it with --to std".into(),
         ));
     }
     // Refuse an unwritable destination before reading a possibly huge trace.
@@ -46,12 +58,12 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<i32> {
     }
     // The text formats; RapidBin has its own writer (and a side file).
     let std = match args.to {
-        ConvertTo::Csv => false,
-        ConvertTo::Std => true,
-        ConvertTo::Rapidbin => {
+        Target::Csv => false,
+        Target::Std => true,
+        Target::Rapidbin => {
             let Some(output) = &args.output else {
-                bail!(crate::UsageError(
-                    "--to rapidbin needs -o FILE (the names go to FILE.names.json)".into()
+                return Err(Error::Usage(
+                    "--to rapidbin needs -o FILE (the names go to FILE.names.json)".into(),
                 ));
             };
             return convert_to_rapidbin(&args.trace, args.input_format, output);
@@ -224,17 +236,17 @@ fn convert_to_rapidbin(input: &Path, format: Option<Format>, output: &Path) -> R
     let (tmp_out, tmp_side) = (tmp(output), tmp(&side));
     let written = (|| -> Result<()> {
         let f = std::fs::File::create(&tmp_out)
-            .with_context(|| format!("cannot create {}", tmp_out.display()))?;
+            .map_err(Error::io(format!("cannot create {}", tmp_out.display())))?;
         let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
         rapid_bin::write(&t, &mut w)
             .and_then(|()| w.flush())
-            .with_context(|| format!("cannot write {}", tmp_out.display()))?;
+            .map_err(Error::io(format!("cannot write {}", tmp_out.display())))?;
         std::fs::write(&tmp_side, rapid_bin::side_json(&t))
-            .with_context(|| format!("cannot write {}", tmp_side.display()))?;
+            .map_err(Error::io(format!("cannot write {}", tmp_side.display())))?;
         std::fs::rename(&tmp_side, &side)
-            .with_context(|| format!("cannot replace {}", side.display()))?;
+            .map_err(Error::io(format!("cannot replace {}", side.display())))?;
         std::fs::rename(&tmp_out, output)
-            .with_context(|| format!("cannot replace {}", output.display()))?;
+            .map_err(Error::io(format!("cannot replace {}", output.display())))?;
         Ok(())
     })();
     if written.is_err() {

@@ -26,7 +26,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::tools::sweep::{Row, Sweep};
+use crate::relation::Relation;
 
 /// An RGB colour.
 pub type Rgb = (u8, u8, u8);
@@ -40,9 +40,9 @@ pub const HB_COLOR: Rgb = (0x2c, 0xa0, 0x2c);
 /// The WCP bound.
 pub const WCP_COLOR: Rgb = (0xd6, 0x27, 0x28);
 /// The SHB bound.
-pub const SHB_COLOR: Rgb = (0x8c, 0x56, 0x4b);
+pub(crate) const SHB_COLOR: Rgb = (0x8c, 0x56, 0x4b);
 /// Any other bound row (syncp).
-pub const OTHER_COLOR: Rgb = (0x94, 0x67, 0xbd);
+pub(crate) const OTHER_COLOR: Rgb = (0x94, 0x67, 0xbd);
 /// The recommended-K marks.
 pub const RECOMMENDED_COLOR: Rgb = (0x44, 0x44, 0x44);
 const INK: Rgb = (0x22, 0x22, 0x22);
@@ -56,12 +56,12 @@ pub const TIME_SERIES: &str = "CP time";
 pub const RECOMMENDED_LABEL: &str = "recommended K";
 
 /// The font every text is set in, registered with plotters as `sans-serif`.
-pub const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+pub(crate) const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
 /// Default width and height in CSS pixels (1/96 inch).
 pub const DEFAULT_SIZE: (u32, u32) = (960, 720);
 /// Default PNG resolution: one image pixel per CSS pixel.
-pub const DEFAULT_DPI: u32 = 96;
+pub(crate) const DEFAULT_DPI: u32 = 96;
 
 /// The image formats `--plot` writes, chosen by the file's extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,7 +84,7 @@ impl PlotFormat {
         let format = match ext.as_deref() {
             Some("svg") => PlotFormat::Svg,
             Some("png") => PlotFormat::Png,
-            _ => bail!(crate::UsageError(format!(
+            _ => bail!(crate::Error::Usage(format!(
                 "--plot {}: unknown image type; expected a file name ending in .svg or .png",
                 path.display()
             ))),
@@ -94,7 +94,7 @@ impl PlotFormat {
             _ => Path::new("."),
         };
         if !dir.is_dir() {
-            bail!(crate::UsageError(format!(
+            bail!(crate::Error::Usage(format!(
                 "--plot {}: directory {} does not exist",
                 path.display(),
                 dir.display()
@@ -154,7 +154,7 @@ impl PlotOptions {
     }
 
     /// Pixel size of the PNG.
-    pub fn png_pixels(&self) -> (u32, u32) {
+    pub(crate) fn png_pixels(&self) -> (u32, u32) {
         let scale = |v: u32| ((u64::from(v) * u64::from(self.dpi) + 48) / 96).max(1) as u32;
         (scale(self.width), scale(self.height))
     }
@@ -163,7 +163,7 @@ impl PlotOptions {
     pub fn check(&self, format: PlotFormat) -> Result<()> {
         let (w, h) = self.png_pixels();
         if format == PlotFormat::Png && u64::from(w) * u64::from(h) > 64_000_000 {
-            bail!(crate::UsageError(format!(
+            bail!(crate::Error::Usage(format!(
                 "--plot-size {}x{} at --plot-dpi {} makes a {w}x{h} PNG; at most 64 million pixels",
                 self.width, self.height, self.dpi
             )));
@@ -172,10 +172,35 @@ impl PlotOptions {
     }
 }
 
-/// Draw `sweep` and write it to `path` in `format`. The file is replaced
+/// What the figure shows: windowed CP's racy events and time per window,
+/// and the racy events of exact relations as bound lines.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Series {
+    /// CP at each window K, ascending, `none` (None) last.
+    pub windows: Vec<Point>,
+    /// The bound lines: an exact relation and its racy events.
+    pub bounds: Vec<(Relation, u64)>,
+}
+
+/// Windowed CP at one window K.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// K (None: `none`, exact CP).
+    pub window: Option<u64>,
+    /// Racy events.
+    pub racy_events: u64,
+    /// Seconds: the median of `seconds_runs`.
+    pub seconds: f64,
+    /// Seconds of each timed run (the bars go from the least to the most).
+    pub seconds_runs: Vec<f64>,
+    /// Whether this is the recommended window.
+    pub recommended: bool,
+}
+
+/// Draw `series` and write it to `path` in `format`. The file is replaced
 /// only once the whole image is rendered and written.
 pub fn write(
-    sweep: &Sweep,
+    series: &Series,
     title: &str,
     path: &Path,
     format: PlotFormat,
@@ -183,8 +208,8 @@ pub fn write(
 ) -> Result<()> {
     opts.check(format)?;
     let bytes = match format {
-        PlotFormat::Svg => render_svg(sweep, title, opts)?.into_bytes(),
-        PlotFormat::Png => render_png(sweep, title, opts)?,
+        PlotFormat::Svg => render_svg(series, title, opts)?.into_bytes(),
+        PlotFormat::Png => render_png(series, title, opts)?,
     };
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".cprace-tmp");
@@ -198,8 +223,8 @@ pub fn write(
 }
 
 /// The figure as an SVG document of `opts.width` × `opts.height` pixels.
-pub fn render_svg(sweep: &Sweep, title: &str, opts: &PlotOptions) -> Result<String> {
-    let fig = Figure::new(sweep, title);
+pub(crate) fn render_svg(series: &Series, title: &str, opts: &PlotOptions) -> Result<String> {
+    let fig = Figure::new(series, title);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (opts.width, opts.height)).into_drawing_area();
@@ -210,8 +235,8 @@ pub fn render_svg(sweep: &Sweep, title: &str, opts: &PlotOptions) -> Result<Stri
 }
 
 /// The figure as a PNG of [`PlotOptions::png_pixels`], its dpi recorded.
-pub fn render_png(sweep: &Sweep, title: &str, opts: &PlotOptions) -> Result<Vec<u8>> {
-    let fig = Figure::new(sweep, title);
+pub(crate) fn render_png(series: &Series, title: &str, opts: &PlotOptions) -> Result<Vec<u8>> {
+    let fig = Figure::new(series, title);
     let (w, h) = opts.png_pixels();
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
@@ -301,12 +326,12 @@ pub struct Axis {
 impl Axis {
     /// A y axis for non-negative `values`: logarithmic when the positive ones
     /// span two decades or more, else linear from 0 with 1-2-5 steps.
-    pub fn for_values(values: &[f64], label: fn(f64) -> String) -> Axis {
+    pub(crate) fn for_values(values: &[f64], label: fn(f64) -> String) -> Axis {
         Axis::build(values, label, false)
     }
 
     /// [`Axis::for_values`] for counts: linear steps are whole numbers.
-    pub fn for_counts(values: &[f64]) -> Axis {
+    pub(crate) fn for_counts(values: &[f64]) -> Axis {
         Axis::build(values, count_label, true)
     }
 
@@ -476,14 +501,14 @@ pub struct Figure {
     pub recommended: Option<(f64, String)>,
 }
 
-fn x_of(r: &Row, none_x: f64) -> f64 {
+fn x_of(r: &Point, none_x: f64) -> f64 {
     r.window.map_or(none_x, |k| (k as f64).log10())
 }
 
 impl Figure {
-    /// Lay out `sweep`.
-    pub fn new(sweep: &Sweep, title: &str) -> Figure {
-        let rows: Vec<&Row> = sweep.window_rows().collect();
+    /// Lay out `series`.
+    pub fn new(series: &Series, title: &str) -> Figure {
+        let rows: Vec<&Point> = series.windows.iter().collect();
         let finite: Vec<f64> = rows
             .iter()
             .filter_map(|r| r.window.map(|k| (k as f64).log10()))
@@ -524,9 +549,9 @@ impl Figure {
             zero_at: None,
         };
 
-        let bound_rows: Vec<&Row> = sweep.rows.iter().filter(|r| !r.is_window_row()).collect();
+        let bound_rows = &series.bounds;
         let mut counts: Vec<f64> = rows.iter().map(|r| r.racy_events as f64).collect();
-        counts.extend(bound_rows.iter().map(|r| r.racy_events as f64));
+        counts.extend(bound_rows.iter().map(|(_, n)| *n as f64));
         let racy = Axis::for_counts(&counts);
 
         let times: Vec<(f64, f64, f64, f64)> = rows
@@ -561,16 +586,20 @@ impl Figure {
         let bounds = bound_rows
             .iter()
             .enumerate()
-            .map(|(i, r)| {
-                let (color, dash, marker) = match r.label {
-                    "hb" => (HB_COLOR, (10.0, 5.0), Marker::Triangle),
-                    "wcp" => (WCP_COLOR, (3.0, 4.0), Marker::Square),
-                    "shb" => (SHB_COLOR, (1.5, 3.0), Marker::FilledSquare),
+            .map(|(i, (relation, racy_events))| {
+                let (color, dash, marker) = match relation {
+                    Relation::Hb => (HB_COLOR, (10.0, 5.0), Marker::Triangle),
+                    Relation::Wcp => (WCP_COLOR, (3.0, 4.0), Marker::Square),
+                    Relation::Shb => (SHB_COLOR, (1.5, 3.0), Marker::FilledSquare),
                     _ => (OTHER_COLOR, (12.0, 4.0), Marker::Circle),
                 };
                 Bound {
-                    name: format!("{}: {}", bound_series(r.label), thousands(r.racy_events)),
-                    value: r.racy_events,
+                    name: format!(
+                        "{}: {}",
+                        bound_series(relation.name()),
+                        thousands(*racy_events)
+                    ),
+                    value: *racy_events,
                     color,
                     dash,
                     marker,

@@ -12,10 +12,11 @@
 use std::io::Write;
 use std::time::Instant;
 
-use anyhow::Result;
 use serde_json::{Value, json};
 
-use crate::race::{self, Options, Relation};
+use crate::Result;
+use crate::race::{self, Options};
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{EventId, Trace};
 
@@ -122,9 +123,9 @@ pub struct Row {
     /// `cp` for the window rows; the bound's label (`hb`, `wcp`) otherwise.
     pub label: &'static str,
     /// Relation computed (`cp`, `hb`, `wcp`).
-    pub relation: String,
+    pub relation: Relation,
     /// Engine that computed it.
-    pub engine: String,
+    pub engine: Engine,
     /// The window the relation ran with (None: whole trace).
     pub window: Option<u64>,
     /// Number of racy events.
@@ -156,7 +157,7 @@ impl Row {
     }
 
     /// The row's window as printed: the K, `none`, or the bound's label.
-    pub fn window_label(&self) -> String {
+    pub(crate) fn window_label(&self) -> String {
         if self.is_window_row() {
             window_name(self.window)
         } else {
@@ -166,7 +167,7 @@ impl Row {
 
     /// What kind of row this is in machine output: `window` (a CP row) or
     /// `bound` (an HB or WCP bound, run without a window).
-    pub fn row_kind(&self) -> &'static str {
+    pub(crate) fn row_kind(&self) -> &'static str {
         if self.is_window_row() {
             "window"
         } else {
@@ -180,8 +181,8 @@ impl Row {
         json!({
             "row": self.row_kind(),
             "window": self.window,
-            "relation": self.relation,
-            "engine": self.engine,
+            "relation": self.relation.name(),
+            "engine": self.engine.name(),
             "racy_events": self.racy_events,
             "racy_variables": self.racy_variables,
             "location_pairs": self.location_pairs,
@@ -227,6 +228,28 @@ impl Sweep {
     pub fn exit_code(&self) -> i32 {
         i32::from(self.window_rows().any(|r| r.racy_events > 0))
     }
+
+    /// What `--plot` draws: the CP rows as points, the bound rows as lines.
+    pub fn series(&self) -> crate::tools::plot::Series {
+        crate::tools::plot::Series {
+            windows: self
+                .window_rows()
+                .map(|r| crate::tools::plot::Point {
+                    window: r.window,
+                    racy_events: r.racy_events,
+                    seconds: r.seconds,
+                    seconds_runs: r.seconds_runs.clone(),
+                    recommended: r.recommended,
+                })
+                .collect(),
+            bounds: self
+                .rows
+                .iter()
+                .filter(|r| !r.is_window_row())
+                .map(|r| (r.relation, r.racy_events))
+                .collect(),
+        }
+    }
 }
 
 /// What a progress display is told before each run.
@@ -246,7 +269,7 @@ pub struct Progress {
 
 /// One run's results, kept only as long as the comparison needs them.
 struct Run {
-    engine: String,
+    engine: Engine,
     racy: Vec<EventId>,
     racy_variables: u64,
     location_pairs: u64,
@@ -268,10 +291,11 @@ pub fn median(v: &[f64]) -> f64 {
 
 /// The engine a sweep uses for `relation`: `vc` (linear, exact) when the
 /// relation has one, else its default.
-fn engine_for(relation: Relation) -> Option<String> {
-    race::engines(relation)
-        .contains(&"vc")
-        .then(|| "vc".to_string())
+fn engine_for(relation: Relation) -> Option<Engine> {
+    relation
+        .engines()
+        .contains(&Engine::Vc)
+        .then_some(Engine::Vc)
 }
 
 /// Run `relation` at `window` `repeat` times (at least once): the report of
@@ -300,7 +324,7 @@ fn run_one(t: &Trace, relation: Relation, window: Option<u64>, repeat: usize) ->
     }
     let report = first.expect("at least one run");
     Ok(Run {
-        engine: report.engine.clone(),
+        engine: report.engine,
         racy: report.racy_events(),
         racy_variables: report.racy_variables().len() as u64,
         location_pairs: report.location_pairs().len() as u64,
@@ -360,7 +384,7 @@ pub fn run_repeated(
         let cp = run_one(t, Relation::Cp, w, repeat)?;
         rows.push(Row {
             label: "cp",
-            relation: Relation::Cp.name().into(),
+            relation: Relation::Cp,
             engine: cp.engine,
             window: w,
             racy_events: cp.racy.len() as u64,
@@ -386,8 +410,8 @@ pub fn run_repeated(
         };
         rows.push(Row {
             label,
-            relation: relation.name().into(),
-            engine: r.engine.clone(),
+            relation,
+            engine: r.engine,
             window: None,
             racy_events: r.racy.len() as u64,
             racy_variables: r.racy_variables,
@@ -473,7 +497,8 @@ fn join_and(items: &[String]) -> String {
 }
 
 /// Output formats of `sweep`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum SweepFormat {
     /// An aligned table, then the recommendation.
     Text,
@@ -484,7 +509,7 @@ pub enum SweepFormat {
 }
 
 /// `1.23 s`, `45.6 ms`, `0.12 ms`.
-pub fn format_seconds(s: f64) -> String {
+pub(crate) fn format_seconds(s: f64) -> String {
     if s >= 1.0 {
         format!("{s:.2} s")
     } else if s >= 0.01 {
@@ -495,7 +520,7 @@ pub fn format_seconds(s: f64) -> String {
 }
 
 /// `512 B`, `12.3 KiB`, `4.5 MiB`, `1.2 GiB`; `-` when unknown.
-pub fn format_bytes(b: Option<u64>) -> String {
+pub(crate) fn format_bytes(b: Option<u64>) -> String {
     let Some(b) = b else { return "-".into() };
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b as f64;
@@ -534,8 +559,8 @@ impl Sweep {
             w.write_record([
                 r.row_kind().to_string(),
                 r.window.map_or(String::new(), |k| k.to_string()),
-                r.relation.clone(),
-                r.engine.clone(),
+                r.relation.name().to_string(),
+                r.engine.name().to_string(),
                 r.racy_events.to_string(),
                 r.racy_variables.to_string(),
                 r.location_pairs.to_string(),
@@ -646,88 +671,3 @@ pub const CSV_HEADER: [&str; 12] = [
     "peak_bytes",
     "recommended",
 ];
-
-/// Options of `cprace sweep` (the manual is on the subcommand, in src/cli.rs).
-#[derive(clap::Args, Debug)]
-pub struct SweepArgs {
-    /// Trace file (`-` reads standard input).
-    pub trace: std::path::PathBuf,
-    /// Windows: `auto`, or a comma-separated list of event counts (k, M
-    /// suffixes) and `none`, e.g. 100,500,1000,5000,none.
-    #[arg(long, default_value = "auto", value_parser = Windows::parse)]
-    pub windows: Windows,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = SweepFormat::Text)]
-    pub format: SweepFormat,
-    /// Also draw the table into this image (.svg or .png).
-    #[arg(long, value_name = "FILE")]
-    pub plot: Option<std::path::PathBuf>,
-    /// Size of the --plot figure in pixels (1/96 inch), WIDTHxHEIGHT.
-    #[arg(long, value_name = "WxH", default_value = "960x720", value_parser = crate::tools::plot::PlotOptions::parse_size)]
-    pub plot_size: (u32, u32),
-    /// Resolution of a --plot PNG in dots per inch: 192 doubles the pixels
-    /// of the same figure (the SVG is unaffected).
-    #[arg(long, value_name = "DPI", default_value = "96", value_parser = crate::tools::plot::PlotOptions::parse_dpi)]
-    pub plot_dpi: u32,
-    /// Run every CP and bound row N times; its time is the median (the
-    /// figure shows the min-max range).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repeat: u32,
-    /// Input format (detected when omitted).
-    #[arg(long, value_enum)]
-    pub input_format: Option<crate::trace::Format>,
-}
-
-/// `cprace sweep`: load, sweep, print, plot; returns the exit code.
-pub fn run_cli(args: &SweepArgs, out: &mut impl Write) -> Result<i32> {
-    // A bad --plot name or size is a usage error before any work.
-    let plot_opts = crate::tools::plot::PlotOptions {
-        width: args.plot_size.0,
-        height: args.plot_size.1,
-        dpi: args.plot_dpi,
-    };
-    let plot_format = match &args.plot {
-        Some(p) => {
-            let f = crate::tools::plot::PlotFormat::from_path(p)?;
-            plot_opts.check(f)?;
-            Some(f)
-        }
-        None => None,
-    };
-    let t = crate::trace::load(&args.trace, args.input_format)?;
-    let windows = args.windows.resolve(t.len() as u64);
-    let mut show = |p: &Progress| {
-        crate::progress::task(format!(
-            "sweep run {} of {}: {}",
-            p.done + 1,
-            p.total,
-            p.what
-        ));
-    };
-    let sweep = run_repeated(&t, &windows, args.repeat as usize, &mut show)?;
-    sweep.write(args.format, out)?;
-    if args.format != SweepFormat::Text
-        && let Some(s) = &sweep.recommendation
-    {
-        crate::progress::suspend(|| eprintln!("cprace: {s}"));
-    }
-    if let (Some(path), Some(fmt)) = (&args.plot, plot_format) {
-        let name = if args.trace.as_os_str() == "-" {
-            "standard input".to_string()
-        } else {
-            args.trace.file_name().map_or_else(
-                || args.trace.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            )
-        };
-        crate::progress::task("sweep: drawing the figure");
-        crate::tools::plot::write(
-            &sweep,
-            &format!("cprace sweep: {name}"),
-            path,
-            fmt,
-            &plot_opts,
-        )?;
-    }
-    Ok(sweep.exit_code())
-}

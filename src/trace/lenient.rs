@@ -15,13 +15,13 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::{Error, Result};
 use tempfile::TempPath;
 
 use crate::trace::{self, Format, LoadError};
 
 /// Most lines `--lenient` skips before giving up.
-pub const MAX_SKIPPED: usize = 1000;
+pub(crate) const MAX_SKIPPED: usize = 1000;
 
 /// Lines named on standard error.
 const SHOWN: usize = 5;
@@ -94,10 +94,11 @@ pub fn clean(path: &Path, format: Option<Format>) -> Result<Option<Cleaned>> {
     };
     // Standard input can be read once: keep a copy to read again.
     let stdin_copy = if path.as_os_str() == "-" {
-        let mut tmp = tempfile::NamedTempFile::new()
-            .context("cannot create a temporary copy of standard input")?;
+        let mut tmp = tempfile::NamedTempFile::new().map_err(Error::io(
+            "cannot create a temporary copy of standard input",
+        ))?;
         io::copy(&mut io::stdin().lock(), &mut tmp)
-            .context("cannot copy standard input to a temporary file")?;
+            .map_err(Error::io("cannot copy standard input to a temporary file"))?;
         Some(tmp.into_temp_path())
     } else {
         None
@@ -108,15 +109,15 @@ pub fn clean(path: &Path, format: Option<Format>) -> Result<Option<Cleaned>> {
     let mut skip = BTreeSet::new();
     let mut skipped = Vec::new();
     loop {
-        let file = File::open(&source).with_context(|| format!("cannot open {name}"))?;
+        let file = File::open(&source).map_err(Error::io(format!("cannot open {name}")))?;
         match trace::load::stream_reader(&name, BlankLines::new(file, &skip), format, |_, _| {}) {
             Ok(_) => break,
             Err(e) if e.line > 0 && !skip.contains(&e.line) => {
                 if skip.len() == MAX_SKIPPED {
-                    bail!(
+                    return Err(Error::Usage(format!(
                         "--lenient: more than {MAX_SKIPPED} lines rejected; this does not look like a trace \
                          with a few bad lines (the next: {e})"
-                    );
+                    )));
                 }
                 skip.insert(e.line);
                 skipped.push(e);
@@ -127,10 +128,11 @@ pub fn clean(path: &Path, format: Option<Format>) -> Result<Option<Cleaned>> {
     if skip.is_empty() && stdin_copy.is_none() {
         return Ok(None);
     }
-    let mut out = tempfile::NamedTempFile::new().context("cannot create the cleaned trace")?;
-    let file = File::open(&source).with_context(|| format!("cannot open {name}"))?;
+    let mut out =
+        tempfile::NamedTempFile::new().map_err(Error::io("cannot create the cleaned trace"))?;
+    let file = File::open(&source).map_err(Error::io(format!("cannot open {name}")))?;
     io::copy(&mut BlankLines::new(file, &skip), &mut out)
-        .context("cannot write the cleaned trace")?;
+        .map_err(Error::io("cannot write the cleaned trace"))?;
     Ok(Some(Cleaned {
         path: out.into_temp_path(),
         skipped,

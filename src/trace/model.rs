@@ -46,7 +46,7 @@ impl Op {
 
     /// [`Op::parse`] on bytes.
     #[inline]
-    pub fn parse_bytes(s: &[u8]) -> Option<Op> {
+    pub(crate) fn parse_bytes(s: &[u8]) -> Option<Op> {
         Some(match s {
             b"r" => Op::Read,
             b"w" => Op::Write,
@@ -105,7 +105,7 @@ impl Op {
     }
 
     /// Volatile access.
-    pub fn is_volatile(self) -> bool {
+    pub(crate) fn is_volatile(self) -> bool {
         matches!(self, Op::VolatileRead | Op::VolatileWrite)
     }
 
@@ -179,7 +179,7 @@ impl Event {
 pub use super::intern::Interner;
 
 /// Intern `name` in `table`, returning its dense id.
-pub fn intern(table: &mut Interner, name: &str) -> u32 {
+pub(crate) fn intern(table: &mut Interner, name: &str) -> u32 {
     table.intern(name)
 }
 

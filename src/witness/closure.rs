@@ -117,7 +117,7 @@ impl LastWrites {
 
 /// Per-event facts the closure needs, computed once per trace.
 #[derive(Clone, Debug)]
-pub struct TraceIndex {
+pub(crate) struct TraceIndex {
     /// Each thread's events in trace order.
     pub per_thread: Vec<Vec<EventId>>,
     /// Position of each event in its thread.
@@ -140,7 +140,7 @@ pub struct TraceIndex {
 
 impl TraceIndex {
     /// Index `trace`.
-    pub fn new(trace: &Trace) -> TraceIndex {
+    pub(crate) fn new(trace: &Trace) -> TraceIndex {
         let n = trace.len();
         let nthreads = trace.num_threads();
         let mut per_thread: Vec<Vec<EventId>> = vec![Vec::new(); nthreads];
@@ -204,13 +204,13 @@ impl TraceIndex {
     }
 
     /// Number of threads.
-    pub fn num_threads(&self) -> usize {
+    pub(crate) fn num_threads(&self) -> usize {
         self.per_thread.len()
     }
 
     /// The writes read `e` reads from in the trace, its bytes' last writes
     /// (none for a non-read or a read of initial values).
-    pub fn reads_from(&self, e: EventId) -> impl Iterator<Item = EventId> + '_ {
+    pub(crate) fn reads_from(&self, e: EventId) -> impl Iterator<Item = EventId> + '_ {
         let w = self.link[e as usize];
         let read = is_read(self.op[e as usize]);
         let more = if read && !self.more_links.is_empty() {
@@ -228,11 +228,11 @@ impl TraceIndex {
 /// The closure could not be formed: it would hold a lock's critical section
 /// that is never released together with a later acquire of that lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Unclosable;
+pub(crate) struct Unclosable;
 
 /// A sync-preserving closed set of events, grown incrementally.
 #[derive(Clone, Debug)]
-pub struct Closure {
+pub(crate) struct Closure {
     /// Per thread, how many of its first events are in the set.
     len: Vec<u32>,
     /// Per lock, the trace-latest acquire in the set (NONE: none).
@@ -245,7 +245,7 @@ pub struct Closure {
 
 impl Closure {
     /// The empty set for a trace with `threads` threads and `locks` locks.
-    pub fn new(threads: usize, locks: usize) -> Closure {
+    pub(crate) fn new(threads: usize, locks: usize) -> Closure {
         Closure {
             len: vec![0; threads],
             latest: vec![NONE; locks],
@@ -255,26 +255,29 @@ impl Closure {
         }
     }
 
+    #[cfg(test)] // only the syncp reference engine undoes
     /// How many of thread `t`'s first events are in the set.
     #[inline]
-    pub fn len(&self, t: u32) -> u32 {
+    pub(crate) fn len(&self, t: u32) -> u32 {
         self.len[t as usize]
     }
 
     /// Whether event `e` is in the set.
     #[inline]
-    pub fn contains(&self, idx: &TraceIndex, e: EventId) -> bool {
+    pub(crate) fn contains(&self, idx: &TraceIndex, e: EventId) -> bool {
         idx.pos[e as usize] < self.len[idx.thread[e as usize] as usize]
     }
 
+    #[cfg(test)] // only the syncp reference engine undoes
     /// Start recording changes so [`Closure::rollback`] can undo them.
-    pub fn begin(&mut self) {
+    pub(crate) fn begin(&mut self) {
         debug_assert!(self.journal.is_empty());
         self.journaling = true;
     }
 
+    #[cfg(test)] // only the syncp reference engine undoes
     /// Undo every change since [`Closure::begin`] and stop recording.
-    pub fn rollback(&mut self) {
+    pub(crate) fn rollback(&mut self) {
         while let Some((is_lock, i, old)) = self.journal.pop() {
             if is_lock {
                 self.latest[i as usize] = old;
@@ -295,7 +298,7 @@ impl Closure {
     }
 
     /// Add the first `n` events of thread `t` and close the set.
-    pub fn extend(&mut self, idx: &TraceIndex, t: u32, n: u32) -> Result<(), Unclosable> {
+    pub(crate) fn extend(&mut self, idx: &TraceIndex, t: u32, n: u32) -> Result<(), Unclosable> {
         self.stack.push((t, n));
         while let Some((t, n)) = self.stack.pop() {
             let ti = t as usize;
@@ -360,7 +363,7 @@ impl Closure {
     /// Add the events that must precede `e` for it to be enabled (its thread
     /// predecessors, and its thread's fork when `e` is the thread's first
     /// event) and close the set.
-    pub fn extend_pred(&mut self, idx: &TraceIndex, e: EventId) -> Result<(), Unclosable> {
+    pub(crate) fn extend_pred(&mut self, idx: &TraceIndex, e: EventId) -> Result<(), Unclosable> {
         let (t, p) = (idx.thread[e as usize], idx.pos[e as usize]);
         if p == 0 {
             let f = idx.fork_of[t as usize];
@@ -372,7 +375,7 @@ impl Closure {
     }
 
     /// The events of the set in trace order.
-    pub fn events(&self, idx: &TraceIndex) -> Vec<EventId> {
+    pub(crate) fn events(&self, idx: &TraceIndex) -> Vec<EventId> {
         let mut v: Vec<EventId> = self
             .len
             .iter()
@@ -387,7 +390,12 @@ impl Closure {
 /// The sync-preserving closure of the thread predecessors of `e1` and `e2`,
 /// in trace order, when it holds neither event: a correct reordering prefix
 /// after which both are enabled. None otherwise.
-pub fn witness(idx: &TraceIndex, locks: usize, e1: EventId, e2: EventId) -> Option<Vec<EventId>> {
+pub(crate) fn witness(
+    idx: &TraceIndex,
+    locks: usize,
+    e1: EventId,
+    e2: EventId,
+) -> Option<Vec<EventId>> {
     let mut c = Closure::new(idx.num_threads(), locks);
     c.extend_pred(idx, e1).ok()?;
     c.extend_pred(idx, e2).ok()?;

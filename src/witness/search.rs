@@ -18,7 +18,7 @@ use super::closure::{LastWrites, TraceIndex, is_read};
 /// What the search found.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Search {
+pub(crate) enum Search {
     /// A witness.
     Found(Vec<EventId>),
     /// No correct reordering prefix enables both.
@@ -28,16 +28,22 @@ pub enum Search {
 }
 
 /// States visited at most, per race.
-pub const BUDGET: usize = 100_000;
+pub(crate) const BUDGET: usize = 100_000;
 
 /// Whether the search is tried at all: small traces only (each state holds
 /// one position per thread and one last write per variable).
-pub fn applicable(trace: &Trace, e2: EventId) -> bool {
+pub(crate) fn applicable(trace: &Trace, e2: EventId) -> bool {
     e2 < 5_000 && trace.num_vars() <= 64 && trace.num_threads() <= 16
 }
 
 /// Search a witness for (e1, e2), e1 < e2.
-pub fn search(trace: &Trace, idx: &TraceIndex, e1: EventId, e2: EventId, budget: usize) -> Search {
+pub(crate) fn search(
+    trace: &Trace,
+    idx: &TraceIndex,
+    e1: EventId,
+    e2: EventId,
+    budget: usize,
+) -> Search {
     let nt = idx.num_threads();
     // Per thread, how far it may go: the racy events stop their threads.
     // (Events after the later racy event may be needed: a section of a third

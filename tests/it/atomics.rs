@@ -5,36 +5,37 @@
 //! synchronize nothing in HB, while CP and WCP (through HBv) keep every
 //! ordering that preserves what an atomic read read.
 
-use crate::hb_common::tr;
+use crate::common::hb::tr;
 use crate::oracle::{Mode, explore};
 
-use cprace::race::{Options, Relation, analyze_trace};
+use cprace::race::{Options, analyze_trace};
+use cprace::relation::{Engine, Relation};
 use cprace::trace::Trace;
 use cprace::witness::verify;
 
 /// Every relation and engine that reports races.
-const ENGINES: [(Relation, &str); 14] = [
-    (Relation::Hb, "vc"),
-    (Relation::Hb, "epoch"),
-    (Relation::Hb, "lockset"),
-    (Relation::Hb, "treeclock"),
-    (Relation::Hb, "datalog"),
-    (Relation::Hb, "reference"),
-    (Relation::Cp, "datalog"),
-    (Relation::Cp, "reference"),
-    (Relation::Wcp, "vc"),
-    (Relation::Wcp, "reference"),
-    (Relation::Shb, "vc"),
-    (Relation::Syncp, "closure"),
-    (Relation::Po, "stream"),
-    (Relation::Lockset, "eraser"),
+const ENGINES: [(Relation, Engine); 14] = [
+    (Relation::Hb, Engine::Vc),
+    (Relation::Hb, Engine::Epoch),
+    (Relation::Hb, Engine::Lockset),
+    (Relation::Hb, Engine::TreeClock),
+    (Relation::Hb, Engine::Datalog),
+    (Relation::Hb, Engine::Reference),
+    (Relation::Cp, Engine::Datalog),
+    (Relation::Cp, Engine::Reference),
+    (Relation::Wcp, Engine::Vc),
+    (Relation::Wcp, Engine::Reference),
+    (Relation::Shb, Engine::Vc),
+    (Relation::Syncp, Engine::Closure),
+    (Relation::Po, Engine::Stream),
+    (Relation::Lockset, Engine::Eraser),
 ];
 
 /// The `(first, second)` pairs `engine` of `relation` reports, exact (no
 /// window), every witness of a race checked by `cprace verify`'s checker.
-fn races(t: &Trace, relation: Relation, engine: &str) -> Vec<(u32, u32)> {
+fn races(t: &Trace, relation: Relation, engine: Engine) -> Vec<(u32, u32)> {
     let mut opts = Options::new(relation);
-    opts.engine = Some(engine.into());
+    opts.engine = Some(engine);
     opts.window = None;
     let mut r = analyze_trace(t, &opts).unwrap_or_else(|e| panic!("{engine}: {e}"));
     cprace::witness::attach(&mut r, t);
@@ -173,8 +174,8 @@ fn reads_from_is_per_byte() {
     let t = masked("T1 w y\nT1 w x\nT2 r x\nT2 r y", &[0, 0x0f, 0x18, 0]);
     let x = explore(&t, Mode::All);
     assert!(!x.is_race(0, 3) && x.is_race(1, 2));
-    assert_eq!(races(&t, Relation::Shb, "vc"), [(1, 2)]);
-    assert_eq!(races(&t, Relation::Syncp, "closure"), [(1, 2)]);
+    assert_eq!(races(&t, Relation::Shb, Engine::Vc), [(1, 2)]);
+    assert_eq!(races(&t, Relation::Syncp, Engine::Closure), [(1, 2)]);
 }
 
 /// Text formats have no masks; the ops read and write as `ar` and `aw`.

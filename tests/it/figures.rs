@@ -75,12 +75,12 @@ fn oracles_match_figures() {
 #[test]
 fn hb_engines_match_figures() {
     for (p, t, want) in figures() {
-        let vc = cprace::race::hb::hb_trace("vc", None, &t).unwrap();
+        let vc = crate::common::hb::run("vc", None, &t);
         assert_eq!(vc.racy_events(), want["hb"], "hb vc {}", p.display());
-        let tc = cprace::race::hb::hb_trace("treeclock", None, &t).unwrap();
+        let tc = crate::common::hb::run("treeclock", None, &t);
         assert_eq!(tc.races, vc.races, "hb treeclock {}", p.display());
         for engine in ["epoch", "lockset"] {
-            let r = cprace::race::hb::hb_trace(engine, None, &t).unwrap();
+            let r = crate::common::hb::run(engine, None, &t);
             assert_eq!(
                 r.first_race_per_variable(),
                 vc.first_race_per_variable(),

@@ -2,9 +2,7 @@
 //! `datalog` closure over synchronization events agree with `vc` on small
 //! generated traces: racy events and witnesses, with and without a window.
 
-use crate::hb_common;
-
-use hb_common::{dump, generated, run};
+use crate::common::hb::{dump, generated, run};
 
 #[test]
 fn rules_and_sync_closure_agree_with_vc() {
@@ -42,7 +40,7 @@ fn many_threads_passing_a_lock_fit_in_bounded_memory() {
     // One racy write at the end: T0 writes x again without the lock.
     text.push_str("T0|w(x)|4\n");
     std::fs::write(&trace, text).unwrap();
-    let bin = env!("CARGO_BIN_EXE_cprace");
+    let bin = crate::common::cli::BIN;
     let run = |engine: &str| {
         Command::new("sh")
             .arg("-c")

@@ -1,15 +1,15 @@
 //! Property tests of the HB engines over thousands of generated traces
 //! (2-6 threads, 1-4 locks, nesting, fork/join, volatiles, re-entrant locks).
 
-use crate::hb_common;
-
 use std::collections::BTreeSet;
 
-use cprace::race::hb::{GoldilocksDetector, run_trace};
-use hb_common::{
+use crate::common::hb::{
     atomic_config, config, dump, fasttrack_model, firsts, generated, generated_atomic,
-    goldilocks_model, oracle, pairs, run,
+    goldilocks_model, pairs, run,
 };
+use crate::common::oracle::hb_races as oracle;
+use cprace::engine::detector::run_trace;
+use cprace::race::hb::GoldilocksDetector;
 
 const WINDOWS: [Option<u64>; 4] = [None, Some(3), Some(10), Some(40)];
 

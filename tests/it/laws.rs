@@ -13,7 +13,8 @@
 use crate::common;
 
 use common::laws::{hbv_is_hb, hbv_racy, subset};
-use cprace::race::{Options, Relation, analyze_trace};
+use cprace::race::{Options, analyze_trace};
+use cprace::relation::Relation;
 use cprace::tools::generate::{Config, trace};
 use cprace::trace::Trace;
 

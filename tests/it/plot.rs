@@ -8,7 +8,8 @@ use std::process::Output;
 
 use crate::common;
 
-use common::sweep::{cprace, generated, stderr};
+use common::cli::{output as cprace, stderr};
+use common::traces::generated;
 use cprace::tools::plot;
 use serde_json::Value;
 
@@ -269,7 +270,7 @@ fn coinciding_bounds_stay_apart_and_none_follows_the_largest_k() {
     // On the CP paper's Figure 1 every row is 0: HB and WCP coincide.
     let t = cprace::trace::load(Path::new("data/figures/cp-fig1.csv"), None).unwrap();
     let s = cprace::tools::sweep::run(&t, &[Some(2), Some(5), None], &mut |_| {}).unwrap();
-    let fig = plot::Figure::new(&s, "fig1");
+    let fig = plot::Figure::new(&s.series(), "fig1");
     let [hb, wcp, shb, syncp] = &fig.bounds[..] else {
         panic!("four bounds (hb, wcp, shb, syncp): {:?}", fig.bounds)
     };

@@ -31,7 +31,8 @@ use crate::oracle;
 
 use std::collections::BTreeSet;
 
-use cprace::race::{Options, Relation, analyze_trace};
+use cprace::race::{Options, analyze_trace};
+use cprace::relation::Relation;
 use cprace::report::Report;
 use cprace::trace::{Format, Trace, load_str};
 use cprace::witness::verify;
@@ -110,7 +111,7 @@ fn check_trace(t: &Trace, label: &str) -> (bool, usize) {
                     Mode::All
                 };
                 assert!(
-                    v.sync_preserving || (r.relation != "shb" && r.relation != "syncp"),
+                    v.sync_preserving || (!matches!(r.relation, Relation::Shb | Relation::Syncp)),
                     "{}: witness not sync-preserving\n{}",
                     r.relation,
                     ctx()
@@ -124,7 +125,7 @@ fn check_trace(t: &Trace, label: &str) -> (bool, usize) {
                 });
             } else {
                 assert!(
-                    r.relation != "shb" && r.relation != "syncp",
+                    !matches!(r.relation, Relation::Shb | Relation::Syncp),
                     "{} race ({a}, {b}) without a witness\n{}",
                     r.relation,
                     ctx()
@@ -140,7 +141,9 @@ fn check_trace(t: &Trace, label: &str) -> (bool, usize) {
         }
         // The soundness theorems of HB, CP and WCP: the first race is
         // predictable or the trace has a predictable deadlock.
-        if ws.first().is_some_and(|w| w.is_none()) && (r.relation != "hb" || hb_first_holds) {
+        if ws.first().is_some_and(|w| w.is_none())
+            && (r.relation != cprace::relation::Relation::Hb || hb_first_holds)
+        {
             assert!(
                 all.deadlock,
                 "{}'s first race has no witness and no deadlock\n{}",

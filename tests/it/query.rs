@@ -12,9 +12,9 @@ use common::query::{
 };
 use common::traces::{dump, figure, figures};
 use cprace::facts::{Facts, Relations};
-use cprace::race::Relation;
 use cprace::race::cp::Reporting;
 use cprace::race::cp::reference::CpRelations;
+use cprace::relation::Relation;
 use cprace::tools::generate::{Config, trace};
 use cprace::tools::query::{self, DumpFormat, is_sync_event};
 use cprace::trace::{EventId, Format, Op, Trace, load_str};
@@ -198,10 +198,6 @@ impl Oracle<'_> {
 impl Replay for Oracle<'_> {
     fn trace(&self) -> &Trace {
         self.t
-    }
-
-    fn facts(&self) -> &Facts {
-        &self.facts
     }
 
     fn relation(&self) -> Relation {

@@ -13,7 +13,7 @@ use common::query::{
 };
 use common::traces::dump;
 use cprace::facts::Facts;
-use cprace::race::Relation;
+use cprace::relation::Relation;
 use cprace::tools::generate::{Config, trace};
 use cprace::tools::query;
 use cprace::trace::{Op, Trace};

@@ -14,8 +14,8 @@ use common::query::{
 };
 use common::traces::{dump, figure, figures};
 use cprace::facts::{CriticalSection, Facts};
-use cprace::race::Relation;
 use cprace::race::wcp::reference::{Derived, derive};
+use cprace::relation::Relation;
 use cprace::tools::generate::Config;
 use cprace::trace::{Op, Trace};
 use serde_json::{Value, json};
@@ -201,10 +201,6 @@ impl Oracle<'_> {
 impl Replay for Oracle<'_> {
     fn trace(&self) -> &Trace {
         self.t
-    }
-
-    fn facts(&self) -> &Facts {
-        &self.facts
     }
 
     fn relation(&self) -> Relation {

@@ -370,9 +370,9 @@ fn oversized_traces_are_refused() {
     let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
     let t = trace(&refs);
     let e = cp::analyze(&t, None).unwrap_err();
-    assert!(e.0.contains("--engine datalog"), "{e}");
+    assert!(e.to_string().contains("--engine datalog"), "{e}");
     let e = hb::analyze(&t, None).unwrap_err();
-    assert!(e.0.contains("--engine vc"), "{e}");
+    assert!(e.to_string().contains("--engine vc"), "{e}");
 }
 
 #[test]

@@ -272,7 +272,15 @@ impl Checker<'_> {
     }
 
     fn hb(&mut self) {
-        // Pairs whose HB past reads no byte from an HB-unordered write.
+        let hb_report = crate::common::hb::run("vc", None, self.t);
+        if let Some(p) = first(&hb_report) {
+            self.tally.hb_first += 1;
+            if !self.x.is_race(p.0, p.1) {
+                self.fail(format!("HB's first race {p:?} is not predictable"));
+            }
+        }
+        // Beyond the first race: pairs whose HB past reads no byte from an
+        // HB-unordered write.
         let t = self.t;
         let n = t.len();
         let hb = defs::hb_matrix(t);
@@ -293,7 +301,7 @@ impl Checker<'_> {
             }
         }
         let reads_dirty = |e: usize| (0..e).any(|r| dirty_read[r] && hb[r][e]);
-        let hb_report = cprace::race::hb::hb_trace("vc", None, t).expect("hb vc");
+        let hb_report = crate::common::hb::run("vc", None, t);
         if let Some(p) = first(&hb_report) {
             self.tally.hb_first += 1;
             if reads_dirty(p.0 as usize) || reads_dirty(p.1 as usize) {
@@ -377,9 +385,7 @@ impl Checker<'_> {
                 "HBv races {hbv:?} but the HBv matrix says {brute:?}"
             ));
         }
-        let hb = cprace::race::hb::hb_trace("vc", None, t)
-            .expect("hb")
-            .racy_events();
+        let hb = crate::common::hb::run("vc", None, t).racy_events();
         let exact = cp_analyze(t, None, Reporting::All).racy_events();
         let wcp = cprace::race::wcp::vc::analyze(t, None).racy_events();
         let plain = hbv_is_hb(t);
@@ -401,9 +407,7 @@ impl Checker<'_> {
             laws.push(("CP(K) ⊆ exact CP", subset(&cp, &exact)));
             laws.push(("CP grows with K", subset(&previous, &cp)));
             if plain {
-                let hb_k = cprace::race::hb::hb_trace("vc", Some(k), t)
-                    .expect("hb")
-                    .racy_events();
+                let hb_k = crate::common::hb::run("vc", Some(k), t).racy_events();
                 laws.push(("HB(K) ⊆ CP(K) where HBv = HB", subset(&hb_k, &cp)));
             }
             previous = cp;

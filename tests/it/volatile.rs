@@ -13,7 +13,8 @@ use common::cli::cprace;
 use common::oracle;
 use common::traces::dump;
 use cprace::race::cp::Reporting;
-use cprace::race::{Options, Relation, analyze_trace};
+use cprace::race::{Options, analyze_trace};
+use cprace::relation::{Engine, Relation};
 use cprace::trace::{Op, Trace, load};
 
 /// The traces with their expected racy events per relation.
@@ -50,7 +51,7 @@ fn traces() -> Vec<(PathBuf, Trace, BTreeMap<String, Vec<u32>>)> {
 
 fn run(t: &Trace, relation: Relation, engine: &str, window: Option<u64>) -> Vec<u32> {
     let mut opts = Options::new(relation);
-    opts.engine = Some(engine.to_string());
+    opts.engine = Some(<Engine as clap::ValueEnum>::from_str(engine, false).unwrap());
     opts.window = window;
     analyze_trace(t, &opts)
         .unwrap_or_else(|e| panic!("{} {engine}: {e}", relation.name()))

@@ -53,5 +53,5 @@ mod store;
 mod tree;
 mod vector;
 
-pub use tree::TreeClock;
-pub use vector::VectorClock;
+pub(crate) use tree::TreeClock;
+pub(crate) use vector::VectorClock;

@@ -108,7 +108,7 @@ impl TreeClock {
 
     /// Increment the root's entry (the owner's own time).
     #[inline]
-    pub fn tick_root(&mut self) {
+    pub(crate) fn tick_root(&mut self) {
         let r = self.root;
         self.slot(r).clk += 1;
     }
@@ -254,7 +254,7 @@ impl TreeClock {
     /// clock into the lock's). With shared nodes a copy is O(1), cheaper than
     /// the paper's monotone copy (Algorithm 3), and yields a valid tree clock
     /// whether or not `self ⊑ other`.
-    pub fn monotone_copy(&mut self, other: &TreeClock) {
+    pub(crate) fn monotone_copy(&mut self, other: &TreeClock) {
         self.clone_from_tree(other);
     }
 
@@ -266,7 +266,7 @@ impl TreeClock {
     /// Raise entries to `(thread, time)` pairs from a clock that is not a tree
     /// clock (a volatile variable's). Each raised entry is attached to the
     /// root at the root's current time, keeping its subtree.
-    pub fn join_entries(&mut self, entries: impl IntoIterator<Item = (u32, u32)>) {
+    pub(crate) fn join_entries(&mut self, entries: impl IntoIterator<Item = (u32, u32)>) {
         let r = self.root;
         if r == NONE {
             return;

@@ -115,7 +115,8 @@ impl VectorClock {
     }
 
     /// Pointwise `self <= other`.
-    pub fn leq(&self, other: &VectorClock) -> bool {
+    #[cfg(test)]
+    fn leq(&self, other: &VectorClock) -> bool {
         self.entries().all(|(t, v)| v <= other.get(t))
     }
 
@@ -134,16 +135,9 @@ impl VectorClock {
         small.chain(tree).filter(|e| e.1 != 0)
     }
 
-    /// The entries of threads `0..n` as a dense slice (for flat matrices).
-    pub fn to_dense(&self, n: usize) -> Vec<u32> {
-        let mut v = vec![0; n];
-        self.write_dense(&mut v);
-        v
-    }
-
     /// Write the entries of threads `0..row.len()` into `row` (a row of a
     /// flat matrix; entries of later threads are left out).
-    pub fn write_dense(&self, row: &mut [u32]) {
+    pub(crate) fn write_dense(&self, row: &mut [u32]) {
         row.fill(0);
         for (t, c) in self.entries() {
             if let Some(x) = row.get_mut(t as usize) {
@@ -209,7 +203,7 @@ impl VectorClock {
     /// Whether `self` and `other` are the same clock, in O(1): the same
     /// shared tree, or small clocks with equal entries (equal trees built
     /// separately are not).
-    pub fn ptr_eq(&self, other: &VectorClock) -> bool {
+    pub(crate) fn ptr_eq(&self, other: &VectorClock) -> bool {
         match (&self.r, &other.r) {
             (Repr::Small(a), Repr::Small(b)) => a == b,
             (Repr::Tree(a), Repr::Tree(b)) => match (&a.root, &b.root) {

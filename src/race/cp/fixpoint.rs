@@ -283,7 +283,7 @@ pub(crate) fn partition_point_near_by(
 const PARALLEL: usize = 2;
 
 /// Result of the fixpoint.
-pub struct Fixpoint {
+pub(crate) struct Fixpoint {
     /// All base edges `(a, r)` with the rule that first produced them.
     pub base: Vec<(u32, u32, Rule)>,
     /// Rounds until nothing changed.
@@ -326,7 +326,7 @@ impl CpInput {
     }
 
     /// Run the fixpoint to completion.
-    pub fn fixpoint(&self) -> Fixpoint {
+    pub(crate) fn fixpoint(&self) -> Fixpoint {
         self.fixpoint_split(1 << 20)
     }
 

@@ -24,17 +24,17 @@ use rustc_hash::FxHashMap;
 
 use super::sync::{Carried, NONE, SyncPoints, VolatileOrder};
 use crate::facts::Facts;
-use crate::trace::{EventId, Op, Trace};
+use crate::trace::{Event, EventId, Op, Trace};
 
 /// A stretch of a longer trace, as the streaming engine hands it over (see
 /// [`super::stream`]): besides the events, what came before them.
-pub struct Stretch<'a> {
+pub(crate) struct Stretch<'a> {
     /// Where the stretch's events sit in the whole trace, the replayed
     /// acquires of sections open where it begins, and the clocks there.
     pub carried: &'a Carried,
     /// The accesses of each pinned section before the stretch: `(pinned
     /// index, variable, kinds)` ([`access_kind`] bits).
-    pub summaries: &'a [(u32, u32, u8)],
+    pub summaries: &'a [(u32, u32, u16)],
     /// Base edges derived from earlier stretches, `(target, source, rule)` as
     /// event ids in the whole trace (both ends events of this stretch).
     pub edges: &'a [(EventId, EventId, Rule)],
@@ -42,7 +42,7 @@ pub struct Stretch<'a> {
 
 /// A critical section in slot terms.
 #[derive(Clone, Copy, Debug)]
-pub struct Section {
+pub(crate) struct Section {
     /// Lock id.
     pub lock: u32,
     /// Owning thread.
@@ -59,7 +59,7 @@ pub struct Section {
 
 /// Why a base edge exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// Rule (a): the sections hold conflicting accesses.
     A,
     /// Rule (b): the sections hold CP-ordered events.
@@ -72,7 +72,7 @@ pub enum Rule {
 }
 
 /// Everything the fixpoint needs.
-pub struct CpInput {
+pub(crate) struct CpInput {
     /// Sync points and HB clocks.
     pub sync: SyncPoints,
     /// Critical sections, ordered by acquire.
@@ -107,7 +107,7 @@ pub struct CpInput {
 
 /// An access as one bit for rule (a): plain write, plain read, atomic
 /// write, atomic read (0 for other events).
-pub fn access_kind(op: Op) -> u8 {
+pub(crate) fn access_kind(op: Op) -> u8 {
     match op {
         Op::Write => 1,
         Op::Read => 2,
@@ -117,19 +117,24 @@ pub fn access_kind(op: Op) -> u8 {
     }
 }
 
+/// An access for rule (a): its [`access_kind`] bit in the low byte, the bytes
+/// of its variable it touches ([`Event::bytes`]) in the high byte.
+pub(crate) fn access_key(ev: &Event) -> u16 {
+    (ev.bytes() as u16) << 8 | access_kind(ev.op) as u16
+}
+
 /// The [`access_kind`] bits an access of kind bit `k` conflicts with (of
-/// another thread, same variable; bytes are not looked at, which only adds
-/// edges): a plain write with every access, a plain read with writes, an
-/// atomic write with plain accesses, an atomic read with plain writes. Two
-/// atomic accesses never conflict.
+/// another thread, same variable, a common byte): a plain write with every
+/// access, a plain read with writes, an atomic write with plain accesses, an
+/// atomic read with plain writes. Two atomic accesses never conflict.
 const CONFLICTS: [u8; 4] = [0b1111, 0b0101, 0b0011, 0b0001];
 
-/// Sort `(section, variable, kinds)` accesses and keep one per section and
-/// variable, with the union of its [`access_kind`] bits.
-pub fn merge_accesses(acc: &mut Vec<(u32, u32, u8)>) {
+/// Sort `(section, variable, key)` accesses ([`access_key`]) and keep one per
+/// section, variable and bytes, with the union of their kinds.
+pub(crate) fn merge_accesses(acc: &mut Vec<(u32, u32, u16)>) {
     acc.sort_unstable();
     acc.dedup_by(|next, prev| {
-        next.0 == prev.0 && next.1 == prev.1 && {
+        next.0 == prev.0 && next.1 == prev.1 && next.2 >> 8 == prev.2 >> 8 && {
             prev.2 |= next.2;
             true
         }
@@ -138,19 +143,19 @@ pub fn merge_accesses(acc: &mut Vec<(u32, u32, u8)>) {
 
 /// Up to this many threads the rule (b) join reads section ends' clocks from
 /// dense per-lock rows ([`CpInput::lock_end_hb`]).
-pub const DENSE_THREADS: usize = 64;
+pub(crate) const DENSE_THREADS: usize = 64;
 
 /// The window that decides the same as `window` on a trace of `len` events:
 /// a K of at least the trace length separates no two events by K or more, so
 /// it is no window (and no arithmetic below ever adds a huge K to an event).
-pub fn effective_window(window: Option<u64>, len: usize) -> Option<u64> {
+pub(crate) fn effective_window(window: Option<u64>, len: usize) -> Option<u64> {
     window.filter(|&k| k < len as u64)
 }
 
 impl CpInput {
     /// Build the inputs; `extra_hard` are additional hard edges given as event
     /// pairs (used by `--order-races`).
-    pub fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
+    pub(crate) fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
         Self::build(
             trace,
             effective_window(window, trace.len()),
@@ -162,7 +167,7 @@ impl CpInput {
     /// The inputs of a stretch of a longer trace under window `k`: its events
     /// are `trace`'s, its ids and clocks come from `stretch`, and the edges
     /// earlier stretches derived are seeds.
-    pub fn stretch(trace: &Trace, k: u64, stretch: &Stretch<'_>) -> CpInput {
+    pub(crate) fn stretch(trace: &Trace, k: u64, stretch: &Stretch<'_>) -> CpInput {
         Self::build(trace, Some(k), &[], Some(stretch))
     }
 
@@ -275,7 +280,7 @@ impl CpInput {
 
     /// True when a base edge from slot `r` to slot `a` can matter under the window.
     #[inline]
-    pub fn within(&self, r: u32, a: u32) -> bool {
+    pub(crate) fn within(&self, r: u32, a: u32) -> bool {
         self.window
             .is_none_or(|k| ((self.sync.event(a) - self.sync.event(r)) as u64) < k)
     }
@@ -284,16 +289,23 @@ impl CpInput {
     /// another thread, holding an access that conflicts with one in CS2.
     /// `before` adds accesses of the first sections from before the trace
     /// (a stretch's pinned sections).
-    fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, u8)]) {
-        // (section, variable, kind) for every access inside every section;
-        // nested sections each see the access.
-        let mut open: Vec<Vec<u32>> = vec![Vec::new(); trace.num_threads()];
-        let mut acc: Vec<(u32, u32, u8)> = before.to_vec();
+    fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, u16)]) {
+        // Each thread's accesses made inside some section, once each, and
+        // per section the stretch of its thread's list it spans: nested
+        // sections share the entries (one per access, not one per access and
+        // enclosing section, so memory stays linear however deep the nesting).
+        let nt = trace.num_threads();
+        let mut log: Vec<Vec<(u32, u16)>> = vec![Vec::new(); nt];
+        // (NONE, _): not acquired in this trace (only `before` has its accesses).
+        let mut span: Vec<(u32, u32)> = vec![(NONE, NONE); self.sections.len()];
+        let mut open: Vec<Vec<u32>> = vec![Vec::new(); nt];
         let mut next_cs = 0usize;
         for ev in &trace.events {
-            let o = &mut open[ev.thread as usize];
+            let t = ev.thread as usize;
+            let o = &mut open[t];
             match ev.op {
                 Op::Acquire => {
+                    span[next_cs].0 = log[t].len() as u32;
                     o.push(next_cs as u32);
                     next_cs += 1;
                 }
@@ -302,28 +314,33 @@ impl CpInput {
                         .iter()
                         .rposition(|&c| self.sections[c as usize].lock == ev.target)
                     {
-                        o.remove(p);
+                        span[o.remove(p) as usize].1 = log[t].len() as u32;
                     }
                 }
-                op if op.is_memory() => {
-                    for &c in o.iter() {
-                        acc.push((c, ev.target, access_kind(op)));
-                    }
+                op if op.is_memory() && !o.is_empty() => {
+                    log[t].push((ev.target, access_key(ev)));
                 }
                 _ => {}
             }
         }
-        merge_accesses(&mut acc);
-        let mut start_of = vec![0usize; self.sections.len() + 1];
-        for &(c, _, _) in &acc {
-            start_of[c as usize + 1] += 1;
-        }
-        for i in 0..self.sections.len() {
-            start_of[i + 1] += start_of[i];
-        }
-        // Two most recent sections per (variable, access kind) from distinct
-        // threads: enough to find the latest one of any thread other than
-        // CS2's.
+        // Accesses of the first sections from before the trace, by section.
+        let mut before = before.to_vec();
+        before.sort_unstable_by_key(|a| a.0);
+        let accesses_of = |c: u32| {
+            let s = self.sections[c as usize];
+            let (from, to) = span[c as usize];
+            let list = &log[s.thread as usize];
+            let (from, to) = match (from, to) {
+                (NONE, _) => (0, 0),
+                (f, NONE) => (f as usize, list.len()),
+                (f, t) => (f as usize, t as usize),
+            };
+            let pinned = before.partition_point(|a| a.0 < c)..before.partition_point(|a| a.0 <= c);
+            before[pinned]
+                .iter()
+                .map(|&(_, x, w)| (x, w))
+                .chain(list[from..to].iter().copied())
+        };
         #[derive(Clone, Copy)]
         struct Top2([(u32, u32); 2]);
         impl Top2 {
@@ -341,36 +358,58 @@ impl CpInput {
                     .map(|e| e.1)
             }
         }
-        let mut last: FxHashMap<u32, [Top2; 4]> = FxHashMap::default();
+        // Per variable, per distinct bytes touched, the two most recent
+        // sections per access kind from distinct threads: enough to find the
+        // latest one of any thread other than CS2's.
+        let mut last: FxHashMap<u32, Vec<(u8, [Top2; 4])>> = FxHashMap::default();
         let bits = |kinds: u8| (0..4).filter(move |k| kinds >> k & 1 == 1);
-        for l in 0..self.by_lock.len() {
+        let mut seeds = Vec::new();
+        for list in &self.by_lock {
+            // A lock's only section has no earlier one to take an edge from.
+            if list.len() < 2 {
+                continue;
+            }
             last.clear();
-            for &c2 in &self.by_lock[l] {
+            for &c2 in list {
                 let s2 = self.sections[c2 as usize];
-                let accesses = &acc[start_of[c2 as usize]..start_of[c2 as usize + 1]];
                 let mut best: Option<u32> = None;
-                for &(_, x, kinds) in accesses {
-                    if let Some(tops) = last.get(&x) {
+                for (x, key) in accesses_of(c2) {
+                    let (bytes, kinds) = ((key >> 8) as u8, key as u8);
+                    if let Some(shapes) = last.get(&x) {
                         let with = bits(kinds).fold(0, |m, k| m | CONFLICTS[k]);
-                        for k in bits(with) {
-                            best = best.max(tops[k].latest_other(s2.thread));
+                        for (b, tops) in shapes {
+                            if b & bytes == 0 {
+                                continue;
+                            }
+                            for k in bits(with) {
+                                best = best.max(tops[k].latest_other(s2.thread));
+                            }
                         }
                     }
                 }
-                for &(_, x, kinds) in accesses {
-                    let tops = last.entry(x).or_insert([Top2::EMPTY; 4]);
+                for (x, key) in accesses_of(c2) {
+                    let (bytes, kinds) = ((key >> 8) as u8, key as u8);
+                    let shapes = last.entry(x).or_default();
+                    let i = match shapes.iter().position(|s| s.0 == bytes) {
+                        Some(i) => i,
+                        None => {
+                            shapes.push((bytes, [Top2::EMPTY; 4]));
+                            shapes.len() - 1
+                        }
+                    };
                     for k in bits(kinds) {
-                        tops[k].push(s2.thread, s2.pos);
+                        shapes[i].1[k].push(s2.thread, s2.pos);
                     }
                 }
                 if let Some(p) = best {
-                    let s1 = self.sections[self.by_lock[l][p as usize] as usize];
+                    let s1 = self.sections[list[p as usize] as usize];
                     if self.within(s1.rel, s2.acq) {
-                        self.seeds.push((s2.acq, s1.rel, Rule::A));
+                        seeds.push((s2.acq, s1.rel, Rule::A));
                     }
                 }
             }
         }
+        self.seeds.extend(seeds);
     }
 
     /// Fork, join, atomic accesses of one variable by different threads, at

@@ -5,9 +5,9 @@
 //! (b); [`races`] derives CP clocks and checks accesses. See each module for
 //! the reasoning that keeps the quadratic relations inside the window.
 
-pub mod fixpoint;
-pub mod input;
-pub mod races;
+pub(crate) mod fixpoint;
+pub(crate) mod input;
+pub(crate) mod races;
 pub mod reference;
 pub mod stream;
 pub mod sync;
@@ -16,9 +16,10 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use crate::relation::{Engine, Relation};
 use crate::report::{Race, Report};
 use crate::trace::{EventId, Trace};
-pub use input::{CpInput, Rule};
+pub(crate) use input::{CpInput, Rule};
 pub use races::PassOptions;
 
 /// Default window K (the paper used 500 and 1000).
@@ -57,12 +58,12 @@ impl Reporting {
 
 /// The `base_edges` statistic from counts indexed by [`Rule`] (A, B,
 /// window, hard).
-pub fn base_edge_stats([a, b, w, h]: [u64; 4]) -> serde_json::Value {
+pub(crate) fn base_edge_stats([a, b, w, h]: [u64; 4]) -> serde_json::Value {
     json!({"total": a + b + w + h, "rule_a": a, "rule_b": b, "window": w, "hard": h})
 }
 
 /// The computed relation: base edges and the fixpoint's effort.
-pub struct CpResult {
+pub(crate) struct CpResult {
     /// Seconds spent building inputs and running the fixpoint.
     pub seconds_input: f64,
     /// Seconds in the fixpoint.
@@ -76,7 +77,11 @@ pub struct CpResult {
 }
 
 /// Compute the CP base relation of `trace` under `window` with `extra` hard edges.
-pub fn compute(trace: &Trace, window: Option<u64>, extra: &[(EventId, EventId)]) -> CpResult {
+pub(crate) fn compute(
+    trace: &Trace,
+    window: Option<u64>,
+    extra: &[(EventId, EventId)],
+) -> CpResult {
     let t0 = Instant::now();
     crate::progress::phase("cp datalog: building inputs");
     let input = CpInput::new(trace, window, extra);
@@ -126,7 +131,7 @@ pub fn analyze_spilled(
     reporting: Reporting,
     keep: crate::report::Keep,
 ) -> std::io::Result<Report> {
-    let mut sink = Report::new("cp", "datalog", window, trace.len() as u64);
+    let mut sink = Report::new(Relation::Cp, Engine::Datalog, window, trace.len() as u64);
     sink.keep_races(keep)?;
     let report = analyze_into(trace, window, max_distance, reporting, &mut |r| {
         sink.push(r)
@@ -196,7 +201,7 @@ pub fn analyze_into(
             }
         }
     };
-    let mut report = Report::new("cp", "datalog", window, trace.len() as u64);
+    let mut report = Report::new(Relation::Cp, Engine::Datalog, window, trace.len() as u64);
     report.max_distance = max_distance;
     let (cp_pairs, hb_pairs) = (pass.cp_pairs, pass.hb_pairs);
     let mut by_rule = [0u64; 4];

@@ -22,7 +22,7 @@ use crate::report::Race;
 use crate::trace::{Event, EventId, Trace};
 
 /// What the final pass produced.
-pub struct RacePass {
+pub(crate) struct RacePass {
     /// Race witnesses, by racy event (empty when they went to a callback).
     pub races: Vec<Race>,
     /// CP clock at each sync slot (only when asked for: `query` dumps them).
@@ -47,7 +47,7 @@ pub struct PassOptions {
 
 /// Run the pass with base edges `base` (`(a, r)` slots), collecting the
 /// races, and keeping the clocks: the form `query` uses.
-pub fn race_pass(
+pub(crate) fn race_pass(
     trace: &Trace,
     input: &CpInput,
     base: &[(u32, u32)],
@@ -70,7 +70,7 @@ pub fn race_pass(
 /// can stream. Memory beyond the inputs: one clock per thread, lock and
 /// volatile variable, the access history, and the CP clocks of the sync
 /// slots only with `keep_clocks`.
-pub fn race_pass_with(
+pub(crate) fn race_pass_with(
     trace: &Trace,
     input: &CpInput,
     base: &[(u32, u32)],
@@ -99,14 +99,14 @@ pub fn race_pass_with(
 }
 
 /// Incoming base sources per target slot (CSR layout).
-pub struct Incoming {
+pub(crate) struct Incoming {
     start: Vec<u32>,
     sources: Vec<u32>,
 }
 
 impl Incoming {
     /// Index `base` (`(a, r)` slots of `input`) by target.
-    pub fn new(input: &CpInput, base: &[(u32, u32)]) -> Incoming {
+    pub(crate) fn new(input: &CpInput, base: &[(u32, u32)]) -> Incoming {
         let n = input.sync.len();
         let mut start = vec![0u32; n + 1];
         for &(a, _) in base {
@@ -133,7 +133,7 @@ impl Incoming {
 /// thread's latest HB clock at a point. The batch engine runs it over the
 /// whole trace at once; the streaming engine ([`super::stream`]) advances it
 /// stretch by stretch, each time as far as the base edges are final.
-pub struct RaceState {
+pub(crate) struct RaceState {
     clocks: Clocks,
     history: AccessHistory,
     /// HB clock of each thread's latest sync point: between its points a
@@ -151,7 +151,7 @@ pub struct RaceState {
 
 impl RaceState {
     /// A pass at the start of a trace, under CP window `window`.
-    pub fn new(opts: PassOptions, window: Option<u64>) -> RaceState {
+    pub(crate) fn new(opts: PassOptions, window: Option<u64>) -> RaceState {
         RaceState {
             clocks: Clocks::empty(false, VolatileOrder::Conflicting),
             history: AccessHistory::new(opts.max_distance),
@@ -168,7 +168,7 @@ impl RaceState {
     /// are `input`'s slots from the first one at or after `first`, with
     /// incoming base sources `incoming`; every base edge into them must be
     /// final.
-    pub fn advance(
+    pub(crate) fn advance(
         &mut self,
         events: &[Event],
         first: EventId,
@@ -245,7 +245,7 @@ impl RaceState {
 /// the next through the entries where the clocks differ (shared blocks are
 /// skipped) and the points that leave the window, so the work follows what
 /// changed, not the number of threads.
-pub struct PairCounter<'a> {
+pub(crate) struct PairCounter<'a> {
     input: &'a CpInput,
     /// Per thread, the local positions of its sync points in order.
     per_thread: Vec<Vec<u32>>,

@@ -5,10 +5,10 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::UsageError;
 use crate::engine::reference::{Pairs, check_size, races};
 use crate::facts::{Facts, Relations};
 use crate::race::hb::reference::{self as hb, HbRelations};
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Op, Trace};
 
@@ -77,7 +77,7 @@ pub fn derive_trace(trace: &Trace, window: Option<u64>) -> CpRelations {
 /// `--relation cp --engine reference`: races are accesses with an earlier
 /// conflicting access that is not CP-ordered before them (the window is rule
 /// (w) of the relation; every pair is checked).
-pub fn analyze(trace: &Trace, window: Option<u64>) -> Result<Report, UsageError> {
+pub fn analyze(trace: &Trace, window: Option<u64>) -> crate::Result<Report> {
     analyze_within(trace, window, None)
 }
 
@@ -86,11 +86,11 @@ pub fn analyze_within(
     trace: &Trace,
     window: Option<u64>,
     max_distance: Option<u64>,
-) -> Result<Report, UsageError> {
-    check_size(trace, "cp", "datalog")?;
+) -> crate::Result<Report> {
+    check_size(trace, Relation::Cp, Engine::Datalog)?;
     let start = Instant::now();
     let r = derive_trace(trace, window);
-    let mut report = Report::new("cp", "reference", window, trace.len() as u64);
+    let mut report = Report::new(Relation::Cp, Engine::Reference, window, trace.len() as u64);
     report.max_distance = max_distance;
     report.races = races(trace, max_distance, |x, y| r.cp.contains(&(x, y)));
     report.normalize();

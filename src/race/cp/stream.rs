@@ -55,6 +55,7 @@ use super::Reporting;
 use super::input::{CpInput, Rule, Stretch};
 use super::races::{Incoming, PassOptions, RaceState};
 use super::sync::{Carried, NONE, Pinned};
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::model::{Interner, intern};
 use crate::trace::{Event, EventId, Op, Trace};
@@ -70,7 +71,7 @@ pub struct CpStream {
     stretch: Trace,
     carried: Carried,
     /// Accesses of pinned sections before `carried.base`.
-    summaries: Vec<(u32, u32, u8)>,
+    summaries: Vec<(u32, u32, u16)>,
     /// Base edges `(target, source, rule)` derived so far with both ends at
     /// or after `carried.base`.
     edges: Vec<(EventId, EventId, Rule)>,
@@ -111,7 +112,7 @@ impl CpStream {
     /// [`CpStream::new`] running the fixpoint every `every` events (tests cut
     /// traces into tiny stretches with it).
     pub fn with_runs_every(k: u64, opts: PassOptions, every: usize) -> CpStream {
-        let mut report = Report::new("cp", "datalog", Some(k), 0);
+        let mut report = Report::new(Relation::Cp, Engine::Datalog, Some(k), 0);
         report.max_distance = opts.max_distance;
         CpStream {
             k,
@@ -365,7 +366,7 @@ impl CpStream {
                 });
             }
         }
-        let mut summaries: Vec<(u32, u32, u8)> = self
+        let mut summaries: Vec<(u32, u32, u16)> = self
             .summaries
             .iter()
             .filter_map(|&(c, v, w)| renumber.get(&c).map(|&n| (n, v, w)))
@@ -378,7 +379,7 @@ impl CpStream {
             if let Some(open) = open_of_thread.get(&ev.thread) {
                 for &(acq, n) in open {
                     if acq <= id {
-                        summaries.push((n, ev.target, super::input::access_kind(ev.op)));
+                        summaries.push((n, ev.target, super::input::access_key(ev)));
                     }
                 }
             }

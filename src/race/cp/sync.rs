@@ -86,7 +86,7 @@ impl SyncPoints {
     /// The first event of each thread in the stretch is a point as well, so
     /// every event has a point of its thread at or before it carrying its
     /// clock (the race pass needs one, and a stretch may start after a fork).
-    pub fn carried(trace: &Trace, facts: &Facts, carried: &Carried) -> SyncPoints {
+    pub(crate) fn carried(trace: &Trace, facts: &Facts, carried: &Carried) -> SyncPoints {
         Self::build(
             trace,
             facts,
@@ -100,7 +100,7 @@ impl SyncPoints {
     /// The points of `trace` without their clocks (`hb` stays empty, so
     /// [`SyncPoints::clock`] and [`SyncPoints::hb_leq`] must not be used): for
     /// engines that derive the order themselves, as the Datalog HB closure does.
-    pub fn without_clocks(trace: &Trace, facts: &Facts) -> SyncPoints {
+    pub(crate) fn without_clocks(trace: &Trace, facts: &Facts) -> SyncPoints {
         let is_point = Self::mark(trace, facts, &[], false, |e| e as usize);
         let mut sp = SyncPoints {
             nthreads: trace.num_threads(),
@@ -274,7 +274,7 @@ impl SyncPoints {
 /// are the trace's from `base` on, and `clocks` is the HBv state just before
 /// `base`.
 #[derive(Clone, Debug, Default)]
-pub struct Carried {
+pub(crate) struct Carried {
     /// The replayed acquires, in trace order (all before `base`).
     pub pinned: Vec<Pinned>,
     /// Id of the first event after the pinned ones.
@@ -285,7 +285,7 @@ pub struct Carried {
 
 /// An acquire replayed at the start of a stretch (see [`Carried`]).
 #[derive(Clone, Debug)]
-pub struct Pinned {
+pub(crate) struct Pinned {
     /// Its id in the whole trace.
     pub id: EventId,
     /// Its 1-based position within its thread.
@@ -297,7 +297,7 @@ pub struct Pinned {
 impl Carried {
     /// Id in the whole trace of the stretch's event at position `i`.
     #[inline]
-    pub fn id(&self, i: usize) -> EventId {
+    pub(crate) fn id(&self, i: usize) -> EventId {
         match self.pinned.get(i) {
             Some(p) => p.id,
             None => self.base + (i - self.pinned.len()) as EventId,
@@ -305,7 +305,7 @@ impl Carried {
     }
 
     /// Position in the stretch of the event with id `e` (one of its events).
-    pub fn index(&self, e: EventId) -> usize {
+    pub(crate) fn index(&self, e: EventId) -> usize {
         if e >= self.base {
             self.pinned.len() + (e - self.base) as usize
         } else {

@@ -29,12 +29,13 @@ use rustc_hash::FxHashMap;
 use crate::engine::history::AccessHistory;
 use crate::facts::Facts;
 use crate::race::cp::sync::{NONE, SyncPoints};
+use crate::relation::{self, Engine};
 use crate::report::Report;
 use crate::trace::{EventId, Op, Trace};
 
 /// The points of a trace and the generating edges among them: the input
 /// of every evaluation of the rules.
-pub struct HbEdges {
+pub(crate) struct HbEdges {
     /// Sync points (slots) the edges refer to (no clocks: the order is
     /// derived here, independently of the vector-clock engines).
     pub sync: SyncPoints,
@@ -46,7 +47,7 @@ pub struct HbEdges {
 
 impl HbEdges {
     /// The points and generating edges of `trace`.
-    pub fn new(trace: &Trace, window: Option<u64>) -> HbEdges {
+    pub(crate) fn new(trace: &Trace, window: Option<u64>) -> HbEdges {
         let facts = Facts::new(trace);
         let sync = SyncPoints::without_clocks(trace, &facts);
         let edges = generating_edges(trace, &facts, &sync);
@@ -290,7 +291,12 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     let mut last_point = vec![NONE; trace.num_threads()];
     let mut next = 0u32;
     let mut history = AccessHistory::new(window);
-    let mut report = Report::new("hb", "datalog", window, trace.len() as u64);
+    let mut report = Report::new(
+        relation::Relation::Hb,
+        Engine::Datalog,
+        window,
+        trace.len() as u64,
+    );
     for (i, ev) in trace.events.iter().enumerate() {
         let i = i as EventId;
         if (next as usize) < sync.len() && sync.event(next) == i {

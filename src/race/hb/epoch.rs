@@ -61,6 +61,7 @@ use serde_json::json;
 use super::vc::HbClocks;
 use super::{Kind, in_window};
 use crate::engine::clock::VectorClock;
+use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op};
 
@@ -71,19 +72,19 @@ const SHARED_TID: u32 = u32::MAX;
 
 /// Pack epoch `t@c`.
 #[inline]
-pub fn pack(t: u32, c: u32) -> u64 {
+pub(crate) fn pack(t: u32, c: u32) -> u64 {
     ((t as u64) << 32) | c as u64
 }
 
 /// Thread of a packed epoch.
 #[inline]
-pub fn tid(e: u64) -> u32 {
+pub(crate) fn tid(e: u64) -> u32 {
     (e >> 32) as u32
 }
 
 /// Clock of a packed epoch.
 #[inline]
-pub fn clock(e: u64) -> u32 {
+pub(crate) fn clock(e: u64) -> u32 {
     e as u32
 }
 
@@ -302,7 +303,7 @@ impl EpochDetector {
             window,
             fast: window.is_none(),
             n: Counters::default(),
-            report: Report::new("hb", "epoch", window, 0),
+            report: Report::new(Relation::Hb, Engine::Epoch, window, 0),
         }
     }
 

@@ -95,6 +95,7 @@
 use serde_json::json;
 
 use super::{Kind, in_window};
+use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op};
 
@@ -462,7 +463,7 @@ impl GoldilocksDetector {
             window,
             order: Vec::new(),
             gc_limit: None,
-            report: Report::new("hb", "lockset", window, 0),
+            report: Report::new(Relation::Hb, Engine::Lockset, window, 0),
         }
     }
 

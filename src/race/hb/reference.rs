@@ -4,9 +4,9 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::UsageError;
 use crate::engine::reference::{Pairs, check_size, races};
 use crate::facts::{Facts, Relations};
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::Trace;
 
@@ -29,12 +29,7 @@ pub struct HbRelations {
     pub hb: Pairs,
 }
 
-impl HbRelations {
-    /// Whether `x` happens before `y`, reflexively.
-    pub fn hb_or_eq(&self, x: u32, y: u32) -> bool {
-        x == y || self.hb.contains(&(x, y))
-    }
-}
+impl HbRelations {}
 
 /// Evaluate `rules/hb.dl` on the input relations of a trace.
 pub fn derive(rel: &Relations) -> HbRelations {
@@ -66,11 +61,11 @@ pub fn derive_trace(trace: &Trace) -> HbRelations {
 
 /// `--relation hb --engine reference`: races are accesses with an earlier
 /// conflicting access (within `window`) that does not happen before them.
-pub fn analyze(trace: &Trace, window: Option<u64>) -> Result<Report, UsageError> {
-    check_size(trace, "hb", "vc")?;
+pub fn analyze(trace: &Trace, window: Option<u64>) -> crate::Result<Report> {
+    check_size(trace, Relation::Hb, Engine::Vc)?;
     let start = Instant::now();
     let r = derive_trace(trace);
-    let mut report = Report::new("hb", "reference", window, trace.len() as u64);
+    let mut report = Report::new(Relation::Hb, Engine::Reference, window, trace.len() as u64);
     report.races = races(trace, window, |x, y| r.hb.contains(&(x, y)));
     report.normalize();
     report.stats.insert("hb_edges".into(), json!(r.edges.len()));

@@ -26,6 +26,7 @@ use serde_json::json;
 
 use crate::engine::clock::{TreeClock, VectorClock};
 use crate::engine::history::AccessHistory;
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op, ThreadId};
 
@@ -115,7 +116,7 @@ impl HbClock for TreeClock {
 /// Shared by the `vc`, `epoch` (with [`VectorClock`]) and `treeclock` (with
 /// [`TreeClock`]) engines.
 #[derive(Clone, Debug)]
-pub struct HbClocks<C = VectorClock> {
+pub(crate) struct HbClocks<C = VectorClock> {
     /// One clock per thread id seen (every id below the largest).
     threads: Vec<C>,
     /// Whether the thread has performed any event (join edges need one).
@@ -136,7 +137,7 @@ impl<C: HbClock> Default for HbClocks<C> {
 
 impl<C: HbClock> HbClocks<C> {
     /// Empty state.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         HbClocks {
             threads: Vec::new(),
             has_events: Vec::new(),
@@ -148,23 +149,23 @@ impl<C: HbClock> HbClocks<C> {
     }
 
     /// Number of threads seen.
-    pub fn num_threads(&self) -> usize {
+    pub(crate) fn num_threads(&self) -> usize {
         self.threads.len()
     }
 
     /// Number of locks seen.
-    pub fn num_locks(&self) -> usize {
+    pub(crate) fn num_locks(&self) -> usize {
         self.locks.len()
     }
 
     /// Number of volatile variables seen.
-    pub fn num_volatiles(&self) -> usize {
+    pub(crate) fn num_volatiles(&self) -> usize {
         self.vols.len()
     }
 
     /// Make sure thread `t` has a clock (own entry 1).
     #[inline]
-    pub fn ensure_thread(&mut self, t: ThreadId) {
+    pub(crate) fn ensure_thread(&mut self, t: ThreadId) {
         while self.threads.len() <= t as usize {
             let u = self.threads.len() as ThreadId;
             self.threads.push(C::thread(u));
@@ -194,20 +195,14 @@ impl<C: HbClock> HbClocks<C> {
 
     /// The clock of thread `t` (must have been ensured).
     #[inline]
-    pub fn row(&self, t: ThreadId) -> &C {
+    pub(crate) fn row(&self, t: ThreadId) -> &C {
         &self.threads[t as usize]
-    }
-
-    /// The own clock of thread `t`.
-    #[inline]
-    pub fn own(&self, t: ThreadId) -> u32 {
-        self.threads[t as usize].get(t)
     }
 
     /// Join `src` (a clock saved earlier) into thread `t`'s clock; used by
     /// relations that add edges to HB (SHB's reads-from edges).
     #[inline]
-    pub fn join_thread(&mut self, t: ThreadId, src: &C) {
+    pub(crate) fn join_thread(&mut self, t: ThreadId, src: &C) {
         self.threads[t as usize].join(src);
         self.joins += 1;
     }
@@ -215,7 +210,7 @@ impl<C: HbClock> HbClocks<C> {
     /// Advance thread `t`'s own entry: the event just handled starts an edge
     /// out of the thread (e.g. a write another thread may read from).
     #[inline]
-    pub fn tick_thread(&mut self, t: ThreadId) {
+    pub(crate) fn tick_thread(&mut self, t: ThreadId) {
         self.threads[t as usize].tick(t);
     }
 
@@ -227,7 +222,7 @@ impl<C: HbClock> HbClocks<C> {
     /// before the tick that follows its release, so every event its release
     /// reaches is ordered after its own write.
     #[inline]
-    pub fn event(&mut self, ev: &Event) -> Option<u32> {
+    pub(crate) fn event(&mut self, ev: &Event) -> Option<u32> {
         let t = ev.thread as usize;
         self.ensure_thread(ev.thread);
         self.has_events[t] = true;
@@ -312,23 +307,23 @@ pub type TcDetector = ClockDetector<TreeClock>;
 impl VcDetector {
     /// A detector pairing accesses less than `window` events apart.
     pub fn new(window: Option<u64>) -> Self {
-        ClockDetector::with_engine("vc", window)
+        ClockDetector::with_engine(Engine::Vc, window)
     }
 }
 
 impl TcDetector {
     /// A detector pairing accesses less than `window` events apart.
     pub fn new(window: Option<u64>) -> Self {
-        ClockDetector::with_engine("treeclock", window)
+        ClockDetector::with_engine(Engine::TreeClock, window)
     }
 }
 
 impl<C: HbClock> ClockDetector<C> {
-    fn with_engine(engine: &str, window: Option<u64>) -> Self {
+    fn with_engine(engine: Engine, window: Option<u64>) -> Self {
         ClockDetector {
             clocks: HbClocks::new(),
             history: AccessHistory::new(window),
-            report: Report::new("hb", engine, window, 0),
+            report: Report::new(Relation::Hb, engine, window, 0),
         }
     }
 

@@ -75,20 +75,4 @@ pub mod vc;
 
 pub use vc::WcpVc;
 
-use std::path::Path;
-
-use crate::report::Report;
-use crate::trace::{Format, LoadError, Names};
-
-/// Run the `vc` engine on the trace at `path`, parsing on the calling thread
-/// and analysing on a second one (see [`crate::engine::detector`]).
-pub fn analyze_path(
-    path: &Path,
-    format: Option<Format>,
-    window: Option<u64>,
-    keep: crate::report::Keep,
-) -> Result<(Report, Names), LoadError> {
-    crate::engine::detector::run_path(WcpVc::new(window), path, format, keep)
-}
-
 crate::impl_detector!(WcpVc);

@@ -16,6 +16,7 @@ use rustc_hash::FxHashSet;
 use serde_json::json;
 
 use crate::facts::{Facts, Relations};
+use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{EventId, Trace};
 
@@ -97,7 +98,7 @@ pub fn races(trace: &Trace, wcp: &FxHashSet<(EventId, EventId)>, window: Option<
 /// Analyse `trace` with the reference engine.
 pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     let d = derive(trace);
-    let mut report = Report::new("wcp", "reference", window, trace.len() as u64);
+    let mut report = Report::new(Relation::Wcp, Engine::Reference, window, trace.len() as u64);
     report.races = races(trace, &d.wcp, window);
     report.normalize();
     report.stats.insert("wcp_pairs".into(), json!(d.wcp.len()));

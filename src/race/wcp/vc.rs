@@ -22,13 +22,21 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 use serde_json::json;
+use smallvec::SmallVec;
 
 use crate::engine::clock::VectorClock;
 use crate::engine::history::AccessHistory;
+use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op, ThreadId};
 
 const NONE: u32 = u32::MAX;
+
+/// The key of the rule-(a) slot of lock `l` and variable `x`.
+#[inline]
+fn slot_key(l: u32, x: u32) -> u64 {
+    (u64::from(l) << 32) | u64::from(x)
+}
 /// By default a lock's log is only trimmed once it holds this many records.
 const TRIM_MIN_RECORDS: usize = 1 << 12;
 
@@ -41,9 +49,7 @@ const TRIM_MIN_RECORDS: usize = 1 << 12;
 ///   one, which is what an access of the last releaser's own thread may join.
 ///
 /// Releases of one lock are HB-ordered, so these latest times equal the joins
-/// `L^r`, `L^w` of the paper. A slot holds the plain accesses of the pair;
-/// its `twin`, made by the first atomic access inside a section of the lock,
-/// holds the atomic ones (atomic accesses conflict with plain ones only).
+/// `L^r`, `L^w` of the paper.
 #[derive(Clone, Debug)]
 struct Slot {
     /// (thread, local time) of each clock's release; thread NONE when unset.
@@ -51,8 +57,6 @@ struct Slot {
     clocks: [VectorClock; 4],
     /// Ids of the last critical sections that recorded a read / write here.
     marks: [u32; 2],
-    /// The slot of the atomic accesses (NONE: none yet).
-    twin: u32,
 }
 
 const R_LAST: usize = 0;
@@ -72,21 +76,8 @@ impl SlotTable {
             who: [(NONE, 0); 4],
             clocks: Default::default(),
             marks: [0; 2],
-            twin: NONE,
         });
         self.slots.len() as u32 - 1
-    }
-
-    /// The atomic accesses' slot of plain slot `slot`, made when missing.
-    fn twin(&mut self, slot: u32) -> u32 {
-        match self.slots[slot as usize].twin {
-            NONE => {
-                let twin = self.push();
-                self.slots[slot as usize].twin = twin;
-                twin
-            }
-            twin => twin,
-        }
     }
 
     /// Join into `p` the clock of kind `last` (R_LAST or W_LAST) that an access
@@ -135,9 +126,9 @@ struct OpenCs {
     n_acq: u32,
     /// Unique id (for de-duplicating the recorded slots).
     id: u32,
-    /// Slots of the variables read / written inside, each once.
-    reads: Vec<u32>,
-    writes: Vec<u32>,
+    /// Stamp of the first entry of its thread's access log it covers: the
+    /// section accessed the variables of the entries from there on.
+    from: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -150,13 +141,17 @@ struct ThreadState {
     h: VectorClock,
     p: VectorClock,
     held: Vec<OpenCs>,
+    /// Variables accessed while some section was open (rule-(a) key, write,
+    /// stamp), in stamp order: one entry per access rather than one per
+    /// access and enclosing section, so deep nesting costs memory linear in
+    /// the accesses (a section's variables are read off the log at its
+    /// release). Emptied when no section is open.
+    log: Vec<(u32, bool, u64)>,
     /// Absolute record index into each lock's log: the front of this thread's queue.
     cursors: Vec<u64>,
     /// Per lock, absolute indices of this thread's own records its cursor has
     /// not passed yet (for the queue statistic).
     own: Vec<VecDeque<u64>>,
-    /// Recycled slot lists of closed critical sections.
-    pool: Vec<Vec<u32>>,
 }
 
 /// Release log of one lock: one record `(thread, N of the acquire, H of the
@@ -214,6 +209,15 @@ pub struct WcpVc {
     locks: Vec<LockState>,
     slot_of: FxHashMap<u64, u32>,
     slots: SlotTable,
+    /// Per rule-(a) key (see [`WcpVc::access`]), the locks with a slot for it
+    /// (what rule (a) may join).
+    var_locks: Vec<SmallVec<[u32; 2]>>,
+    /// Per rule-(a) key and kind (read, write), the thread and stamp of its
+    /// latest log entry: an access needs no new entry when its thread logged
+    /// the variable after the latest acquire it still holds.
+    logged: Vec<[(u32, u64); 2]>,
+    /// Stamps of log entries, over all threads.
+    stamp: u64,
     /// Per atomic variable: the sources of its hard edges.
     volatiles: Vec<VolatileState>,
     cs_count: u32,
@@ -250,11 +254,14 @@ impl WcpVc {
     pub fn with_trim_threshold(window: Option<u64>, records: usize) -> Self {
         WcpVc {
             history: AccessHistory::new(window),
-            report: Report::new("wcp", "vc", window, 0),
+            report: Report::new(Relation::Wcp, Engine::Vc, window, 0),
             threads: Vec::new(),
             locks: Vec::new(),
             slot_of: FxHashMap::default(),
             slots: SlotTable::default(),
+            var_locks: Vec::new(),
+            logged: Vec::new(),
+            stamp: 0,
             volatiles: Vec::new(),
             cs_count: 0,
             known_threads: 0,
@@ -335,41 +342,65 @@ impl WcpVc {
 
     /// Lines 11-12: join the rule-(a) clocks of every enclosing lock, record the
     /// variable in the open critical sections, then check for races with `C`.
-    /// A plain access conflicts with the plain and the atomic accesses of
-    /// earlier sections (the pair's slot and its twin), an atomic one only
-    /// with the plain ones (bytes are not looked at, which only adds edges).
+    ///
+    /// Rule (a) keeps a variable's plain and atomic accesses apart, as two
+    /// keys `2x` and `2x + 1`: a plain access conflicts with the plain and the
+    /// atomic accesses of earlier sections, an atomic one only with the plain
+    /// ones. Bytes are not looked at, which only adds edges (each between two
+    /// sections of one lock, so within HB: no race HB sees is lost).
     fn access(&mut self, id: EventId, ev: &Event) {
         let t = ev.thread;
         let write = ev.op.is_write();
         let atomic = ev.op.is_atomic();
+        let key = 2 * ev.target + u32::from(atomic);
         let WcpVc {
             threads,
+            locks,
             slot_of,
             slots,
+            var_locks,
+            logged,
+            stamp,
             history,
             report,
             ..
         } = self;
         let ts = &mut threads[t as usize];
-        for cs in ts.held.iter_mut() {
-            let key = (u64::from(cs.lock) << 32) | u64::from(ev.target);
-            let plain = *slot_of.entry(key).or_insert_with(|| slots.push());
-            let twin = slots.slots[plain as usize].twin;
-            for from in [plain, if atomic { NONE } else { twin }] {
-                if from != NONE {
-                    slots.join_into(from, W_LAST, t, &mut ts.p);
-                    if write {
-                        slots.join_into(from, R_LAST, t, &mut ts.p);
+        if let Some(last) = ts.held.last() {
+            let mut join = |s: u32| {
+                slots.join_into(s, W_LAST, t, &mut ts.p);
+                if write {
+                    slots.join_into(s, R_LAST, t, &mut ts.p);
+                }
+            };
+            let sources = if atomic { 0..1 } else { 0..2 };
+            for from in sources.map(|a| 2 * ev.target + a) {
+                // Only locks with a slot for the key can contribute: walk
+                // the shorter of those and the held ones.
+                let with_slot = var_locks.get(from as usize).map_or(&[][..], |v| &v[..]);
+                if with_slot.len() < ts.held.len() {
+                    for &l in with_slot {
+                        if locks[l as usize].holder == Some(t) {
+                            join(slot_of[&slot_key(l, from)]);
+                        }
+                    }
+                } else {
+                    for cs in &ts.held {
+                        if let Some(&s) = slot_of.get(&slot_key(cs.lock, from)) {
+                            join(s);
+                        }
                     }
                 }
             }
-            let s = if atomic { slots.twin(plain) } else { plain };
-            if write {
-                if slots.mark(s, WRITE_MARK, cs.id) {
-                    cs.writes.push(s);
-                }
-            } else if slots.mark(s, READ_MARK, cs.id) {
-                cs.reads.push(s);
+            let k = key as usize;
+            if logged.len() <= k {
+                logged.resize(k + 1, [(NONE, 0); 2]);
+            }
+            let seen = &mut logged[k][usize::from(write)];
+            if seen.0 != t || seen.1 < last.from {
+                *seen = (t, *stamp);
+                ts.log.push((key, write, *stamp));
+                *stamp += 1;
             }
         }
         // C = P[t := N]: another thread's access with local time c is ordered
@@ -397,14 +428,11 @@ impl WcpVc {
         let ts = &mut self.threads[t as usize];
         ts.h.join(&lk.h);
         ts.p.join(&lk.p);
-        let reads = ts.pool.pop().unwrap_or_default();
-        let writes = ts.pool.pop().unwrap_or_default();
         ts.held.push(OpenCs {
             lock: l,
             n_acq: ts.n,
             id,
-            reads,
-            writes,
+            from: self.stamp,
         });
         self.add_queue(self.known_threads - 1);
     }
@@ -420,12 +448,14 @@ impl WcpVc {
             threads,
             locks,
             slots,
+            slot_of,
+            var_locks,
             trim_min,
             ..
         } = self;
         let lk = &mut locks[l as usize];
         let ts = &mut threads[ti];
-        let mut cs = ts.held.remove(pos);
+        let cs = ts.held.remove(pos);
         // Rule (b): dequeue every earlier critical section on l whose acquire is
         // WCP-before this release (N_acq <= P[u]), joining its release time.
         // The queue includes this thread's own earlier sections (see module docs).
@@ -471,22 +501,40 @@ impl WcpVc {
         let dequeued_other = (new_cur - cur).saturating_sub(own_passed) as i64;
         cur = new_cur;
         ts.cursors[l as usize] = cur;
-        // Rule (a) clocks.
-        for &s in &cs.reads {
-            slots.update(s, R_LAST, t, ts.n, &ts.h);
+        // Rule (a) clocks: the variables the section accessed are the log
+        // entries stamped since its acquire.
+        let first = ts.log.partition_point(|e| e.2 < cs.from);
+        for &(x, w, _) in &ts.log[first..] {
+            let key = slot_key(l, x);
+            let s = match slot_of.get(&key) {
+                Some(&s) => s,
+                None => {
+                    let s = slots.push();
+                    slot_of.insert(key, s);
+                    if var_locks.len() <= x as usize {
+                        var_locks.resize_with(x as usize + 1, SmallVec::new);
+                    }
+                    var_locks[x as usize].push(l);
+                    s
+                }
+            };
+            let (mark, last) = if w {
+                (WRITE_MARK, W_LAST)
+            } else {
+                (READ_MARK, R_LAST)
+            };
+            if slots.mark(s, mark, cs.id) {
+                slots.update(s, last, t, ts.n, &ts.h);
+            }
         }
-        for &s in &cs.writes {
-            slots.update(s, W_LAST, t, ts.n, &ts.h);
+        if ts.held.is_empty() {
+            ts.log.clear();
         }
         lk.h.clone_from(&ts.h);
         lk.p.clone_from(&ts.p);
         ts.own[l as usize].push_back(lk.log.end());
         lk.log.records.push((t, cs.n_acq, ts.h.clone()));
         ts.tick = true;
-        cs.reads.clear();
-        cs.writes.clear();
-        ts.pool.push(std::mem::take(&mut cs.reads));
-        ts.pool.push(std::mem::take(&mut cs.writes));
         if lk.log.records.len() >= lk.log.next_trim.max(*trim_min) {
             Self::trim(threads, l as usize, &mut lk.log);
         }

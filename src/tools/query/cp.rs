@@ -26,10 +26,11 @@ use super::{
 use crate::facts::{CriticalSection, Facts};
 use crate::race::cp::input::{CpInput, Rule, Section};
 use crate::race::cp::sync::NONE;
+use crate::relation::Relation;
 use crate::trace::{EventId, Op, Trace};
 
 /// CP over one trace: the engine's inputs and base edges.
-pub struct CpQuery<'a> {
+pub(crate) struct CpQuery<'a> {
     trace: &'a Trace,
     window: Option<u64>,
     /// Sync points, critical sections (slots), as the engine built them.
@@ -39,7 +40,7 @@ pub struct CpQuery<'a> {
 }
 
 /// The name of a rule in dumps and chains.
-pub fn rule_name(rule: Rule) -> &'static str {
+pub(crate) fn rule_name(rule: Rule) -> &'static str {
     match rule {
         Rule::A => "a",
         Rule::B => "b",
@@ -50,7 +51,7 @@ pub fn rule_name(rule: Rule) -> &'static str {
 
 impl<'a> CpQuery<'a> {
     /// Run the CP engine (`crate::race::cp::compute`) on `trace` under `window`.
-    pub fn new(trace: &'a Trace, window: Option<u64>) -> CpQuery<'a> {
+    pub(crate) fn new(trace: &'a Trace, window: Option<u64>) -> CpQuery<'a> {
         let result = crate::race::cp::compute(trace, window, &[]);
         CpQuery {
             trace,
@@ -331,7 +332,7 @@ impl Cx<'_> {
                     cs2: *cs2,
                     conflict: self.conflict(cs1, cs2),
                     cp_ordered: self.cp(cs1.acq, cs2.end),
-                    relation: "cp",
+                    relation: Relation::Cp,
                 }));
             }
         }
@@ -426,8 +427,8 @@ fn rule_order(rule: Rule) -> u8 {
 }
 
 impl QueryEngine for CpQuery<'_> {
-    fn relation(&self) -> &'static str {
-        "cp"
+    fn relation(&self) -> Relation {
+        Relation::Cp
     }
     fn window(&self) -> Option<u64> {
         self.window
@@ -469,7 +470,7 @@ impl QueryEngine for CpQuery<'_> {
 impl Cx<'_> {
     fn explain(&self, e1: EventId, e2: EventId) -> Answer {
         let t = self.trace;
-        let mut ans = Answer::new("cp", self.window, e1, e2);
+        let mut ans = Answer::new(Relation::Cp, self.window, e1, e2);
         if let Some(why) = not_after(e1, e2) {
             ans.explanation = why;
             return ans;

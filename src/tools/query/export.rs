@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use crate::{Error, Result};
 
 use crate::facts::Facts;
 use crate::trace::{EventId, Op, Trace};
@@ -240,7 +240,7 @@ pub fn write_facts(trace: &Trace, json: bool, out: &mut dyn Write) -> io::Result
 /// tab-separated as Soufflé reads them, plus `schema.dl` declaring them.
 /// Tabs inside names become spaces (Soufflé fact files cannot quote them).
 pub fn write_facts_dir(trace: &Trace, dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(Error::io(format!("cannot create {}", dir.display())))?;
     let facts = Facts::new(trace);
     let mut schema = String::from(
         "// Declarations of the relations `cprace query --facts-dir` writes, for Souffle.\n",
@@ -248,14 +248,14 @@ pub fn write_facts_dir(trace: &Trace, dir: &Path) -> Result<()> {
     for (k, (name, cols, symbol, meaning)) in RELATIONS.iter().enumerate() {
         let path = dir.join(format!("{name}.facts"));
         let f = std::fs::File::create(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
+            .map_err(Error::io(format!("cannot create {}", path.display())))?;
         let mut w = io::BufWriter::new(f);
         for_each_tuple(trace, &facts, k, &mut |a, b| match b {
             Value::Id(b) => writeln!(w, "{a}\t{b}"),
             Value::Name(n) => writeln!(w, "{a}\t{}", n.replace('\t', " ")),
         })
         .and_then(|_| w.flush())
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        .map_err(Error::io(format!("cannot write {}", path.display())))?;
         schema += &format!(
             "// {meaning}\n.decl {name}({}: number, {}: {})\n.input {name}\n",
             cols[0],
@@ -264,6 +264,6 @@ pub fn write_facts_dir(trace: &Trace, dir: &Path) -> Result<()> {
         );
     }
     let path = dir.join("schema.dl");
-    std::fs::write(&path, schema).with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(&path, schema).map_err(Error::io(format!("cannot write {}", path.display())))?;
     Ok(())
 }

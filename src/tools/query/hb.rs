@@ -8,10 +8,11 @@ use super::hbpath::HbIndex;
 use super::{Answer, DumpSink, QueryEngine, clock_pairs, is_sync_event, show};
 use crate::facts::Facts;
 use crate::race::cp::sync::{SyncPoints, VolatileOrder};
+use crate::relation::Relation;
 use crate::trace::{EventId, Op, Trace};
 
 /// HB (or SHB) over one trace.
-pub struct HbQuery<'a> {
+pub(crate) struct HbQuery<'a> {
     trace: &'a Trace,
     window: Option<u64>,
     facts: Facts,
@@ -25,7 +26,7 @@ pub struct HbQuery<'a> {
 
 impl<'a> HbQuery<'a> {
     /// Compute HB clocks for `trace`; `window` only limits the dump.
-    pub fn new(trace: &'a Trace, window: Option<u64>) -> HbQuery<'a> {
+    pub(crate) fn new(trace: &'a Trace, window: Option<u64>) -> HbQuery<'a> {
         let facts = Facts::new(trace);
         let sync = SyncPoints::new(trace, &facts, &[]);
         HbQuery {
@@ -45,7 +46,7 @@ impl<'a> HbQuery<'a> {
     /// (volatiles keep the Java memory model, as in HB: README, "Semantic
     /// decisions"), so every test and path carries over; paths may take a
     /// `reads-from` step.
-    pub fn shb(trace: &'a Trace, window: Option<u64>) -> HbQuery<'a> {
+    pub(crate) fn shb(trace: &'a Trace, window: Option<u64>) -> HbQuery<'a> {
         let facts = Facts::new(trace);
         let reads_from = reads_from_edges(trace);
         let sync = SyncPoints::with_order(trace, &facts, &reads_from, VolatileOrder::WriteRead);
@@ -65,7 +66,7 @@ impl<'a> HbQuery<'a> {
 /// whose last earlier data write `w` to the same variable is another
 /// thread's (a write of the same thread is already before `r` in program
 /// order). Ascending by read.
-pub fn reads_from_edges(trace: &Trace) -> Vec<(EventId, EventId)> {
+pub(crate) fn reads_from_edges(trace: &Trace) -> Vec<(EventId, EventId)> {
     let mut last_write: Vec<Option<EventId>> = vec![None; trace.num_vars()];
     let mut edges = Vec::new();
     for (i, ev) in trace.events.iter().enumerate() {
@@ -86,8 +87,12 @@ pub fn reads_from_edges(trace: &Trace) -> Vec<(EventId, EventId)> {
 }
 
 impl QueryEngine for HbQuery<'_> {
-    fn relation(&self) -> &'static str {
-        if self.shb { "shb" } else { "hb" }
+    fn relation(&self) -> Relation {
+        if self.shb {
+            Relation::Shb
+        } else {
+            Relation::Hb
+        }
     }
     fn window(&self) -> Option<u64> {
         self.window
@@ -146,12 +151,12 @@ impl QueryEngine for HbQuery<'_> {
 }
 
 /// Synchronization events of `trace`.
-pub fn count_sync(trace: &Trace) -> usize {
+pub(crate) fn count_sync(trace: &Trace) -> usize {
     trace.events.iter().filter(|e| is_sync_event(e.op)).count()
 }
 
 /// Why `e1` cannot be ordered before `e2` when it does not precede it.
-pub fn not_after(e1: EventId, e2: EventId) -> Option<String> {
+pub(crate) fn not_after(e1: EventId, e2: EventId) -> Option<String> {
     if e1 == e2 {
         Some(format!(
             "not ordered: the relations are strict orders, so event {e1} is not ordered before itself."
@@ -168,7 +173,7 @@ pub fn not_after(e1: EventId, e2: EventId) -> Option<String> {
 
 /// Why `e1` (before `e2`) does not happen before `e2`, checkably: the latest
 /// event of `e1`'s thread that happens before `e2`.
-pub fn not_hb(trace: &Trace, hb: &HbIndex, e1: EventId, e2: EventId) -> String {
+pub(crate) fn not_hb(trace: &Trace, hb: &HbIndex, e1: EventId, e2: EventId) -> String {
     not_ordered(trace, hb, e1, e2, false)
 }
 
@@ -202,7 +207,7 @@ fn not_ordered(trace: &Trace, index: &HbIndex, e1: EventId, e2: EventId, shb: bo
 }
 
 /// A note when the pair is outside the window analyze checks.
-pub fn window_note(window: Option<u64>, e1: EventId, e2: EventId) -> String {
+pub(crate) fn window_note(window: Option<u64>, e1: EventId, e2: EventId) -> String {
     match window {
         Some(k) if e1 < e2 && (e2 - e1) as u64 >= k => format!(
             " Note: the events are {} >= K = {k} events apart; `analyze --window {k}` does not pair them.",

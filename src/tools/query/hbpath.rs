@@ -15,7 +15,7 @@ use crate::race::cp::sync::{SyncPoints, VolatileOrder};
 use crate::trace::{EventId, Op, Trace};
 
 /// HB tests and paths over one trace.
-pub struct HbIndex<'s> {
+pub(crate) struct HbIndex<'s> {
     /// Sync points and their HB clocks.
     pub sync: &'s SyncPoints,
     /// Events of each thread in order (a thread's local index is position + 1).
@@ -39,7 +39,7 @@ pub struct HbIndex<'s> {
 
 impl<'s> HbIndex<'s> {
     /// Index `trace` whose sync points (with HB clocks) are `sync`.
-    pub fn new(trace: &Trace, facts: &Facts, sync: &'s SyncPoints) -> HbIndex<'s> {
+    pub(crate) fn new(trace: &Trace, facts: &Facts, sync: &'s SyncPoints) -> HbIndex<'s> {
         let mut thread_events = vec![Vec::new(); trace.num_threads()];
         let mut lock_releases = vec![Vec::new(); trace.num_locks()];
         let mut volatile_writes: FxHashMap<(u32, u32), Vec<EventId>> = FxHashMap::default();
@@ -83,13 +83,13 @@ impl<'s> HbIndex<'s> {
     /// The index of SHB instead of HB: `sync`'s clocks must follow the
     /// reads-from `edges` `(write, read)` too (see [`crate::tools::query::hb::HbQuery::shb`]),
     /// and paths may take them.
-    pub fn with_reads_from(mut self, edges: &[(EventId, EventId)]) -> HbIndex<'s> {
+    pub(crate) fn with_reads_from(mut self, edges: &[(EventId, EventId)]) -> HbIndex<'s> {
         self.reads_from = edges.iter().map(|&(w, r)| (r, w)).collect();
         self
     }
 
     /// 1-based position of event `e` (of thread `t`) within its thread.
-    pub fn local(&self, t: u32, e: EventId) -> u32 {
+    pub(crate) fn local(&self, t: u32, e: EventId) -> u32 {
         self.thread_events[t as usize].partition_point(|&x| x <= e) as u32
     }
 
@@ -103,7 +103,7 @@ impl<'s> HbIndex<'s> {
     }
 
     /// `x <=HB y` (reflexive) for any events.
-    pub fn leq(&self, trace: &Trace, x: EventId, y: EventId) -> bool {
+    pub(crate) fn leq(&self, trace: &Trace, x: EventId, y: EventId) -> bool {
         if x == y {
             return true;
         }
@@ -122,7 +122,7 @@ impl<'s> HbIndex<'s> {
     }
 
     /// The latest event of thread `t` that happens before (or is) event `y`.
-    pub fn latest_before(&self, trace: &Trace, t: u32, y: EventId) -> Option<EventId> {
+    pub(crate) fn latest_before(&self, trace: &Trace, t: u32, y: EventId) -> Option<EventId> {
         let ty = trace.events[y as usize].thread;
         let events = &self.thread_events[t as usize];
         if t == ty {
@@ -187,7 +187,7 @@ impl<'s> HbIndex<'s> {
     /// A path of generating HB edges from `x` to `y` (program-order runs
     /// collapsed into one `po` step), or None when `x` is not HB-before `y`.
     /// Empty when `x == y`.
-    pub fn path(&self, trace: &Trace, x: EventId, y: EventId) -> Option<Vec<Step>> {
+    pub(crate) fn path(&self, trace: &Trace, x: EventId, y: EventId) -> Option<Vec<Step>> {
         if !self.leq(trace, x, y) {
             return None;
         }

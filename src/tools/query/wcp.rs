@@ -67,11 +67,12 @@ use super::{
 use crate::engine::clock::VectorClock;
 use crate::facts::{CriticalSection, Facts};
 use crate::race::cp::sync::{Clocks, NONE, SyncPoints, VolatileOrder};
+use crate::relation::Relation;
 use crate::trace::{EventId, Op, Trace};
 
 /// The rule behind a base WCP edge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum WcpRule {
+pub(crate) enum WcpRule {
     /// Rule (a): release -> conflicting access in a later critical section.
     A,
     /// Rule (b): release -> later release of the same lock.
@@ -82,7 +83,7 @@ pub enum WcpRule {
 
 impl WcpRule {
     /// The name used in dumps and chains.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             WcpRule::A => "a",
             WcpRule::B => "b",
@@ -93,7 +94,7 @@ impl WcpRule {
 
 /// A base WCP edge `from -> to`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BaseEdge {
+pub(crate) struct BaseEdge {
     /// Source: a release, fork, volatile write or a joined thread's last event.
     pub from: EventId,
     /// Target: an access (a), a release (b), or a hard edge's target.
@@ -108,7 +109,7 @@ pub struct BaseEdge {
 }
 
 /// WCP over one trace: base edges and WCP clocks.
-pub struct WcpQuery<'a> {
+pub(crate) struct WcpQuery<'a> {
     trace: &'a Trace,
     window: Option<u64>,
     facts: Facts,
@@ -386,7 +387,7 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
 impl<'a> WcpQuery<'a> {
     /// Compute base edges and WCP clocks of `trace`; `window` only limits
     /// the dumped pairs (WCP itself is exact, as in `analyze`).
-    pub fn new(trace: &'a Trace, window: Option<u64>) -> WcpQuery<'a> {
+    pub(crate) fn new(trace: &'a Trace, window: Option<u64>) -> WcpQuery<'a> {
         let facts = Facts::new(trace);
         let sync = SyncPoints::with_order(trace, &facts, &[], VolatileOrder::Conflicting);
         let p = pass(trace, &facts, &sync);
@@ -400,11 +401,6 @@ impl<'a> WcpQuery<'a> {
             w_extra: p.w_extra,
             rows: p.rows,
         }
-    }
-
-    /// The base edges, sorted by `(from, to)`.
-    pub fn base_edges(&self) -> &[BaseEdge] {
-        &self.base
     }
 
     fn context(&self) -> Cx<'_> {
@@ -600,7 +596,7 @@ impl Cx<'_> {
                     cs2: *cs2,
                     conflict: self.first_conflict(cs1, cs2),
                     cp_ordered: cs2.rel.is_some_and(|r2| self.wcp(cs1.acq, r2)),
-                    relation: "wcp",
+                    relation: Relation::Wcp,
                 }));
             }
         }
@@ -625,8 +621,8 @@ impl Justifications {
 }
 
 impl QueryEngine for WcpQuery<'_> {
-    fn relation(&self) -> &'static str {
-        "wcp"
+    fn relation(&self) -> Relation {
+        Relation::Wcp
     }
     fn window(&self) -> Option<u64> {
         self.window
@@ -656,7 +652,7 @@ impl Cx<'_> {
     fn explain(&self, e1: EventId, e2: EventId) -> Answer {
         let t = self.q.trace;
         let window = self.q.window;
-        let mut ans = Answer::new("wcp", window, e1, e2);
+        let mut ans = Answer::new(Relation::Wcp, window, e1, e2);
         if let Some(why) = not_after(e1, e2) {
             ans.explanation = why;
             return ans;

@@ -2,8 +2,6 @@
 //! HBv races (HB plus the volatile edges CP and WCP keep), and the condition
 //! under which HB races ⊆ CP races holds.
 
-#![allow(dead_code)]
-
 use cprace::engine::history::AccessHistory;
 use cprace::race::cp::sync::{Clocks, VolatileOrder};
 use cprace::trace::{EventId, Op, Trace};

@@ -1,8 +1,8 @@
 //! Shared test helpers.
 
 pub mod cli;
+pub mod hb;
 pub mod laws;
 pub mod oracle;
 pub mod query;
-pub mod sweep;
 pub mod traces;

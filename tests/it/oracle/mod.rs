@@ -33,8 +33,6 @@
 //! state (lock holders, the last acquire of each lock) follows from the
 //! positions. It shares nothing with the engines: it reads only `Trace::events`.
 
-#![allow(dead_code)]
-
 use std::collections::{BTreeSet, HashSet};
 
 use cprace::trace::{Op, Trace};

@@ -1,33 +1,12 @@
-//! Sync-preserving races (Mathur, Pavlogiannis & Viswanathan, "Optimal
-//! prediction of synchronization-preserving races", POPL 2021).
-//!
-//! A pair (e1, e2) of conflicting accesses is a sync-preserving race when some
-//! correct reordering that keeps every lock's critical sections in their trace
-//! order has both events enabled. The paper's characterization: exactly when
-//! neither event is in SPClosure(pred(e1) ∪ pred(e2)), the sync-preserving
-//! closure of their thread predecessors ([`crate::witness::closure`]). The
-//! analysis is sound and complete for this class, which strictly contains the
-//! HB races.
-//!
-//! The engine decides, for each access e2 (in trace order), whether some
-//! earlier conflicting access e1 of another thread forms such a race. It uses
-//! the two monotonicity facts the paper's algorithm rests on:
-//!
-//! - C(e2) = SPClosure(pred(e2)) only grows along e2's thread, so one closure
-//!   per thread is extended incrementally over the whole trace (each event
-//!   enters it at most once);
-//! - for a thread t1, SPClosure(C(e2) ∪ pred(e1)) only grows as e1 moves
-//!   forward in t1, so the candidates of t1 (its conflicting accesses not in
-//!   C(e2); earlier ones are in every closure) are tried in order by extending
-//!   one closure, journaled and rolled back afterwards; the first candidate
-//!   left outside its closure is a race partner, and once the closure is not
-//!   formable (a never-released section) no later candidate is either.
-//!
-//! Each racy event gets one partner: per thread the earliest sync-preserving
-//! one, and of those the latest in the trace.
+//! The first sync-preserving engine, kept as the reference the streaming
+//! one ([`super::SyncpDetector`]) is checked against: it loads the trace,
+//! indexes every event ([`crate::witness::TraceIndex`]) and keeps one dense
+//! closure per thread ([`crate::witness::Closure`]), so it needs threads²
+//! memory; the candidate loop is the same.
 
 use serde_json::json;
 
+use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{EventId, Trace};
 use crate::witness::{Closure, TraceIndex};
@@ -54,10 +33,10 @@ struct History {
 
 /// Decide the sync-preserving racy events of `trace`, pairing only accesses
 /// less than `window` events apart.
-pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
+pub(crate) fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     let idx = TraceIndex::new(trace);
     let nt = idx.num_threads();
-    let mut report = Report::new("syncp", "closure", window, trace.len() as u64);
+    let mut report = Report::new(Relation::Syncp, Engine::Closure, window, trace.len() as u64);
     let mut own: Vec<Closure> = (0..nt)
         .map(|_| Closure::new(nt, trace.num_locks()))
         .collect();

@@ -1,10 +1,14 @@
-//! Helpers shared by the HB test files: a compact trace syntax, a brute-force
-//! HB oracle, and the generator configurations of the property tests.
-#![allow(dead_code)]
+//! What the HB tests share: a compact trace syntax, running one streaming
+//! engine, the generator configurations of the property tests, and models of
+//! FastTrack's and Goldilocks' reports built on the HB oracle.
 
+use cprace::engine::detector::run_trace;
+use cprace::relation::Engine;
 use cprace::report::{Race, Report};
 use cprace::tools::generate::{self, Config, Rng};
 use cprace::trace::{EventId, Format, Op, Trace, load_str};
+
+use super::oracle::{hb, hb_closure};
 
 /// Parse a trace written one event per line as `thread op target`
 /// (e.g. `T1 acq l`), blank lines ignored.
@@ -23,104 +27,23 @@ pub fn tr(text: &str) -> Trace {
     load_str(&std, Some(Format::Std)).expect("test trace is well formed")
 }
 
-/// Run an engine over a trace.
+/// Run streaming HB engine `engine` (or `eraser`, lockset's) over a trace,
+/// reporting pairs less than `window` apart.
 pub fn run(engine: &str, window: Option<u64>, t: &Trace) -> Report {
-    cprace::race::hb::hb_trace(engine, window, t).expect("known engine")
+    use cprace::race::hb::{EpochDetector, GoldilocksDetector, TcDetector, VcDetector};
+    match <Engine as clap::ValueEnum>::from_str(engine, false).expect("an engine name") {
+        Engine::Vc => run_trace(VcDetector::new(window), t),
+        Engine::TreeClock => run_trace(TcDetector::new(window), t),
+        Engine::Epoch => run_trace(EpochDetector::new(window), t),
+        Engine::Lockset => run_trace(GoldilocksDetector::new(window), t),
+        Engine::Eraser => run_trace(cprace::race::lockset::EraserDetector::new(window), t),
+        other => panic!("{other} is no streaming HB or lockset engine"),
+    }
 }
 
 /// `(racy event, witness)` pairs of a report.
 pub fn pairs(r: &Report) -> Vec<(EventId, EventId)> {
     r.races.iter().map(|x| (x.second.id, x.first.id)).collect()
-}
-
-/// Transitive closure of HB over all event pairs, straight from the
-/// definition: `pred[j]` is the set of events HB-before `j` (a bitset).
-pub fn hb_closure(t: &Trace) -> Vec<Vec<u64>> {
-    let n = t.len();
-    let words = n.div_ceil(64).max(1);
-    let nt = t.num_threads();
-    let mut first = vec![None; nt];
-    let mut last = vec![None; nt];
-    for (i, e) in t.events.iter().enumerate() {
-        let th = e.thread as usize;
-        first[th].get_or_insert(i);
-        last[th] = Some(i);
-    }
-    let mut fork_of = vec![None; nt];
-    for (i, e) in t.events.iter().enumerate() {
-        if e.op == Op::Fork {
-            fork_of[e.target as usize] = Some(i);
-        }
-    }
-    let mut pred: Vec<Vec<u64>> = vec![vec![0; words]; n];
-    let mut prev_of_thread = vec![None; nt];
-    for j in 0..n {
-        let ej = t.events[j];
-        let mut direct: Vec<usize> = Vec::new();
-        if let Some(p) = prev_of_thread[ej.thread as usize] {
-            direct.push(p);
-        }
-        prev_of_thread[ej.thread as usize] = Some(j);
-        for i in 0..j {
-            let ei = t.events[i];
-            let edge = match (ei.op, ej.op) {
-                (Op::Release, Op::Acquire) => ei.target == ej.target,
-                (Op::VolatileWrite, Op::VolatileRead) => ei.target == ej.target,
-                _ => false,
-            };
-            if edge {
-                direct.push(i);
-            }
-        }
-        if first[ej.thread as usize] == Some(j)
-            && let Some(f) = fork_of[ej.thread as usize]
-            && f < j
-        {
-            direct.push(f);
-        }
-        if ej.op == Op::Join
-            && let Some(l) = last[ej.target as usize]
-            && l < j
-        {
-            direct.push(l);
-        }
-        let mut acc = vec![0u64; words];
-        for i in direct {
-            acc[i / 64] |= 1 << (i % 64);
-            for w in 0..words {
-                acc[w] |= pred[i][w];
-            }
-        }
-        pred[j] = acc;
-    }
-    pred
-}
-
-/// Whether `i` is HB-before `j` in a closure from [`hb_closure`].
-pub fn hb(pred: &[Vec<u64>], i: usize, j: usize) -> bool {
-    pred[j][i / 64] >> (i % 64) & 1 == 1
-}
-
-/// Every racy event with its witness (the latest unordered conflicting earlier
-/// access within the window), by brute force over all pairs.
-pub fn oracle(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
-    let pred = hb_closure(t);
-    let mut out = Vec::new();
-    for j in 0..t.len() {
-        let ej = t.events[j];
-        if !ej.op.is_memory() {
-            continue;
-        }
-        let witness = (0..j).rev().find(|&i| {
-            t.events[i].conflicts(&ej)
-                && window.is_none_or(|k| ((j - i) as u64) < k)
-                && !hb(&pred, i, j)
-        });
-        if let Some(i) = witness {
-            out.push((j as EventId, i as EventId));
-        }
-    }
-    out
 }
 
 /// Generator configuration for property-test seed `seed`: 2-6 threads, 1-4
