@@ -172,6 +172,10 @@ pub struct Relations {
     pub volatile_read_event: Vec<(u32, u32)>,
     /// `VolatileWriteEvent[e] = x`.
     pub volatile_write_event: Vec<(u32, u32)>,
+    /// `AtomicReadEvent[e] = x`: a relaxed atomic read (`ar`).
+    pub atomic_read_event: Vec<(u32, u32)>,
+    /// `AtomicWriteEvent[e] = x`: a relaxed atomic write (`aw`).
+    pub atomic_write_event: Vec<(u32, u32)>,
     /// `ForkEvent[e] = child thread`.
     pub fork_event: Vec<(u32, u32)>,
     /// `JoinEvent[e] = child thread`.
@@ -208,9 +212,9 @@ impl Relations {
                 Op::VolatileWrite => &mut r.volatile_write_event,
                 Op::Fork => &mut r.fork_event,
                 Op::Join => &mut r.join_event,
+                Op::AtomicRead => &mut r.atomic_read_event,
+                Op::AtomicWrite => &mut r.atomic_write_event,
                 Op::ReentrantAcquire | Op::ReentrantRelease => continue,
-                // Relaxed atomics synchronize nothing.
-                Op::AtomicRead | Op::AtomicWrite => continue,
             };
             rel.push((i, ev.target));
         }
@@ -254,6 +258,8 @@ macro_rules! feed_sections {
             write_event => WriteEvent,
             volatile_read_event => VolatileReadEvent,
             volatile_write_event => VolatileWriteEvent,
+            atomic_read_event => AtomicReadEvent,
+            atomic_write_event => AtomicWriteEvent,
             matching => MatchingCriticalSecBoundary,
             in_cs => InSameCriticalSec,
         )

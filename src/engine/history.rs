@@ -36,6 +36,10 @@ struct Entry {
     mask: u8,
     /// Atomic accesses (else plain).
     atomic: bool,
+    /// The ops of `write` and `read` (an atomic entry holds `vw` and `aw`
+    /// alike, and a witness names its own op).
+    wop: Op,
+    rop: Op,
 }
 
 /// Whether an earlier access of kind (`s_write`, `s_atomic`) ordered before
@@ -160,12 +164,7 @@ impl AccessHistory {
                     best = Some((s, thread, op));
                 }
             };
-            let (wop, rop) = if e.atomic {
-                (Op::AtomicWrite, Op::AtomicRead)
-            } else {
-                (Op::Write, Op::Read)
-            };
-            let ea = e.atomic;
+            let (wop, rop, ea) = (e.wop, e.rop, e.atomic);
             check(
                 &mut e.write,
                 wop,
@@ -191,14 +190,22 @@ impl AccessHistory {
             .iter_mut()
             .find(|e| e.thread == ev.thread && e.mask == mask && e.atomic == atomic)
         {
-            Some(e) if is_write => e.write = Some(stamp),
-            Some(e) => e.read = Some(stamp),
+            Some(e) if is_write => {
+                e.write = Some(stamp);
+                e.wop = ev.op;
+            }
+            Some(e) => {
+                e.read = Some(stamp);
+                e.rop = ev.op;
+            }
             None => entries.push(Entry {
                 thread: ev.thread,
                 write: is_write.then_some(stamp),
                 read: (!is_write).then_some(stamp),
                 mask,
                 atomic,
+                wop: ev.op,
+                rop: ev.op,
             }),
         }
         best.map(|(s, t, op)| Race {

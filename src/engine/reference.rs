@@ -37,7 +37,8 @@ pub(crate) fn check_size(trace: &Trace, relation: Relation, fast: Engine) -> cra
 
 /// The race witnesses of `trace` under an ordering: `ordered(e1, e2)` tells
 /// whether access `e1` is ordered before the later access `e2` of another
-/// thread. Event ids serve as the history's clocks.
+/// thread (every access, plain or atomic, is checked). Event ids serve as
+/// the history's clocks.
 pub fn races(
     trace: &Trace,
     window: Option<u64>,
@@ -47,7 +48,7 @@ pub fn races(
     let mut out = Vec::new();
     for (i, ev) in trace.events.iter().enumerate() {
         let id = i as EventId;
-        if ev.op.is_access()
+        if ev.op.is_memory()
             && let Some(r) = history.access(id, ev, id, |_, e1| ordered(e1, id))
         {
             out.push(r);

@@ -28,6 +28,18 @@
 //! Fork/join and volatile edges are ignored (a hand-over through them is
 //! reported), which only adds reports. Hence every HB-racy event (with or
 //! without a window) is reported here, and so are HB's racy variables.
+//!
+//! # Atomics and bytes
+//! Atomic accesses (`vr`, `vw`, `ar`, `aw`) are accesses of their variable
+//! like plain ones: they refine its lockset and move its state (a variable
+//! only ever accessed atomically still has no report, since two atomic
+//! accesses never conflict, so there is no witness). Like Eraser, which
+//! watched 32-bit words, the check works per variable (an 8-byte cell in
+//! recorded traces) and ignores byte masks: the witness is the latest
+//! access of another thread whose kind conflicts (plain with anything that
+//! writes, atomic with plain), whatever bytes it touched. Both keep HB's
+//! racy events a subset: HB's witness is such an access, so the latest one
+//! is no farther back.
 
 use rustc_hash::FxHashMap;
 use serde_json::json;
@@ -54,11 +66,15 @@ struct VarState {
     owner: u32,
     written: bool,
     cset: u32,
-    /// The two latest writes and the two latest reads by distinct threads:
-    /// the witness (the latest conflicting access of another thread) is the
-    /// later of the first one not by the accessing thread.
+    /// The two latest plain writes and the two latest plain reads by
+    /// distinct threads: the witness (the latest conflicting access of
+    /// another thread) is the later of the first one not by the accessing
+    /// thread.
     writes: Latest2,
     reads: Latest2,
+    /// The same for atomic writes and reads, in `atomic[atomics - 1]` (0:
+    /// none yet).
+    atomics: u32,
 }
 
 /// The latest access and the latest one by a different thread.
@@ -157,6 +173,8 @@ pub struct EraserDetector {
     /// them: nesting 40,000 locks interns one set, not 40,000 growing ones.
     held: Vec<Held>,
     vars: Vec<VarState>,
+    /// Atomic writes and reads of the variables that have any.
+    atomic: Vec<[Latest2; 2]>,
     window: Option<u64>,
     pub(crate) report: Report,
 }
@@ -169,6 +187,7 @@ impl EraserDetector {
             sets: LockSets::new(),
             held: Vec::new(),
             vars: Vec::new(),
+            atomic: Vec::new(),
             window,
             report: Report::new(Relation::Lockset, Engine::Eraser, window, 0),
         }
@@ -196,7 +215,7 @@ impl EraserDetector {
                 }
                 h.id = None;
             }
-            Op::Read | Op::Write => self.access(id, ev),
+            op if op.is_memory() => self.access(id, ev),
             _ => {}
         }
     }
@@ -216,7 +235,7 @@ impl EraserDetector {
             }
         };
         let x = &mut self.vars[v];
-        let write = ev.op == Op::Write;
+        let write = ev.op.is_write();
         match x.state {
             State::Virgin => {
                 x.state = State::Exclusive;
@@ -237,11 +256,36 @@ impl EraserDetector {
         x.written |= write;
         let violating = x.state == State::SharedModified && x.cset == EMPTY;
         let me = Access::of(id, ev);
-        let mut witness = x.writes.other_than(ev.thread);
-        if write && let Some(r) = x.reads.other_than(ev.thread) {
-            witness = witness.filter(|w| w.id > r.id).or(Some(r));
-        }
+        let t = ev.thread;
+        let later = |a: Option<Access>, b: Option<Access>| match (a, b) {
+            (Some(a), Some(b)) => Some(if a.id > b.id { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        // Plain writes conflict with every access, plain reads with writes.
+        let mut witness = x.writes.other_than(t);
         if write {
+            witness = later(witness, x.reads.other_than(t));
+        }
+        if ev.op.is_atomic() || x.atomics != 0 {
+            if x.atomics == 0 {
+                self.atomic.push(Default::default());
+                x.atomics = self.atomic.len() as u32;
+            }
+            let [aw, ar] = &mut self.atomic[x.atomics as usize - 1];
+            // Atomic accesses conflict with plain ones only.
+            if !ev.op.is_atomic() {
+                witness = later(witness, aw.other_than(t));
+                if write {
+                    witness = later(witness, ar.other_than(t));
+                }
+            }
+            match (ev.op.is_atomic(), write) {
+                (true, true) => aw.push(me),
+                (true, false) => ar.push(me),
+                (false, true) => x.writes.push(me),
+                (false, false) => x.reads.push(me),
+            }
+        } else if write {
             x.writes.push(me);
         } else {
             x.reads.push(me);

@@ -1,5 +1,6 @@
 //! The `po` relation: thread (program) order only. Every conflicting pair of
-//! accesses by different threads races. It is the upper bound all relations'
+//! accesses by different threads races (plain or atomic, bytes overlapping,
+//! not both atomic: [`crate::trace::Event::conflicts`]). It is the upper bound all relations'
 //! races lie in, and the smallest engine that exercises the whole pipeline.
 
 use crate::engine::history::AccessHistory;
@@ -25,7 +26,7 @@ impl ProgramOrder {
     /// Feed the next event.
     pub(crate) fn event(&mut self, id: EventId, ev: &Event) {
         self.report.events += 1;
-        if ev.op.is_access()
+        if ev.op.is_memory()
             && let Some(r) = self.history.access(id, ev, id, |_, _| false)
         {
             self.report.push(r);

@@ -10,14 +10,20 @@
 //! of the two events' predecessors, laid out in trace order, is a correct
 //! reordering (reads keep their writes: the reads-from edges are in SHB).
 //!
-//! Volatiles: HB already orders a volatile write before every later volatile
-//! read of the variable, which includes the read's reads-from edge, so only
-//! data reads add edges (SEMANTICS.md: SHB = HB + data reads-from edges).
+//! Reads-from is per byte: a read (`r`, `vr` or `ar`) reads each byte it
+//! touches from the last earlier write (`w`, `vw` or `aw`) touching that byte,
+//! so it gets an edge from each such write (every access of a text trace
+//! touches its whole variable: one write). Volatile reads get the edge too:
+//! HB already has it when they read a volatile write, but not when they read
+//! a plain or relaxed one.
 //!
 //! The engine is [`crate::race::hb::vc`]'s vector clocks plus, per variable, the
-//! clock of its last data write; a write ticks its thread's own entry so that
-//! joining the write's clock orders exactly the events up to the write.
+//! clock of its last write (per byte once a write touched part of it); a
+//! plain or relaxed write ticks its thread's own entry so that joining the
+//! write's clock orders exactly the events up to the write (a volatile write
+//! ticks anyway).
 
+use rustc_hash::FxHashMap;
 use serde_json::json;
 
 use crate::engine::clock::VectorClock;
@@ -31,9 +37,12 @@ use crate::trace::{Event, EventId, Op};
 pub(crate) struct ShbDetector {
     clocks: HbClocks,
     history: AccessHistory,
-    /// Per variable, the clock of its last data write (None: none yet);
-    /// a shared copy-on-write clock, so saving it is O(1).
+    /// Per variable, the clock of its last write (None: none yet); a
+    /// shared copy-on-write clock, so saving it is O(1).
     last_write: Vec<Option<VectorClock>>,
+    /// Variables a write touched only part of: the clock of the last write
+    /// of each byte (their `last_write` entry is then unused).
+    bytes: FxHashMap<u32, Box<[Option<VectorClock>; 8]>>,
     rf_joins: u64,
     report: Report,
 }
@@ -45,6 +54,7 @@ impl ShbDetector {
             clocks: HbClocks::new(),
             history: AccessHistory::new(window),
             last_write: Vec::new(),
+            bytes: FxHashMap::default(),
             rf_joins: 0,
             report: Report::new(Relation::Shb, Engine::Vc, window, 0),
         }
@@ -54,12 +64,11 @@ impl ShbDetector {
     #[inline]
     pub(crate) fn event(&mut self, id: EventId, ev: &Event) {
         self.report.events += 1;
-        if !self.clocks.event(ev) {
+        let Some(clock) = self.clocks.event(ev) else {
             return;
-        }
+        };
         let t = ev.thread;
         let row = self.clocks.row(t);
-        let clock = row.get(t);
         let race = self.history.access(id, ev, clock, |u, c| row.get(u) >= c);
         if let Some(r) = race {
             self.report.push(r);
@@ -68,13 +77,60 @@ impl ShbDetector {
         if self.last_write.len() <= x {
             self.last_write.resize(x + 1, None);
         }
-        if ev.op == Op::Write {
-            self.last_write[x] = Some(row.clone());
-            self.clocks.tick_thread(t);
-        } else if let Some(w) = &self.last_write[x] {
-            // The read's reads-from edge, after its race check.
-            self.clocks.join_thread(t, w);
-            self.rf_joins += 1;
+        let mask = ev.bytes();
+        if ev.op.is_write() {
+            let mut w = row.clone();
+            if ev.op == Op::VolatileWrite {
+                // Its row already ticked past it.
+                w.set(t, clock);
+            } else {
+                self.clocks.tick_thread(t);
+            }
+            if mask == 0xff {
+                if !self.bytes.is_empty() {
+                    self.bytes.remove(&ev.target);
+                }
+                self.last_write[x] = Some(w);
+            } else {
+                let whole = &self.last_write[x];
+                let per = self
+                    .bytes
+                    .entry(ev.target)
+                    .or_insert_with(|| Box::new(std::array::from_fn(|_| whole.clone())));
+                for (b, slot) in per.iter_mut().enumerate() {
+                    if mask >> b & 1 == 1 {
+                        *slot = Some(w.clone());
+                    }
+                }
+            }
+            return;
+        }
+        // The read's reads-from edges, after its race check.
+        let per = if self.bytes.is_empty() {
+            None
+        } else {
+            self.bytes.get(&ev.target)
+        };
+        match per {
+            Some(per) => {
+                let mut joined: [Option<&VectorClock>; 8] = [None; 8];
+                for (b, w) in per.iter().enumerate() {
+                    if let Some(w) = w
+                        && mask >> b & 1 == 1
+                        && !joined.iter().flatten().any(|j| j.ptr_eq(w))
+                    {
+                        joined[b] = Some(w);
+                        self.clocks.join_thread(t, w);
+                        self.rf_joins += 1;
+                    }
+                }
+            }
+            None => {
+                if let Some(w) = &self.last_write[x] {
+                    self.clocks.join_thread(t, w);
+                    self.rf_joins += 1;
+                }
+            }
         }
     }
 

@@ -87,7 +87,12 @@ pub(crate) fn plural(n: u64, thing: &str) -> String {
 
 /// One side of a race, e.g. `previous write by thread T1 (event 3) at a.java:1`.
 pub(crate) fn describe(a: &Access, names: &Names, prefix: &str) -> String {
-    let what = if a.op.is_write() { "write" } else { "read" };
+    let what = match (a.op.is_atomic(), a.op.is_write()) {
+        (false, true) => "write",
+        (false, false) => "read",
+        (true, true) => "atomic write",
+        (true, false) => "atomic read",
+    };
     let loc = names.loc(a.loc);
     let at = if loc.is_empty() {
         String::new()

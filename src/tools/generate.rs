@@ -61,6 +61,16 @@ pub struct Config {
     pub p_write: f64,
     /// Chance of a volatile access instead of a data access.
     pub p_volatile: f64,
+    /// Share of data accesses that are atomic, on the same variables as the
+    /// plain ones (what mixes plain and atomic accesses of a variable): half
+    /// relaxed (`ar`, `aw`), half synchronizing (`vr`, `vw`). 0 in every
+    /// profile.
+    pub p_atomic: f64,
+    /// Give every access a random aligned shape in an 8-byte cell: 1, 2, 4
+    /// or 8 bytes at an offset of a multiple of its size (the byte masks of
+    /// recorded C/C++ traces). Only the in-memory [`trace`] carries masks:
+    /// no text format can write them.
+    pub masks: bool,
     /// Use fork/join: thread 0 forks the others and joins them when done.
     pub fork_join: bool,
     /// Chance of a re-entrant acquire of a held lock.
@@ -98,6 +108,8 @@ impl Default for Config {
             p_unlocked_access: 0.7,
             p_write: 0.5,
             p_volatile: 0.03,
+            p_atomic: 0.0,
+            masks: false,
             fork_join: true,
             p_reentrant: 0.02,
             p_out_of_order_release: 0.05,
@@ -358,12 +370,17 @@ impl Generator {
 
     fn ev(&mut self, t: u32, op: Op, target: u32) -> Event {
         let loc = self.loc(t);
+        let mask = if self.cfg.masks && op.is_memory() {
+            self.mask()
+        } else {
+            0
+        };
         Event {
             thread: t,
             target,
             loc,
             op,
-            mask: 0,
+            mask,
         }
     }
 
@@ -494,12 +511,27 @@ impl Generator {
             } else {
                 self.rng.below(vars as u64) as u32
             };
-        let op = if self.rng.chance(p_write) {
+        let write = self.rng.chance(p_write);
+        let op = if self.cfg.p_atomic > 0.0 && self.rng.chance(self.cfg.p_atomic) {
+            match (self.rng.chance(0.5), write) {
+                (true, true) => Op::AtomicWrite,
+                (true, false) => Op::AtomicRead,
+                (false, true) => Op::VolatileWrite,
+                (false, false) => Op::VolatileRead,
+            }
+        } else if write {
             Op::Write
         } else {
             Op::Read
         };
         Some(self.ev(t, op, x))
+    }
+
+    /// A random aligned shape in an 8-byte cell (see [`Config::masks`]).
+    fn mask(&mut self) -> u8 {
+        let size = 1u32 << self.rng.below(4);
+        let offset = self.rng.below(u64::from(8 / size)) as u32 * size;
+        (((1u32 << size) - 1) << offset) as u8
     }
 
     fn release(&mut self, t: u32) -> Event {
@@ -690,8 +722,9 @@ struct Pieces {
 }
 
 /// The operations the generator emits (re-entrant acquires and releases
-/// are plain `acq` and `rel` events of a lock the thread holds).
-pub const EMITTED_OPS: [Op; 8] = [
+/// are plain `acq` and `rel` events of a lock the thread holds; relaxed
+/// atomics only with [`Config::p_atomic`]).
+pub const EMITTED_OPS: [Op; 10] = [
     Op::Read,
     Op::Write,
     Op::Acquire,
@@ -700,6 +733,8 @@ pub const EMITTED_OPS: [Op; 8] = [
     Op::Join,
     Op::VolatileRead,
     Op::VolatileWrite,
+    Op::AtomicRead,
+    Op::AtomicWrite,
 ];
 
 /// Bytes of a [`Piece`].
@@ -880,6 +915,8 @@ pub fn rapidbin_problem(cfg: &Config) -> Option<String> {
     let locs = threads.saturating_mul(cfg.locs_per_thread.max(1) as usize);
     if cfg.volatiles > 0 {
         Some("RapidBin has no volatile operations; add --volatiles 0".into())
+    } else if cfg.p_atomic > 0.0 {
+        Some("RapidBin has no atomic operations".into())
     } else if threads > MAX_THREADS {
         Some(format!("RapidBin holds at most {MAX_THREADS} threads"))
     } else if locs >= MAX_LOCATIONS {
@@ -946,14 +983,19 @@ pub fn rapidbin_names(cfg: &Config, variables: u32) -> [Vec<String>; 4] {
     [all(&n.threads), all(&n.locks), vars, all(&n.locs)]
 }
 
-/// Generate a whole trace in memory (tests and small experiments).
+/// Generate a whole trace in memory (tests and small experiments), with
+/// byte masks when [`Config::masks`] asks for them.
 pub fn trace(cfg: &Config) -> Trace {
     let names = Generator::names(cfg);
     let mut events = Vec::with_capacity(cfg.events as usize + 8);
+    let mut masks = Vec::new();
     let mut b = crate::trace::validate::Builder::new("<generated>", |_, e: &Event| events.push(*e));
     // Validate through the same builder as every loader: generated traces obey
     // exactly the rules real ones do, and re-entrant acquires get marked.
     for ev in Generator::new(cfg.clone()) {
+        if cfg.masks {
+            masks.push(ev.mask);
+        }
         let element;
         let target = match ev.op.target_kind() {
             crate::trace::model::TargetKind::Variable if ev.target >= names.vars.len() as u32 => {
@@ -973,6 +1015,10 @@ pub fn trace(cfg: &Config) -> Trace {
         .expect("generator emits well-formed traces");
     }
     let (names, stats) = b.finish();
+    // The builder makes one event per line, in order; no text carries masks.
+    for (e, m) in events.iter_mut().zip(masks) {
+        e.mask = m;
+    }
     Trace {
         events,
         names,

@@ -1,10 +1,16 @@
 //! An independent checker of race witnesses: replays the listed events against
-//! the trace alone, with no relation, engine or closure code involved.
+//! the trace alone, with no relation, engine or closure code involved (only
+//! the bookkeeping of which write each byte holds last).
 //!
 //! A witness for a race (e1, e2) is a list of event ids that, executed in the
-//! listed order, is a correct reordering prefix of the trace (see SEMANTICS.md)
-//! after which e1 and e2 are the next events of their threads.
+//! listed order, is a correct reordering prefix of the trace (README,
+//! "Semantic decisions") after which e1 and e2 are the next events of their
+//! threads. Reads-from is per byte: every read (`r`, `vr`, `ar`) must see,
+//! for each byte it touches, the write it saw in the trace.
 
+use rustc_hash::FxHashMap;
+
+use super::closure::LastWrites;
 use crate::trace::{EventId, Op, Trace};
 
 /// What a valid witness additionally is.
@@ -31,20 +37,26 @@ pub fn check(
         }
     }
     let (a, b) = (ev[e1 as usize], ev[e2 as usize]);
-    if !(a.op.is_access() && b.op.is_access()) {
-        return Err(format!("events {e1} and {e2} are not both data accesses"));
+    if !(a.op.is_memory() && b.op.is_memory()) {
+        return Err(format!("events {e1} and {e2} are not both accesses"));
     }
-    if a.target != b.target || a.thread == b.thread || !(a.op == Op::Write || b.op == Op::Write) {
+    if !a.conflicts(&b) {
         return Err(format!("events {e1} and {e2} do not conflict"));
     }
+    let reads = |op: Op| matches!(op, Op::Read | Op::VolatileRead | Op::AtomicRead);
 
     // Facts of the trace: each event's position in its thread, each thread's
-    // length, which thread each fork starts, and the write each read sees.
+    // length, which thread each fork starts, and the writes each listed read
+    // sees (per byte).
     let mut pos = vec![0u32; n];
     let mut count = vec![0u32; nt];
     let mut fork_of: Vec<Option<EventId>> = vec![None; nt];
-    let mut sees: Vec<Option<EventId>> = vec![None; n];
-    let mut last_write: Vec<Option<EventId>> = vec![None; trace.num_vars()];
+    let mut sees: FxHashMap<EventId, [u32; 8]> = witness
+        .iter()
+        .filter(|&&e| reads(ev[e as usize].op))
+        .map(|&e| (e, [0; 8]))
+        .collect();
+    let mut last_write = LastWrites::new(trace.num_vars());
     for (i, e) in ev.iter().enumerate() {
         pos[i] = count[e.thread as usize];
         count[e.thread as usize] += 1;
@@ -52,8 +64,12 @@ pub fn check(
             Op::Fork if fork_of[e.target as usize].is_none() => {
                 fork_of[e.target as usize] = Some(i as EventId)
             }
-            Op::Read | Op::VolatileRead => sees[i] = last_write[e.target as usize],
-            Op::Write | Op::VolatileWrite => last_write[e.target as usize] = Some(i as EventId),
+            op if reads(op) => {
+                if let Some(s) = sees.get_mut(&(i as EventId)) {
+                    *s = last_write.of(e.target, e.bytes());
+                }
+            }
+            op if op.is_write() => last_write.write(e.target, e.bytes(), i as EventId),
             _ => {}
         }
     }
@@ -62,7 +78,7 @@ pub fn check(
     let mut done = vec![false; n];
     let mut next = vec![0u32; nt];
     let mut holder: Vec<Option<u32>> = vec![None; trace.num_locks()];
-    let mut written: Vec<Option<EventId>> = vec![None; trace.num_vars()];
+    let mut written = LastWrites::new(trace.num_vars());
     let mut last_acquire: Vec<Option<EventId>> = vec![None; trace.num_locks()];
     let mut sync_preserving = true;
     for (k, &e) in witness.iter().enumerate() {
@@ -109,20 +125,25 @@ pub fn check(
                 }
                 holder[l] = None;
             }
-            Op::Read | Op::VolatileRead => {
-                let v = x.target as usize;
-                if written[v] != sees[e as usize] {
-                    let name = |w: Option<EventId>| {
-                        w.map_or("the initial value".to_string(), |w| format!("event {w}"))
+            op if reads(op) => {
+                let (now, then) = (written.of(x.target, x.bytes()), sees[&e]);
+                if let Some(b) = (0..8).find(|&b| now[b] != then[b]) {
+                    let name = |w: u32| match w {
+                        u32::MAX => "the initial value".to_string(),
+                        w => format!("event {w}"),
+                    };
+                    let byte = match x.bytes() {
+                        0xff if now.iter().all(|&w| w == now[0]) => String::new(),
+                        _ => format!(" in byte {b}"),
                     };
                     return fail(format!(
-                        "reads {} instead of {} as in the trace",
-                        name(written[v]),
-                        name(sees[e as usize])
+                        "reads {}{byte} instead of {} as in the trace",
+                        name(now[b]),
+                        name(then[b])
                     ));
                 }
             }
-            Op::Write | Op::VolatileWrite => written[x.target as usize] = Some(e),
+            op if op.is_write() => written.write(x.target, x.bytes(), e),
             _ => {}
         }
         done[e as usize] = true;

@@ -74,6 +74,26 @@ fn generated_traces_stream_like_the_whole_trace() {
     }
 }
 
+/// Atomic accesses (hard edges and rule-(a) summaries crossing stretch
+/// boundaries) and byte masks.
+#[test]
+fn atomics_stream_like_the_whole_trace() {
+    for seed in 0..30u64 {
+        let mut cfg = config(seed + 500);
+        cfg.events = 300 + 7 * seed;
+        cfg.threads = 2 + (seed % 4) as u32;
+        cfg.p_atomic = 0.3;
+        cfg.masks = seed % 2 == 1;
+        if seed % 3 == 2 {
+            cfg.p_release = 0.02;
+        }
+        let t = trace(&cfg);
+        for k in [1, 5, 17, 500] {
+            check(&format!("seed {seed}"), &t, k, 1 + (seed as usize * 7) % 40);
+        }
+    }
+}
+
 #[test]
 fn many_threads_and_locks_stream_like_the_whole_trace() {
     for seed in 0..12u64 {

@@ -10,6 +10,7 @@ mod common;
 // The exhaustive explorer of correct reorderings, every soundness test's truth.
 mod oracle;
 
+mod atomics;
 // Malformed input: exit 2 with file, line and problem, nothing on stdout.
 mod bad_input;
 // gzip, zstd and xz traces load exactly like plain text.

@@ -2,9 +2,10 @@
 //! base edges that need no fixpoint (rule (a), hard edges, the window rule).
 //!
 //! A base edge `(r, a)` is a release->acquire pair from rules (a)/(b), or a hard
-//! edge (fork, join, or two conflicting volatile accesses of different threads:
-//! vw -> vr, vr -> vw, vw -> vw, in trace order). CP composes with HBv, HB plus
-//! those volatile edges (README, "Semantic decisions"), so every "HB" below is
+//! edge (fork, join, or two atomic accesses of one variable by different
+//! threads, at least one a write: vw -> vr, vr -> vw, vw -> vw and the same
+//! with relaxed ar/aw, in trace order). CP composes with HBv, HB plus those
+//! atomic edges (README, "Semantic decisions"), so every "HB" below is
 //! HBv and the sync clocks are HBv clocks. CP is then exactly
 //! `{(x, y) : some base (r, a) with x <=HBv r and a <=HBv y}` plus, under a
 //! window K, the conservative pairs `x <=HBv y` with `y - x >= K`. Consequences
@@ -23,7 +24,7 @@ use rustc_hash::FxHashMap;
 
 use super::sync::{Carried, NONE, SyncPoints, VolatileOrder};
 use crate::facts::Facts;
-use crate::trace::{EventId, Op, Trace};
+use crate::trace::{Event, EventId, Op, Trace};
 
 /// A stretch of a longer trace, as the streaming engine hands it over (see
 /// [`super::stream`]): besides the events, what came before them.
@@ -32,8 +33,8 @@ pub(crate) struct Stretch<'a> {
     /// acquires of sections open where it begins, and the clocks there.
     pub carried: &'a Carried,
     /// The accesses of each pinned section before the stretch: `(pinned
-    /// index, variable, is_write)`.
-    pub summaries: &'a [(u32, u32, bool)],
+    /// index, variable, kinds)` ([`access_kind`] bits).
+    pub summaries: &'a [(u32, u32, u16)],
     /// Base edges derived from earlier stretches, `(target, source, rule)` as
     /// event ids in the whole trace (both ends events of this stretch).
     pub edges: &'a [(EventId, EventId, Rule)],
@@ -104,12 +105,36 @@ pub(crate) struct CpInput {
     pub extra_edges: Vec<(u32, u32)>,
 }
 
-/// Sort `(section, variable, is_write)` accesses and keep one per section
-/// and variable: a write subsumes a read of the same variable for conflicts.
-pub(crate) fn merge_accesses(acc: &mut Vec<(u32, u32, bool)>) {
+/// An access as one bit for rule (a): plain write, plain read, atomic
+/// write, atomic read (0 for other events).
+pub(crate) fn access_kind(op: Op) -> u8 {
+    match op {
+        Op::Write => 1,
+        Op::Read => 2,
+        Op::VolatileWrite | Op::AtomicWrite => 4,
+        Op::VolatileRead | Op::AtomicRead => 8,
+        _ => 0,
+    }
+}
+
+/// An access for rule (a): its [`access_kind`] bit in the low byte, the bytes
+/// of its variable it touches ([`Event::bytes`]) in the high byte.
+pub(crate) fn access_key(ev: &Event) -> u16 {
+    (ev.bytes() as u16) << 8 | access_kind(ev.op) as u16
+}
+
+/// The [`access_kind`] bits an access of kind bit `k` conflicts with (of
+/// another thread, same variable, a common byte): a plain write with every
+/// access, a plain read with writes, an atomic write with plain accesses, an
+/// atomic read with plain writes. Two atomic accesses never conflict.
+const CONFLICTS: [u8; 4] = [0b1111, 0b0101, 0b0011, 0b0001];
+
+/// Sort `(section, variable, key)` accesses ([`access_key`]) and keep one per
+/// section, variable and bytes, with the union of their kinds.
+pub(crate) fn merge_accesses(acc: &mut Vec<(u32, u32, u16)>) {
     acc.sort_unstable();
     acc.dedup_by(|next, prev| {
-        next.0 == prev.0 && next.1 == prev.1 && {
+        next.0 == prev.0 && next.1 == prev.1 && next.2 >> 8 == prev.2 >> 8 && {
             prev.2 |= next.2;
             true
         }
@@ -264,13 +289,13 @@ impl CpInput {
     /// another thread, holding an access that conflicts with one in CS2.
     /// `before` adds accesses of the first sections from before the trace
     /// (a stretch's pinned sections).
-    fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, bool)]) {
+    fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, u16)]) {
         // Each thread's accesses made inside some section, once each, and
         // per section the stretch of its thread's list it spans: nested
         // sections share the entries (one per access, not one per access and
         // enclosing section, so memory stays linear however deep the nesting).
         let nt = trace.num_threads();
-        let mut log: Vec<Vec<(u32, bool)>> = vec![Vec::new(); nt];
+        let mut log: Vec<Vec<(u32, u16)>> = vec![Vec::new(); nt];
         // (NONE, _): not acquired in this trace (only `before` has its accesses).
         let mut span: Vec<(u32, u32)> = vec![(NONE, NONE); self.sections.len()];
         let mut open: Vec<Vec<u32>> = vec![Vec::new(); nt];
@@ -292,8 +317,8 @@ impl CpInput {
                         span[o.remove(p) as usize].1 = log[t].len() as u32;
                     }
                 }
-                Op::Read | Op::Write if !o.is_empty() => {
-                    log[t].push((ev.target, ev.op == Op::Write));
+                op if op.is_memory() && !o.is_empty() => {
+                    log[t].push((ev.target, access_key(ev)));
                 }
                 _ => {}
             }
@@ -316,8 +341,6 @@ impl CpInput {
                 .map(|&(_, x, w)| (x, w))
                 .chain(list[from..to].iter().copied())
         };
-        // Two most recent sections per (variable, kind) from distinct threads:
-        // enough to find the latest one of any thread other than CS2's.
         #[derive(Clone, Copy)]
         struct Top2([(u32, u32); 2]);
         impl Top2 {
@@ -335,7 +358,11 @@ impl CpInput {
                     .map(|e| e.1)
             }
         }
-        let mut last: FxHashMap<u32, (Top2, Top2)> = FxHashMap::default();
+        // Per variable, per distinct bytes touched, the two most recent
+        // sections per access kind from distinct threads: enough to find the
+        // latest one of any thread other than CS2's.
+        let mut last: FxHashMap<u32, Vec<(u8, [Top2; 4])>> = FxHashMap::default();
+        let bits = |kinds: u8| (0..4).filter(move |k| kinds >> k & 1 == 1);
         let mut seeds = Vec::new();
         for list in &self.by_lock {
             // A lock's only section has no earlier one to take an edge from.
@@ -346,18 +373,33 @@ impl CpInput {
             for &c2 in list {
                 let s2 = self.sections[c2 as usize];
                 let mut best: Option<u32> = None;
-                for (x, w) in accesses_of(c2) {
-                    if let Some((writes, reads)) = last.get(&x) {
-                        let mut cand = writes.latest_other(s2.thread);
-                        if w {
-                            cand = cand.max(reads.latest_other(s2.thread));
+                for (x, key) in accesses_of(c2) {
+                    let (bytes, kinds) = ((key >> 8) as u8, key as u8);
+                    if let Some(shapes) = last.get(&x) {
+                        let with = bits(kinds).fold(0, |m, k| m | CONFLICTS[k]);
+                        for (b, tops) in shapes {
+                            if b & bytes == 0 {
+                                continue;
+                            }
+                            for k in bits(with) {
+                                best = best.max(tops[k].latest_other(s2.thread));
+                            }
                         }
-                        best = best.max(cand);
                     }
                 }
-                for (x, w) in accesses_of(c2) {
-                    let e = last.entry(x).or_insert((Top2::EMPTY, Top2::EMPTY));
-                    if w { &mut e.0 } else { &mut e.1 }.push(s2.thread, s2.pos);
+                for (x, key) in accesses_of(c2) {
+                    let (bytes, kinds) = ((key >> 8) as u8, key as u8);
+                    let shapes = last.entry(x).or_default();
+                    let i = match shapes.iter().position(|s| s.0 == bytes) {
+                        Some(i) => i,
+                        None => {
+                            shapes.push((bytes, [Top2::EMPTY; 4]));
+                            shapes.len() - 1
+                        }
+                    };
+                    for k in bits(kinds) {
+                        shapes[i].1[k].push(s2.thread, s2.pos);
+                    }
                 }
                 if let Some(p) = best {
                     let s1 = self.sections[list[p as usize] as usize];
@@ -370,9 +412,9 @@ impl CpInput {
         self.seeds.extend(seeds);
     }
 
-    /// Fork, join, conflicting volatile accesses of different threads (per
-    /// access, the latest conflicting earlier access of each other thread: it
-    /// dominates that thread's earlier ones) and `extra`.
+    /// Fork, join, atomic accesses of one variable by different threads, at
+    /// least one a write (per access, the latest such earlier access of each
+    /// other thread: it dominates that thread's earlier ones) and `extra`.
     fn seed_hard(
         &mut self,
         trace: &Trace,
@@ -389,14 +431,13 @@ impl CpInput {
             edges.push((slot(j), slot(last)));
         }
         let nt = trace.num_threads();
-        // Per volatile variable and thread: latest write, latest access.
+        // Per atomic variable and thread: latest write, latest access.
         let mut latest: FxHashMap<u32, Vec<(u32, u32)>> = FxHashMap::default();
         for (i, ev) in trace.events.iter().enumerate() {
-            let write = match ev.op {
-                Op::VolatileWrite => true,
-                Op::VolatileRead => false,
-                _ => continue,
-            };
+            if !ev.op.is_atomic() {
+                continue;
+            }
+            let write = ev.op.is_write();
             let a = slot(id(i));
             let per = latest
                 .entry(ev.target)

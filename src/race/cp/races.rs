@@ -213,7 +213,7 @@ impl RaceState {
             let far_ordered = |u: u32, c: u32, e1: EventId| {
                 window.is_some_and(|k| (i - e1) as u64 >= k) && hb.get(u) >= c
             };
-            if ev.op.is_access()
+            if ev.op.is_memory()
                 && !(self.opts.first_only && self.found)
                 && let Some(r) = self.history.access_at(i, ev, local, |u, c, e1| {
                     clock.get(u) >= c || far_ordered(u, c, e1)

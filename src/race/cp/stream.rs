@@ -71,7 +71,7 @@ pub struct CpStream {
     stretch: Trace,
     carried: Carried,
     /// Accesses of pinned sections before `carried.base`.
-    summaries: Vec<(u32, u32, bool)>,
+    summaries: Vec<(u32, u32, u16)>,
     /// Base edges `(target, source, rule)` derived so far with both ends at
     /// or after `carried.base`.
     edges: Vec<(EventId, EventId, Rule)>,
@@ -366,20 +366,20 @@ impl CpStream {
                 });
             }
         }
-        let mut summaries: Vec<(u32, u32, bool)> = self
+        let mut summaries: Vec<(u32, u32, u16)> = self
             .summaries
             .iter()
             .filter_map(|&(c, v, w)| renumber.get(&c).map(|&n| (n, v, w)))
             .collect();
         for (i, ev) in self.stretch.events[p..p + dropped].iter().enumerate() {
-            if !ev.op.is_access() {
+            if !ev.op.is_memory() {
                 continue;
             }
             let id = old.base + i as EventId;
             if let Some(open) = open_of_thread.get(&ev.thread) {
                 for &(acq, n) in open {
                     if acq <= id {
-                        summaries.push((n, ev.target, ev.op == Op::Write));
+                        summaries.push((n, ev.target, super::input::access_key(ev)));
                     }
                 }
             }

@@ -303,7 +303,9 @@ pub fn analyze(trace: &Trace, window: Option<u64>) -> Report {
             last_point[ev.thread as usize] = next;
             next += 1;
         }
-        if !ev.op.is_access() {
+        // Every access, plain or atomic; a volatile read is a point, so it
+        // is checked after its acquire.
+        if !ev.op.is_memory() {
             continue;
         }
         let s2 = last_point[ev.thread as usize];

@@ -10,6 +10,21 @@
 //! in FastTrack2 (and unlike FastTrack 2009), [WRITE SHARED] keeps the read
 //! vector; a variable never leaves the SHARED state.
 //!
+//! # Shapes
+//! Accesses conflict only when their bytes overlap and not both are atomic
+//! ([`Event::conflicts`]), so the state is kept per *shape* of a variable:
+//! the bytes an access touches and its kind (plain, volatile, relaxed
+//! atomic). Every access of a text trace is plain and touches the whole
+//! variable: that shape lives in the variable's own state, and a variable
+//! with no other shape runs the rules above unchanged. An access of another
+//! shape, or of a variable that has one, is checked against every shape it
+//! may conflict with and recorded in its own. Plain shapes are FastTrack2's
+//! state; in an atomic shape the writes never race with each other, so they
+//! are kept like reads (an epoch while each is HB-after the one before, else
+//! a per-thread vector). The argument below holds shape by shape: an access
+//! a shape drops is HB-before a later one of the same shape and kind, which
+//! conflicts with everything the dropped one does.
+//!
 //! # Witnesses
 //! Next to each epoch the state keeps the event id and location of the access
 //! it stands for, and the same-epoch rules (which change no epoch) refresh that
@@ -43,15 +58,17 @@
 
 use serde_json::json;
 
-use super::in_window;
 use super::vc::HbClocks;
+use super::{Kind, in_window};
 use crate::engine::clock::VectorClock;
 use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op};
 
-/// `R` value of a read-shared variable.
-const SHARED: u64 = u64::MAX;
+/// Thread half of a packed `R` or `W` that stands for a per-thread vector
+/// (its index in `shared` in the clock half): a read-shared slot, or the
+/// writes of an atomic shape, which never race with each other.
+const SHARED_TID: u32 = u32::MAX;
 
 /// Pack epoch `t@c`.
 #[inline]
@@ -71,22 +88,50 @@ pub(crate) fn clock(e: u64) -> u32 {
     e as u32
 }
 
+/// Whether a slot holds a per-thread vector (index `clock(e)`).
+#[inline]
+fn is_shared(e: u64) -> bool {
+    tid(e) == SHARED_TID
+}
+
 /// `e ⪯ V`: the access of epoch `e` is HB-before the owner of clock `v`.
 #[inline]
 fn leq(e: u64, v: &VectorClock) -> bool {
     clock(e) == 0 || v.get(tid(e)) >= clock(e)
 }
 
+/// `W` or `R` of a shape: an epoch (0: none yet) with the event id and
+/// location of the access it stands for, or a per-thread vector.
+#[derive(Clone, Copy, Debug, Default)]
+struct Epoch {
+    e: u64,
+    id: u32,
+    loc: u32,
+}
+
+/// FastTrack's state of one shape of a variable.
+#[derive(Clone, Copy, Debug, Default)]
+struct Shape {
+    w: Epoch,
+    r: Epoch,
+}
+
+/// A variable: the shape of plain accesses to all of it (every access of a
+/// text trace), and when `more` is not 0 its other shapes in
+/// `sides[more - 1]`.
 #[derive(Clone, Copy, Debug, Default)]
 struct VarState {
-    w: u64,
-    r: u64,
-    w_id: u32,
-    w_loc: u32,
-    r_id: u32,
-    r_loc: u32,
-    /// Index of the read vector in `shared` when `r == SHARED`.
-    sh: u32,
+    s: Shape,
+    more: u32,
+}
+
+/// A shape besides the plain whole-variable one: the bytes accessed (an
+/// 8-byte cell's mask) and the kind.
+#[derive(Clone, Copy, Debug)]
+struct Side {
+    mask: u8,
+    kind: Kind,
+    s: Shape,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -106,12 +151,16 @@ struct Counters {
     write_same_epoch: u64,
     write_exclusive: u64,
     write_shared: u64,
+    atomic_writes: u64,
 }
 
 /// Streaming FastTrack2 detector (`--relation hb --engine epoch`).
 pub struct EpochDetector {
     clocks: HbClocks,
     vars: Vec<VarState>,
+    /// The shapes besides the plain whole-variable one, per variable that
+    /// has any (see [`VarState::more`]).
+    sides: Vec<Vec<Side>>,
     shared: Vec<Vec<ReadSlot>>,
     window: Option<u64>,
     /// Whether the same-epoch rules apply (only without a window; see the
@@ -129,12 +178,127 @@ fn better(best: &mut Option<Access>, cand: Access) {
     }
 }
 
+/// The same-epoch rules: when slot `x` already holds an access of thread
+/// `t` at clock `c` (an epoch, 1, or an entry of its vector, 2), it now
+/// stands for this later one (event `id` at `loc`), which needs no check.
+/// 0 when it does not.
+#[inline]
+fn same_epoch(
+    x: &mut Epoch,
+    shared: &mut [Vec<ReadSlot>],
+    t: u32,
+    c: u32,
+    id: u32,
+    loc: u32,
+) -> u8 {
+    if x.e == pack(t, c) {
+        x.id = id;
+        x.loc = loc;
+        return 1;
+    }
+    if is_shared(x.e)
+        && let Some(s) = shared[clock(x.e) as usize].get_mut(t as usize)
+        && s.clock == c
+    {
+        s.id = id;
+        s.loc = loc;
+        return 2;
+    }
+    0
+}
+
+/// Offer `best` the accesses slot `x` stands for (of op `op`) that are not
+/// HB-before the owner of `row` and lie inside the window before `id`.
+#[inline]
+fn check(
+    x: &Epoch,
+    op: Op,
+    shared: &[Vec<ReadSlot>],
+    row: &VectorClock,
+    window: Option<u64>,
+    id: EventId,
+    best: &mut Option<Access>,
+) {
+    if is_shared(x.e) {
+        // The full VC comparison.
+        for (u, s) in shared[clock(x.e) as usize].iter().enumerate() {
+            if s.clock > row.get(u as u32) && in_window(window, id, s.id) {
+                let thread = u as u32;
+                better(
+                    best,
+                    Access {
+                        id: s.id,
+                        thread,
+                        op,
+                        loc: s.loc,
+                    },
+                );
+            }
+        }
+    } else if !leq(x.e, row) && in_window(window, id, x.id) {
+        let thread = tid(x.e);
+        better(
+            best,
+            Access {
+                id: x.id,
+                thread,
+                op,
+                loc: x.loc,
+            },
+        );
+    }
+}
+
+/// Record an access (thread `t`, clock `c`) in a slot whose accesses never
+/// race with each other (reads; the writes of an atomic shape): [READ
+/// EXCLUSIVE] when the slot's access is HB-before it, else [READ SHARE]
+/// into a new per-thread vector, and [READ SHARED] once it is one. Returns
+/// which of the three fired.
+#[inline]
+fn record(
+    x: &mut Epoch,
+    shared: &mut Vec<Vec<ReadSlot>>,
+    threads: usize,
+    row: &VectorClock,
+    (t, c, id, loc): (u32, u32, u32, u32),
+) -> usize {
+    let me = ReadSlot { clock: c, id, loc };
+    if !is_shared(x.e) {
+        if leq(x.e, row) {
+            *x = Epoch {
+                e: pack(t, c),
+                id,
+                loc,
+            };
+            return 0;
+        }
+        let mut slots = vec![ReadSlot::default(); threads];
+        let u = tid(x.e) as usize;
+        slots[u] = ReadSlot {
+            clock: clock(x.e),
+            id: x.id,
+            loc: x.loc,
+        };
+        slots[t as usize] = me;
+        x.e = pack(SHARED_TID, shared.len() as u32);
+        shared.push(slots);
+        return 1;
+    }
+    let slots = &mut shared[clock(x.e) as usize];
+    if slots.len() <= t as usize {
+        slots.resize(t as usize + 1, ReadSlot::default());
+    }
+    slots[t as usize] = me;
+    2
+}
+
 impl EpochDetector {
     /// A detector pairing accesses less than `window` events apart.
     pub fn new(window: Option<u64>) -> Self {
         EpochDetector {
             clocks: HbClocks::new(),
             vars: Vec::new(),
+            sides: Vec::new(),
             shared: Vec::new(),
             window,
             fast: window.is_none(),
@@ -147,17 +311,21 @@ impl EpochDetector {
     #[inline]
     pub fn event(&mut self, id: EventId, ev: &Event) {
         self.report.events += 1;
-        if !self.clocks.event(ev) {
+        let Some(c) = self.clocks.event(ev) else {
             return;
-        }
+        };
         let v = ev.target as usize;
         if v >= self.vars.len() {
             self.vars.resize(v + 1, VarState::default());
         }
-        let race = if ev.op == Op::Read {
-            self.read(id, ev)
+        // Every access of a text trace is plain and touches the whole
+        // variable: one shape, FastTrack2 as printed.
+        let race = if !ev.op.is_access() || ev.bytes() != 0xff || self.vars[v].more != 0 {
+            self.shaped(id, ev, c)
+        } else if ev.op == Op::Read {
+            self.read(id, ev, c)
         } else {
-            self.write(id, ev)
+            self.write(id, ev, c)
         };
         if let Some(first) = race {
             self.report.push(Race {
@@ -169,140 +337,202 @@ impl EpochDetector {
     }
 
     #[inline]
-    fn read(&mut self, id: EventId, ev: &Event) -> Option<Access> {
+    fn read(&mut self, id: EventId, ev: &Event, c: u32) -> Option<Access> {
         let t = ev.thread;
+        let x = &mut self.vars[ev.target as usize].s;
+        if self.fast {
+            match same_epoch(&mut x.r, &mut self.shared, t, c, id, ev.loc) {
+                0 => {}
+                // [READ SAME EPOCH]
+                1 => {
+                    self.n.read_same_epoch += 1;
+                    return None;
+                }
+                // [READ SHARED SAME EPOCH]
+                _ => {
+                    self.n.read_shared_same_epoch += 1;
+                    return None;
+                }
+            }
+        }
         let row = self.clocks.row(t);
-        let c = row.get(t);
-        let e = pack(t, c);
-        let x = &mut self.vars[ev.target as usize];
-        // [READ SAME EPOCH]
-        if self.fast && x.r == e {
-            x.r_id = id;
-            x.r_loc = ev.loc;
-            self.n.read_same_epoch += 1;
-            return None;
-        }
-        // [READ SHARED SAME EPOCH]
-        if self.fast
-            && x.r == SHARED
-            && let Some(s) = self.shared[x.sh as usize].get_mut(t as usize)
-            && s.clock == c
-        {
-            s.id = id;
-            s.loc = ev.loc;
-            self.n.read_shared_same_epoch += 1;
-            return None;
-        }
+        let mut race = None;
         // [WRITE-READ RACE]
-        let race = (!leq(x.w, row) && in_window(self.window, id, x.w_id)).then(|| Access {
-            id: x.w_id,
-            thread: tid(x.w),
-            op: Op::Write,
-            loc: x.w_loc,
-        });
-        if x.r != SHARED {
-            if leq(x.r, row) {
-                // [READ EXCLUSIVE]
-                x.r = e;
-                x.r_id = id;
-                x.r_loc = ev.loc;
-                self.n.read_exclusive += 1;
-            } else {
-                // [READ SHARE]
-                let mut slots = vec![ReadSlot::default(); self.clocks.num_threads()];
-                let u = tid(x.r) as usize;
-                slots[u] = ReadSlot {
-                    clock: clock(x.r),
-                    id: x.r_id,
-                    loc: x.r_loc,
-                };
-                slots[t as usize] = ReadSlot {
-                    clock: c,
-                    id,
-                    loc: ev.loc,
-                };
-                x.r = SHARED;
-                x.sh = self.shared.len() as u32;
-                self.shared.push(slots);
-                self.n.read_share += 1;
-            }
-        } else {
-            // [READ SHARED]
-            let slots = &mut self.shared[x.sh as usize];
-            if slots.len() <= t as usize {
-                slots.resize(t as usize + 1, ReadSlot::default());
-            }
-            slots[t as usize] = ReadSlot {
-                clock: c,
-                id,
-                loc: ev.loc,
-            };
-            self.n.read_shared += 1;
+        check(
+            &x.w,
+            Op::Write,
+            &self.shared,
+            row,
+            self.window,
+            id,
+            &mut race,
+        );
+        let threads = self.clocks.num_threads();
+        match record(&mut x.r, &mut self.shared, threads, row, (t, c, id, ev.loc)) {
+            0 => self.n.read_exclusive += 1,
+            1 => self.n.read_share += 1,
+            _ => self.n.read_shared += 1,
         }
         race
     }
 
     #[inline]
-    fn write(&mut self, id: EventId, ev: &Event) -> Option<Access> {
+    fn write(&mut self, id: EventId, ev: &Event, c: u32) -> Option<Access> {
         let t = ev.thread;
-        let row = self.clocks.row(t);
-        let c = row.get(t);
-        let e = pack(t, c);
-        let x = &mut self.vars[ev.target as usize];
+        let x = &mut self.vars[ev.target as usize].s;
         // [WRITE SAME EPOCH]
-        if self.fast && x.w == e {
-            x.w_id = id;
-            x.w_loc = ev.loc;
+        if self.fast && same_epoch(&mut x.w, &mut self.shared, t, c, id, ev.loc) != 0 {
             self.n.write_same_epoch += 1;
             return None;
         }
+        let row = self.clocks.row(t);
         let mut best = None;
         // [WRITE-WRITE RACE]
-        if !leq(x.w, row) && in_window(self.window, id, x.w_id) {
-            better(
-                &mut best,
-                Access {
-                    id: x.w_id,
-                    thread: tid(x.w),
-                    op: Op::Write,
-                    loc: x.w_loc,
-                },
-            );
-        }
-        if x.r != SHARED {
-            // [READ-WRITE RACE] / [WRITE EXCLUSIVE]
-            if !leq(x.r, row) && in_window(self.window, id, x.r_id) {
-                better(
-                    &mut best,
-                    Access {
-                        id: x.r_id,
-                        thread: tid(x.r),
-                        op: Op::Read,
-                        loc: x.r_loc,
-                    },
-                );
-            }
-            self.n.write_exclusive += 1;
+        check(
+            &x.w,
+            Op::Write,
+            &self.shared,
+            row,
+            self.window,
+            id,
+            &mut best,
+        );
+        // [READ-WRITE RACE] / [WRITE EXCLUSIVE], or [SHARED-WRITE RACE] /
+        // [WRITE SHARED]
+        check(
+            &x.r,
+            Op::Read,
+            &self.shared,
+            row,
+            self.window,
+            id,
+            &mut best,
+        );
+        if is_shared(x.r.e) {
+            self.n.write_shared += 1;
         } else {
-            // [SHARED-WRITE RACE] / [WRITE SHARED]: the full VC comparison.
-            for (u, s) in self.shared[x.sh as usize].iter().enumerate() {
-                if s.clock > row.get(u as u32) && in_window(self.window, id, s.id) {
-                    better(
-                        &mut best,
-                        Access {
-                            id: s.id,
-                            thread: u as u32,
-                            op: Op::Read,
-                            loc: s.loc,
-                        },
-                    );
+            self.n.write_exclusive += 1;
+        }
+        x.w = Epoch {
+            e: pack(t, c),
+            id,
+            loc: ev.loc,
+        };
+        best
+    }
+
+    /// An access of a variable with more than one shape (bytes touched,
+    /// kind), or of another shape than the plain whole-variable one. Each
+    /// shape keeps FastTrack2's state; the access is checked against every
+    /// shape it may conflict with (bytes overlap, not both atomic) and
+    /// recorded in its own. The writes of an atomic shape never race with
+    /// each other, so they are kept like reads: an epoch while each is
+    /// HB-after the previous one, else a per-thread vector.
+    fn shaped(&mut self, id: EventId, ev: &Event, c: u32) -> Option<Access> {
+        let t = ev.thread;
+        let v = ev.target as usize;
+        let (kind, mask, write) = (Kind::of(ev.op), ev.bytes(), ev.op.is_write());
+        let atomic = kind != Kind::Plain;
+        let own = if kind == Kind::Plain && mask == 0xff {
+            None
+        } else {
+            let x = &mut self.vars[v];
+            if x.more == 0 {
+                self.sides.push(Vec::new());
+                x.more = self.sides.len() as u32;
+            }
+            let list = &mut self.sides[x.more as usize - 1];
+            Some(
+                match list.iter().position(|s| s.mask == mask && s.kind == kind) {
+                    Some(i) => i,
+                    None => {
+                        list.push(Side {
+                            mask,
+                            kind,
+                            s: Shape::default(),
+                        });
+                        list.len() - 1
+                    }
+                },
+            )
+        };
+        let more = self.vars[v].more as usize;
+        let EpochDetector {
+            vars,
+            sides,
+            shared,
+            clocks,
+            n,
+            window,
+            ..
+        } = self;
+        let shape = match own {
+            None => &mut vars[v].s,
+            Some(i) => &mut sides[more - 1][i].s,
+        };
+        if self.fast {
+            let slot = if write { &mut shape.w } else { &mut shape.r };
+            match (same_epoch(slot, shared, t, c, id, ev.loc), write) {
+                (0, _) => {}
+                (_, true) => {
+                    n.write_same_epoch += 1;
+                    return None;
+                }
+                (1, false) => {
+                    n.read_same_epoch += 1;
+                    return None;
+                }
+                (_, false) => {
+                    n.read_shared_same_epoch += 1;
+                    return None;
                 }
             }
-            self.n.write_shared += 1;
         }
-        x.w = e;
-        x.w_id = id;
-        x.w_loc = ev.loc;
+        let row = clocks.row(t);
+        let mut best = None;
+        // The plain whole-variable shape conflicts with every access.
+        let x = &vars[v].s;
+        check(&x.w, Op::Write, shared, row, *window, id, &mut best);
+        if write {
+            check(&x.r, Op::Read, shared, row, *window, id, &mut best);
+        }
+        for side in sides.get(more.wrapping_sub(1)).into_iter().flatten() {
+            if side.mask & mask == 0 || (atomic && side.kind != Kind::Plain) {
+                continue;
+            }
+            let (wop, rop) = side.kind.ops();
+            check(&side.s.w, wop, shared, row, *window, id, &mut best);
+            if write {
+                check(&side.s.r, rop, shared, row, *window, id, &mut best);
+            }
+        }
+        let shape = match own {
+            None => &mut vars[v].s,
+            Some(i) => &mut sides[more - 1][i].s,
+        };
+        let threads = clocks.num_threads();
+        let me = (t, c, id, ev.loc);
+        if !write {
+            match record(&mut shape.r, shared, threads, row, me) {
+                0 => n.read_exclusive += 1,
+                1 => n.read_share += 1,
+                _ => n.read_shared += 1,
+            }
+        } else if atomic {
+            record(&mut shape.w, shared, threads, row, me);
+            n.atomic_writes += 1;
+        } else {
+            if is_shared(shape.r.e) {
+                n.write_shared += 1;
+            } else {
+                n.write_exclusive += 1;
+            }
+            shape.w = Epoch {
+                e: pack(t, c),
+                id,
+                loc: ev.loc,
+            };
+        }
         best
     }
 
@@ -322,7 +552,10 @@ impl EpochDetector {
         s.insert("write_same_epoch".into(), json!(n.write_same_epoch));
         s.insert("write_exclusive".into(), json!(n.write_exclusive));
         s.insert("write_shared".into(), json!(n.write_shared));
+        s.insert("atomic_writes".into(), json!(n.atomic_writes));
         s.insert("read_shared_variables".into(), json!(self.shared.len()));
+        let shapes: usize = self.sides.iter().map(Vec::len).sum();
+        s.insert("other_shapes".into(), json!(shapes));
         self.report.notes.push(
             "FastTrack2 is exact up to the first race on each variable; later racy events on a variable may be missed"
                 .into(),

@@ -63,6 +63,16 @@
 //! as [`crate::engine::history`] picks). A write then clears the reads (before the first
 //! race they are all HB-before it).
 //!
+//! Atomic accesses are accesses too (checked after a volatile read's
+//! acquire, before a volatile write's release), and accesses conflict only
+//! when their bytes overlap and not both are atomic, so the tracked accesses
+//! are kept per *shape* of the variable (bytes touched, kind), as in
+//! [`super::epoch`]: the plain whole-variable shape (every access of a text
+//! trace) as above, and for other shapes their last write (plain) or each
+//! thread's latest write (atomic: those never race with each other) and each
+//! thread's latest read. An access is checked against every shape it may
+//! conflict with.
+//!
 //! # Bounded memory
 //! The update list is garbage collected: when it holds more than
 //! `max(2^20, 4 × tracked accesses)` cells, every tracked access is advanced
@@ -84,7 +94,7 @@
 
 use serde_json::json;
 
-use super::in_window;
+use super::{Kind, in_window};
 use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op};
@@ -125,9 +135,26 @@ struct Acc {
     memo: u64,
 }
 
+/// The tracked accesses of a variable: those of plain accesses to all of it
+/// (every access of a text trace), and when `more` is not 0 its other shapes
+/// in `sides[more - 1]`.
 #[derive(Clone, Debug, Default)]
 struct VarInfo {
     write: Option<Acc>,
+    reads: Vec<Acc>,
+    more: u32,
+}
+
+/// A shape besides the plain whole-variable one (bytes touched, kind) and
+/// its tracked accesses: a plain shape keeps its last write and the latest
+/// read of each thread since; an atomic shape the latest write and read of
+/// each thread (its writes never race with each other, so none replaces
+/// another thread's).
+#[derive(Clone, Debug)]
+struct Side {
+    mask: u8,
+    kind: Kind,
+    writes: Vec<Acc>,
     reads: Vec<Acc>,
 }
 
@@ -407,13 +434,17 @@ impl Lazy {
 pub struct GoldilocksDetector {
     lazy: Lazy,
     vars: Vec<VarInfo>,
+    /// The shapes besides the plain whole-variable one, per variable that
+    /// has any (see [`VarInfo::more`]).
+    sides: Vec<Vec<Side>>,
     /// Tracked accesses (last writes plus reads since them).
     live: usize,
     /// Locks held per thread, in acquisition order.
     held: Vec<Vec<u32>>,
     has_events: Vec<bool>,
     window: Option<u64>,
-    order: Vec<(u32, u32)>,
+    /// Candidates of a check: (event id, side or NONE, index).
+    order: Vec<(u32, u32, u32)>,
     /// Fixed collection threshold (tests); None: `max(2^20, 4 × live)`.
     gc_limit: Option<usize>,
     pub(crate) report: Report,
@@ -425,6 +456,7 @@ impl GoldilocksDetector {
         GoldilocksDetector {
             lazy: Lazy::default(),
             vars: Vec::new(),
+            sides: Vec::new(),
             live: 0,
             held: Vec::new(),
             has_events: Vec::new(),
@@ -469,6 +501,11 @@ impl GoldilocksDetector {
                 lazy.advance(r);
             }
         }
+        for side in self.sides.iter_mut().flatten() {
+            for a in side.writes.iter_mut().chain(&mut side.reads) {
+                lazy.advance(a);
+            }
+        }
         lazy.base = lazy.tail();
         lazy.cells.clear();
     }
@@ -486,16 +523,10 @@ impl GoldilocksDetector {
         }
         self.has_events[ti] = true;
         match ev.op {
-            // Relaxed atomics: not yet checked against plain accesses here.
-            Op::AtomicRead | Op::AtomicWrite => {}
-            Op::Read | Op::Write => {
-                if let Some(first) = self.access(id, ev, te) {
-                    self.report.push(Race {
-                        first,
-                        second: Access::of(id, ev),
-                        variable: ev.target,
-                    });
-                }
+            // Relaxed atomics synchronize nothing; every access is checked.
+            Op::Read | Op::Write | Op::AtomicRead | Op::AtomicWrite => {
+                let race = self.access(id, ev, te);
+                self.push_race(id, ev, race);
             }
             Op::Acquire => {
                 let l = ev.target as usize;
@@ -532,15 +563,31 @@ impl GoldilocksDetector {
                     self.push(ue, te);
                 }
             }
+            // A volatile write is checked before its release, a volatile
+            // read after its acquire.
             Op::VolatileWrite => {
+                let race = self.access(id, ev, te);
                 let ve = self.lazy.vol(ev.target);
                 self.push(te, ve);
+                self.push_race(id, ev, race);
             }
             Op::VolatileRead => {
                 let ve = self.lazy.vol(ev.target);
                 self.push(ve, te);
+                let race = self.access(id, ev, te);
+                self.push_race(id, ev, race);
             }
             Op::ReentrantAcquire | Op::ReentrantRelease => {}
+        }
+    }
+
+    fn push_race(&mut self, id: EventId, ev: &Event, race: Option<Access>) {
+        if let Some(first) = race {
+            self.report.push(Race {
+                first,
+                second: Access::of(id, ev),
+                variable: ev.target,
+            });
         }
     }
 
@@ -561,6 +608,11 @@ impl GoldilocksDetector {
             ls: NONE,
             memo: 0,
         };
+        // Every access of a text trace is plain and touches the whole
+        // variable: one shape.
+        if !ev.op.is_access() || ev.bytes() != 0xff || self.vars[v].more != 0 {
+            return self.shaped(ev, now);
+        }
         let window = self.window;
         let lazy = &mut self.lazy;
         let var = &mut self.vars[v];
@@ -577,16 +629,7 @@ impl GoldilocksDetector {
                 }
                 _ => None,
             };
-            match var.reads.iter_mut().find(|r| r.thread == t) {
-                Some(r) => {
-                    lazy.release(r);
-                    *r = now;
-                }
-                None => {
-                    var.reads.push(now);
-                    self.live += 1;
-                }
-            }
+            Self::record(lazy, &mut self.live, &mut var.reads, now);
             return race;
         }
         // A write: candidates latest first; the first unordered one is the witness.
@@ -596,16 +639,16 @@ impl GoldilocksDetector {
             && w.thread != t
             && in_window(window, id, w.id)
         {
-            order.push((w.id, NONE));
+            order.push((w.id, NONE, NONE));
         }
         for (i, r) in var.reads.iter().enumerate() {
             if r.thread != t && in_window(window, id, r.id) {
-                order.push((r.id, i as u32));
+                order.push((r.id, NONE, i as u32));
             }
         }
-        order.sort_unstable_by_key(|&(id, _)| std::cmp::Reverse(id));
+        order.sort_unstable_by_key(|&(id, _, _)| std::cmp::Reverse(id));
         let mut race = None;
-        for &(_, i) in order.iter() {
+        for &(_, _, i) in order.iter() {
             let (a, op) = match i {
                 NONE => (var.write.as_mut(), Op::Write),
                 i => (var.reads.get_mut(i as usize), Op::Read),
@@ -627,6 +670,149 @@ impl GoldilocksDetector {
             None => self.live += 1,
         }
         race
+    }
+
+    /// An access of a variable with more than one shape (bytes touched,
+    /// kind), or of another shape than the plain whole-variable one: checked
+    /// against the tracked accesses of every shape it may conflict with
+    /// (bytes overlap, not both atomic), latest first, then recorded in its
+    /// own shape.
+    fn shaped(&mut self, ev: &Event, now: Acc) -> Option<Access> {
+        let (t, te, id) = (now.thread, now.elem, now.id);
+        let v = ev.target as usize;
+        let (kind, mask, write) = (Kind::of(ev.op), ev.bytes(), ev.op.is_write());
+        let atomic = kind != Kind::Plain;
+        let own = if kind == Kind::Plain && mask == 0xff {
+            NONE
+        } else {
+            let var = &mut self.vars[v];
+            if var.more == 0 {
+                self.sides.push(Vec::new());
+                var.more = self.sides.len() as u32;
+            }
+            let list = &mut self.sides[var.more as usize - 1];
+            match list.iter().position(|s| s.mask == mask && s.kind == kind) {
+                Some(i) => i as u32,
+                None => {
+                    list.push(Side {
+                        mask,
+                        kind,
+                        writes: Vec::new(),
+                        reads: Vec::new(),
+                    });
+                    list.len() as u32 - 1
+                }
+            }
+        };
+        let window = self.window;
+        let near = |a: &Acc| a.thread != t && in_window(window, id, a.id);
+        let var = &mut self.vars[v];
+        let sides: &mut [Side] = match var.more {
+            0 => &mut [],
+            m => &mut self.sides[m as usize - 1],
+        };
+        // Candidates: (id, side or NONE, index << 1 | is_read), index NONE
+        // for the plain whole-variable shape's write.
+        let order = &mut self.order;
+        order.clear();
+        if let Some(w) = var.write.as_ref().filter(|w| near(w)) {
+            order.push((w.id, NONE, NONE));
+        }
+        for (i, r) in var.reads.iter().enumerate() {
+            if write && near(r) {
+                order.push((r.id, NONE, (i as u32) << 1 | 1));
+            }
+        }
+        for (k, side) in sides.iter().enumerate() {
+            if side.mask & mask == 0 || (atomic && side.kind != Kind::Plain) {
+                continue;
+            }
+            for (i, w) in side.writes.iter().enumerate() {
+                if near(w) {
+                    order.push((w.id, k as u32, (i as u32) << 1));
+                }
+            }
+            for (i, r) in side.reads.iter().enumerate() {
+                if write && near(r) {
+                    order.push((r.id, k as u32, (i as u32) << 1 | 1));
+                }
+            }
+        }
+        order.sort_unstable_by_key(|&(id, _, _)| std::cmp::Reverse(id));
+        let lazy = &mut self.lazy;
+        let mut race = None;
+        for &(_, k, i) in order.iter() {
+            let (a, op) = match (k, i) {
+                (NONE, NONE) => (var.write.as_mut(), Op::Write),
+                (NONE, i) => (var.reads.get_mut(i as usize >> 1), Op::Read),
+                (k, i) => {
+                    let side = &mut sides[k as usize];
+                    let (wop, rop) = side.kind.ops();
+                    match i & 1 {
+                        0 => (side.writes.get_mut(i as usize >> 1), wop),
+                        _ => (side.reads.get_mut(i as usize >> 1), rop),
+                    }
+                }
+            };
+            if let Some(a) = a
+                && !lazy.ordered(a, t, te)
+            {
+                race = Some(Access {
+                    id: a.id,
+                    thread: a.thread,
+                    op,
+                    loc: a.loc,
+                });
+                break;
+            }
+        }
+        // Record it in its own shape.
+        if own == NONE {
+            // A plain access to the whole variable, which has other shapes.
+            if !write {
+                Self::record(lazy, &mut self.live, &mut var.reads, now);
+                return race;
+            }
+            for r in var.reads.drain(..) {
+                lazy.release(&r);
+                self.live -= 1;
+            }
+            match var.write.replace(now) {
+                Some(old) => lazy.release(&old),
+                None => self.live += 1,
+            }
+            return race;
+        }
+        let side = &mut sides[own as usize];
+        if !write {
+            Self::record(lazy, &mut self.live, &mut side.reads, now);
+        } else if atomic {
+            Self::record(lazy, &mut self.live, &mut side.writes, now);
+        } else {
+            // A plain write: the reads of its shape, and its last write, are
+            // HB-before it until the first race.
+            for a in side.reads.drain(..).chain(side.writes.drain(..)) {
+                lazy.release(&a);
+                self.live -= 1;
+            }
+            side.writes.push(now);
+            self.live += 1;
+        }
+        race
+    }
+
+    /// Make `now` its thread's access in `list` (one per thread).
+    fn record(lazy: &mut Lazy, live: &mut usize, list: &mut Vec<Acc>, now: Acc) {
+        match list.iter_mut().find(|a| a.thread == now.thread) {
+            Some(a) => {
+                lazy.release(a);
+                *a = now;
+            }
+            None => {
+                list.push(now);
+                *live += 1;
+            }
+        }
     }
 
     /// The finished report.

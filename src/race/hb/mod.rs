@@ -35,6 +35,8 @@ pub(crate) mod goldilocks;
 pub mod reference;
 pub(crate) mod vc;
 
+use crate::trace::Op;
+
 pub use epoch::EpochDetector;
 pub use goldilocks::GoldilocksDetector;
 pub use vc::{TcDetector, VcDetector};
@@ -42,3 +44,35 @@ pub use vc::{TcDetector, VcDetector};
 crate::impl_detector!(VcDetector, TcDetector, EpochDetector, GoldilocksDetector);
 
 pub(crate) use crate::engine::history::in_window;
+
+/// What an access is, for the per-shape state of `epoch` and `lockset`:
+/// plain, volatile (`vr`, `vw`) or relaxed atomic (`ar`, `aw`). Both atomic
+/// kinds conflict alike; they are kept apart so that a witness names its
+/// own op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Plain,
+    Volatile,
+    Relaxed,
+}
+
+impl Kind {
+    #[inline]
+    pub(crate) fn of(op: Op) -> Kind {
+        match op {
+            Op::VolatileRead | Op::VolatileWrite => Kind::Volatile,
+            Op::AtomicRead | Op::AtomicWrite => Kind::Relaxed,
+            _ => Kind::Plain,
+        }
+    }
+
+    /// The write and read op of the shape.
+    #[inline]
+    pub(crate) fn ops(self) -> (Op, Op) {
+        match self {
+            Kind::Plain => (Op::Write, Op::Read),
+            Kind::Volatile => (Op::VolatileWrite, Op::VolatileRead),
+            Kind::Relaxed => (Op::AtomicWrite, Op::AtomicRead),
+        }
+    }
+}

@@ -17,7 +17,10 @@
 //! `join(t,u)` joins u's final clock into t only if u had an event (a thread
 //! without events has neither a first nor a last event, hence no edges);
 //! `vw(v)` joins into v's clock (volatile writes are not ordered among
-//! themselves) and `vr(v)` joins v's clock.
+//! themselves) and `vr(v)` joins v's clock; relaxed `ar`/`aw` add no edge.
+//! Every access, plain or atomic, is checked (two atomic ones never
+//! conflict, see [`Event::conflicts`]): a `vr` after its join, a `vw` with
+//! the clock it published.
 
 use serde_json::json;
 
@@ -212,17 +215,22 @@ impl<C: HbClock> HbClocks<C> {
     }
 
     /// Account for event `ev` of its thread: ensures the thread's clock and
-    /// applies the HB edge rules for synchronization events. Returns whether
-    /// `ev` is a data access (the caller's business).
+    /// applies the HB edge rules for synchronization events. For an access
+    /// (plain or atomic; the caller checks it against the row afterwards)
+    /// returns its stamp, the thread's own entry at the access: a `vr` is
+    /// checked after its acquire, and a `vw` is stamped with its clock
+    /// before the tick that follows its release, so every event its release
+    /// reaches is ordered after its own write.
     #[inline]
-    pub(crate) fn event(&mut self, ev: &Event) -> bool {
+    pub(crate) fn event(&mut self, ev: &Event) -> Option<u32> {
         let t = ev.thread as usize;
         self.ensure_thread(ev.thread);
         self.has_events[t] = true;
         match ev.op {
-            Op::Read | Op::Write => return true,
-            // Relaxed atomics: not yet checked against plain accesses here.
-            Op::AtomicRead | Op::AtomicWrite => {}
+            // Relaxed atomics synchronize nothing.
+            Op::Read | Op::Write | Op::AtomicRead | Op::AtomicWrite => {
+                return Some(self.threads[t].get(ev.thread));
+            }
             Op::Acquire => {
                 self.ensure_lock(ev.target);
                 self.threads[t].join(&self.locks[ev.target as usize]);
@@ -253,17 +261,20 @@ impl<C: HbClock> HbClocks<C> {
             }
             Op::VolatileWrite => {
                 let r = self.vol(ev.target);
+                let stamp = self.threads[t].get(ev.thread);
                 self.threads[t].publish(&mut self.vols[r]);
                 self.threads[t].tick(ev.thread);
+                return Some(stamp);
             }
             Op::VolatileRead => {
                 let r = self.vol(ev.target);
                 self.threads[t].receive(&self.vols[r]);
                 self.joins += 1;
+                return Some(self.threads[t].get(ev.thread));
             }
             Op::ReentrantAcquire | Op::ReentrantRelease => {}
         }
-        false
+        None
     }
 }
 
@@ -320,9 +331,8 @@ impl<C: HbClock> ClockDetector<C> {
     #[inline]
     pub fn event(&mut self, id: EventId, ev: &Event) {
         self.report.events += 1;
-        if self.clocks.event(ev) {
+        if let Some(clock) = self.clocks.event(ev) {
             let row = self.clocks.row(ev.thread);
-            let clock = row.get(ev.thread);
             let race = self.history.access(id, ev, clock, |u, c| row.get(u) >= c);
             if let Some(r) = race {
                 self.report.push(r);

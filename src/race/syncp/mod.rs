@@ -47,12 +47,15 @@ use crate::report::{Access, Race, Report};
 use crate::trace::{Event, EventId, Op, Trace};
 use closure::{Closure, Item, Kind, NONE, Thread, Walker};
 
-/// One earlier access: position in its thread, event id and location.
+/// One earlier access: position in its thread, event id, location, op and
+/// the bytes of the variable it touched ([`Event::bytes`]).
 #[derive(Clone, Copy, Debug)]
 struct Past {
     pos: u32,
     id: EventId,
     loc: u32,
+    op: Op,
+    bytes: u8,
 }
 
 /// The accesses of one thread to one variable, by position (most
@@ -67,8 +70,11 @@ struct History {
 /// What the engine keeps per variable.
 #[derive(Clone, Debug)]
 struct Var {
-    /// The last write (data or volatile): thread and position.
+    /// The last write (data or atomic) of every byte: thread and position.
     last_write: (u32, u32),
+    /// Per byte, once a write touched part of the variable (else every byte's
+    /// last write is `last_write`).
+    byte_writes: Option<Box<[(u32, u32); 8]>>,
     /// The thread of every access so far (NONE: none yet; MANY: several).
     owner: u32,
     /// Every access so far was a read.
@@ -85,6 +91,7 @@ impl Default for Var {
     fn default() -> Self {
         Var {
             last_write: (NONE, 0),
+            byte_writes: None,
             owner: NONE,
             reads_only: true,
             locks: SmallVec::new(),
@@ -94,6 +101,33 @@ impl Default for Var {
 }
 
 impl Var {
+    /// Record a write of `bytes` by `at` (thread, position).
+    fn wrote(&mut self, bytes: u8, at: (u32, u32)) {
+        if bytes == 0xff {
+            self.last_write = at;
+            self.byte_writes = None;
+            return;
+        }
+        let last = self.last_write;
+        let per = self.byte_writes.get_or_insert_with(|| Box::new([last; 8]));
+        for (b, w) in per.iter_mut().enumerate() {
+            if bytes >> b & 1 == 1 {
+                *w = at;
+            }
+        }
+    }
+
+    /// The last writes of the bytes in `bytes` (repeats possible).
+    fn read_from(&self, bytes: u8) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let whole = self.byte_writes.is_none().then_some(self.last_write);
+        let per = self.byte_writes.iter().flat_map(move |per| {
+            (0..8)
+                .filter(move |b| bytes >> b & 1 == 1)
+                .map(move |b| per[b])
+        });
+        whole.into_iter().chain(per)
+    }
+
     /// Add an access by `t` holding `held` to the lockset; true when some
     /// lock (a real one, `t`'s own, or the one every read holds) is still
     /// held by every access.
@@ -171,22 +205,31 @@ impl SyncpDetector {
         let pos = self.threads[t as usize].len;
         let x = ev.target as usize;
         match ev.op {
-            Op::Read | Op::Write | Op::VolatileRead | Op::VolatileWrite => {
+            op if op.is_memory() => {
                 if self.vars.len() <= x {
                     self.vars.resize_with(x + 1, Var::default);
                 }
                 let var = &mut self.vars[x];
+                let bytes = ev.bytes();
                 if ev.op.is_write() {
-                    var.last_write = (t, pos);
-                } else if var.last_write.0 != NONE && var.last_write.0 != t {
-                    let (w, p) = var.last_write;
-                    self.threads[t as usize].items.push(Item {
-                        pos,
-                        kind: Kind::Brings,
-                        a: w,
-                        b: p + 1,
-                        c: 0,
-                    });
+                    var.wrote(bytes, (t, pos));
+                } else {
+                    // Reads-from is per byte: the read sees, for each byte it
+                    // touches, the last write touching that byte.
+                    let items = &mut self.threads[t as usize].items;
+                    let mut seen: SmallVec<[(u32, u32); 2]> = SmallVec::new();
+                    for (w, p) in var.read_from(bytes) {
+                        if w != NONE && w != t && !seen.contains(&(w, p)) {
+                            seen.push((w, p));
+                            items.push(Item {
+                                pos,
+                                kind: Kind::Brings,
+                                a: w,
+                                b: p + 1,
+                                c: 0,
+                            });
+                        }
+                    }
                 }
             }
             Op::Acquire => {
@@ -231,16 +274,21 @@ impl SyncpDetector {
             }
             _ => {}
         }
-        if ev.op.is_access() {
+        if ev.op.is_memory() {
             self.access(id, ev, pos);
         }
         self.threads[t as usize].len += 1;
     }
 
-    /// Check the data access `id` (position `p2` of its thread), then record it.
+    /// Check the access `id` (position `p2` of its thread), then record it.
     fn access(&mut self, id: EventId, ev: &Event, p2: u32) {
         let (t2, x) = (ev.thread, ev.target as usize);
-        let write = ev.op == Op::Write;
+        let write = ev.op.is_write();
+        let (bytes, atomic) = (ev.bytes(), ev.op.is_atomic());
+        // Of a thread's accesses of the variable, those that conflict with
+        // this one: a common byte, not both atomic (reads and writes are
+        // sorted out by the candidate lists).
+        let conflicts = |a: &Past| a.bytes & bytes != 0 && !(atomic && a.op.is_atomic());
         let var = &mut self.vars[x];
         if var.lockset(t2, !write, &self.held[t2 as usize]) {
             self.skipped += 1;
@@ -261,7 +309,7 @@ impl SyncpDetector {
                     let start = c.len(t1);
                     w.begin();
                     for (a, op) in Candidates::new(h, write, start) {
-                        if !near(&a) || c.len(t1) > a.pos {
+                        if !near(&a) || !conflicts(&a) || c.len(t1) > a.pos {
                             continue;
                         }
                         self.checked += 1;
@@ -313,6 +361,8 @@ impl SyncpDetector {
             pos: p2,
             id,
             loc: ev.loc,
+            op: ev.op,
+            bytes,
         };
         if write {
             h.writes.push(p);
@@ -369,15 +419,15 @@ impl Iterator for Candidates<'_> {
         match (self.writes.first(), self.reads.first()) {
             (Some(w), Some(r)) if r.pos < w.pos => {
                 self.reads = &self.reads[1..];
-                Some((*r, Op::Read))
+                Some((*r, r.op))
             }
             (Some(w), _) => {
                 self.writes = &self.writes[1..];
-                Some((*w, Op::Write))
+                Some((*w, w.op))
             }
             (None, Some(r)) => {
                 self.reads = &self.reads[1..];
-                Some((*r, Op::Read))
+                Some((*r, r.op))
             }
             (None, None) => None,
         }

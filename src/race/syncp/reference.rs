@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
-use crate::trace::{EventId, Op, Trace};
+use crate::trace::{EventId, Trace};
 use crate::witness::{Closure, TraceIndex};
 
 /// One earlier access: position in its thread and event id.
@@ -44,13 +44,13 @@ pub(crate) fn analyze(trace: &Trace, window: Option<u64>) -> Report {
     let mut past: Vec<Vec<History>> = vec![Vec::new(); trace.num_vars()];
     let (mut checked, mut extended, mut unclosable) = (0u64, 0u64, 0u64);
     for (i, ev) in trace.events.iter().enumerate() {
-        if !ev.op.is_access() {
+        if !ev.op.is_memory() {
             continue;
         }
         let e2 = i as EventId;
         let t2 = ev.thread;
         let p2 = idx.pos[i];
-        let write = ev.op == Op::Write;
+        let write = ev.op.is_write();
         let c = &mut own[t2 as usize];
         if c.extend_pred(&idx, e2).is_err() {
             // Cannot happen on a validated trace (every section acquired before
@@ -76,7 +76,10 @@ pub(crate) fn analyze(trace: &Trace, window: Option<u64>) -> Report {
                 cursor[t2 as usize] = k as u32;
                 let near = |a: &Past| window.is_none_or(|w| ((e2 - a.id) as u64) < w);
                 c.begin();
-                for a in list[k..].iter().filter(|a| near(a)) {
+                // Of the thread's accesses of the variable, those that
+                // conflict with e2 (bytes overlap, not both atomic).
+                let conflicts = |a: &Past| trace.events[a.id as usize].conflicts(ev);
+                for a in list[k..].iter().filter(|a| near(a) && conflicts(a)) {
                     if c.len(*t1) > a.pos {
                         continue;
                     }

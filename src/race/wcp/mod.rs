@@ -9,31 +9,32 @@
 //! # The relation
 //!
 //! `≺WCP` is the smallest relation closed under
-//! (a) `rel(l) ≺ e` for a later read/write `e` inside a critical section of `l`
+//! (a) `rel(l) ≺ e` for a later access `e` inside a critical section of `l`
 //!     when `CS(rel)` holds an access conflicting with `e`;
 //! (b) `r1 ≺ r2` for releases `r1 < r2` of one lock whose critical sections
 //!     contain `≺WCP`-ordered events;
 //! (c) composition with `≤HBv` on both sides (below);
 //!
 //! plus hard edges: fork → the child's first event, the child's last event →
-//! join, and every two conflicting volatile accesses (same variable, different
-//! threads, at least one a write: vw → vr, vr → vw, vw → vw) in trace order.
-//! `--relation hb` keeps the Java memory model (only vw → later vr); WCP
-//! reorders critical sections, so it must also keep every ordering that
-//! preserves what a volatile read saw (issue 11: a vr before a later vw must
-//! stay before it, or a critical section around the vr could be moved after
-//! one around the vw). This is what the CP paper's implementation got by
+//! join, and every two atomic accesses of one variable by different threads,
+//! at least one a write (vw → vr, vr → vw, vw → vw, and the same with relaxed
+//! ar/aw) in trace order. `--relation hb` keeps the Java memory model (only
+//! vw → later vr; relaxed atomics synchronize nothing); WCP reorders critical
+//! sections, so it must also keep every ordering that preserves what an
+//! atomic read saw (a vr before a later vw must stay before it, or a
+//! critical section around the vr could be moved after one around the vw). This is what the CP paper's implementation got by
 //! wrapping each volatile access in a critical section of a per-variable lock.
 //! HB plus these edges is HBv; rule (c) composes with `≤HBv`, and `H` in `vc`
 //! is the HBv clock. Hard edges are both HBv edges and WCP edges: in `vc` the
 //! source's `H` is joined into the target's `H` *and* `P`, exactly as a
 //! rule-(a) edge passes `H` of its release into `P`. That keeps `≺WCP` closed
 //! under composition with HBv (anything HBv-before the source is WCP-before the
-//! target) and inside HBv. Races use `≤WCP = ≺WCP ∪ ≤TO`. Two volatile accesses
-//! *of the same thread* are already thread-ordered; making such a pair a WCP
-//! edge as well would order after the second everything that merely
-//! happens-before the first (as in correction 1 below), so volatile hard edges
-//! join different threads only.
+//! target) and inside HBv. Races use `≤WCP = ≺WCP ∪ ≤TO`, on every access:
+//! a plain one and an atomic one conflict (in rule (a) too), two atomic ones
+//! never do. Two atomic accesses *of the same thread* are already
+//! thread-ordered; making such a pair a WCP edge as well would order after
+//! the second everything that merely happens-before the first (as in
+//! correction 1 below), so atomic hard edges join different threads only.
 //!
 //! # Where Algorithm 1 as printed differs from Definition 3, and what we do
 //!

@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::facts::{Facts, Relations};
 use crate::relation::{Engine, Relation};
 use crate::report::{Access, Race, Report};
-use crate::trace::{EventId, Op, Trace};
+use crate::trace::{EventId, Trace};
 
 /// Longest trace the command line lets this engine analyse (the reference
 /// engines' one limit).
@@ -47,8 +47,8 @@ pub struct Derived {
     /// Strict WCP: `(a, b)` when `a ≺WCP b`.
     pub wcp: FxHashSet<(EventId, EventId)>,
     /// Strict HBv: happens-before with the hard fork/join edges and every
-    /// conflicting pair of volatile accesses of different threads (what WCP
-    /// composes with).
+    /// pair of atomic accesses of a variable by different threads, at least
+    /// one a write (what WCP composes with).
     pub hbv: FxHashSet<(EventId, EventId)>,
 }
 
@@ -63,15 +63,11 @@ pub fn derive(trace: &Trace) -> Derived {
     }
 }
 
-/// Whether `a` and `b` are conflicting data accesses (Definition: same variable,
-/// different threads, at least one write).
+/// Whether `a` and `b` conflict ([`crate::trace::Event::conflicts`]: same
+/// variable and bytes, different threads, at least one a write, not both
+/// atomic).
 fn conflicting(trace: &Trace, a: EventId, b: EventId) -> bool {
-    let (x, y) = (&trace.events[a as usize], &trace.events[b as usize]);
-    x.op.is_access()
-        && y.op.is_access()
-        && x.target == y.target
-        && x.thread != y.thread
-        && (x.op == Op::Write || y.op == Op::Write)
+    trace.events[a as usize].conflicts(&trace.events[b as usize])
 }
 
 /// Races of `trace` under the derived relation `wcp` (≤WCP = WCP ∪ thread order):
@@ -80,7 +76,7 @@ fn conflicting(trace: &Trace, a: EventId, b: EventId) -> bool {
 pub fn races(trace: &Trace, wcp: &FxHashSet<(EventId, EventId)>, window: Option<u64>) -> Vec<Race> {
     let mut out = Vec::new();
     for (i, ev) in trace.events.iter().enumerate() {
-        if !ev.op.is_access() {
+        if !ev.op.is_memory() {
             continue;
         }
         let e2 = i as EventId;

@@ -141,7 +141,7 @@ struct ThreadState {
     h: VectorClock,
     p: VectorClock,
     held: Vec<OpenCs>,
-    /// Variables accessed while some section was open (variable, write,
+    /// Variables accessed while some section was open (rule-(a) key, write,
     /// stamp), in stamp order: one entry per access rather than one per
     /// access and enclosing section, so deep nesting costs memory linear in
     /// the accesses (a section's variables are read off the log at its
@@ -178,7 +178,7 @@ struct LockState {
     holder: Option<u32>,
 }
 
-/// What a volatile variable's hard edges need (see [`WcpVc::volatile_access`]).
+/// What an atomic variable's hard edges need (see [`WcpVc::volatile_access`]).
 #[derive(Clone, Debug, Default)]
 struct VolatileState {
     /// `(thread, H)` of the latest write, and of the latest write by a thread
@@ -209,15 +209,16 @@ pub struct WcpVc {
     locks: Vec<LockState>,
     slot_of: FxHashMap<u64, u32>,
     slots: SlotTable,
-    /// Per variable, the locks with a slot for it (what rule (a) may join).
+    /// Per rule-(a) key (see [`WcpVc::access`]), the locks with a slot for it
+    /// (what rule (a) may join).
     var_locks: Vec<SmallVec<[u32; 2]>>,
-    /// Per variable and kind (read, write), the thread and stamp of its
+    /// Per rule-(a) key and kind (read, write), the thread and stamp of its
     /// latest log entry: an access needs no new entry when its thread logged
     /// the variable after the latest acquire it still holds.
     logged: Vec<[(u32, u64); 2]>,
     /// Stamps of log entries, over all threads.
     stamp: u64,
-    /// Per volatile variable: the sources of its hard edges.
+    /// Per atomic variable: the sources of its hard edges.
     volatiles: Vec<VolatileState>,
     cs_count: u32,
     known_threads: i64,
@@ -325,24 +326,33 @@ impl WcpVc {
         }
         match ev.op {
             Op::Read | Op::Write => self.access(id, ev),
-            // Relaxed atomics: not yet checked against plain accesses here.
-            Op::AtomicRead | Op::AtomicWrite => {}
+            // An atomic access takes its hard edges first (its check comes
+            // after them), then is an access like any other.
+            Op::VolatileWrite | Op::AtomicWrite | Op::VolatileRead | Op::AtomicRead => {
+                self.volatile_access(ev.thread, ev.target, ev.op.is_write());
+                self.access(id, ev);
+            }
             Op::Acquire => self.acquire(ev.thread, ev.target),
             Op::Release => self.release(ev.thread, ev.target),
             Op::Fork => self.fork(t, ev.target as usize),
             Op::Join => self.join(t, ev.target as usize),
-            Op::VolatileWrite => self.volatile_access(ev.thread, ev.target, true),
-            Op::VolatileRead => self.volatile_access(ev.thread, ev.target, false),
             Op::ReentrantAcquire | Op::ReentrantRelease => {}
         }
     }
 
     /// Lines 11-12: join the rule-(a) clocks of every enclosing lock, record the
     /// variable in the open critical sections, then check for races with `C`.
+    ///
+    /// Rule (a) keeps a variable's plain and atomic accesses apart, as two
+    /// keys `2x` and `2x + 1`: a plain access conflicts with the plain and the
+    /// atomic accesses of earlier sections, an atomic one only with the plain
+    /// ones. Bytes are not looked at, which only adds edges (each between two
+    /// sections of one lock, so within HB: no race HB sees is lost).
     fn access(&mut self, id: EventId, ev: &Event) {
         let t = ev.thread;
-        let write = ev.op == Op::Write;
-        let x = ev.target as usize;
+        let write = ev.op.is_write();
+        let atomic = ev.op.is_atomic();
+        let key = 2 * ev.target + u32::from(atomic);
         let WcpVc {
             threads,
             locks,
@@ -357,35 +367,39 @@ impl WcpVc {
         } = self;
         let ts = &mut threads[t as usize];
         if let Some(last) = ts.held.last() {
-            // Only locks with a slot for the variable can contribute: walk
-            // the shorter of those and the held ones.
-            let with_slot = var_locks.get(x).map_or(&[][..], |v| &v[..]);
             let mut join = |s: u32| {
                 slots.join_into(s, W_LAST, t, &mut ts.p);
                 if write {
                     slots.join_into(s, R_LAST, t, &mut ts.p);
                 }
             };
-            if with_slot.len() < ts.held.len() {
-                for &l in with_slot {
-                    if locks[l as usize].holder == Some(t) {
-                        join(slot_of[&slot_key(l, ev.target)]);
+            let sources = if atomic { 0..1 } else { 0..2 };
+            for from in sources.map(|a| 2 * ev.target + a) {
+                // Only locks with a slot for the key can contribute: walk
+                // the shorter of those and the held ones.
+                let with_slot = var_locks.get(from as usize).map_or(&[][..], |v| &v[..]);
+                if with_slot.len() < ts.held.len() {
+                    for &l in with_slot {
+                        if locks[l as usize].holder == Some(t) {
+                            join(slot_of[&slot_key(l, from)]);
+                        }
                     }
-                }
-            } else {
-                for cs in &ts.held {
-                    if let Some(&s) = slot_of.get(&slot_key(cs.lock, ev.target)) {
-                        join(s);
+                } else {
+                    for cs in &ts.held {
+                        if let Some(&s) = slot_of.get(&slot_key(cs.lock, from)) {
+                            join(s);
+                        }
                     }
                 }
             }
-            if logged.len() <= x {
-                logged.resize(x + 1, [(NONE, 0); 2]);
+            let k = key as usize;
+            if logged.len() <= k {
+                logged.resize(k + 1, [(NONE, 0); 2]);
             }
-            let seen = &mut logged[x][usize::from(write)];
+            let seen = &mut logged[k][usize::from(write)];
             if seen.0 != t || seen.1 < last.from {
                 *seen = (t, *stamp);
-                ts.log.push((ev.target, write, *stamp));
+                ts.log.push((key, write, *stamp));
                 *stamp += 1;
             }
         }
@@ -575,9 +589,9 @@ impl WcpVc {
         }
     }
 
-    /// A volatile access: hard edges from every earlier conflicting volatile
-    /// access of another thread (for a read the writes, for a write every
-    /// access), then it becomes a source itself.
+    /// An atomic access (volatile or relaxed): hard edges from every earlier
+    /// atomic access of the variable by another thread (for a read the
+    /// writes, for a write every access), then it becomes a source itself.
     ///
     /// Linear: every earlier write by another thread is HBv-before the latest
     /// one (`last_write`, or `other_write` when that is this thread's own). A

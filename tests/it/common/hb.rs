@@ -92,6 +92,22 @@ pub fn generated(seed: u64, events: u64) -> Trace {
     generate::trace(&config(seed, events))
 }
 
+/// [`config`] with a share of the data accesses atomic (relaxed and
+/// synchronizing, on the same variables as the plain ones) and, for odd
+/// seeds, random byte masks.
+pub fn atomic_config(seed: u64, events: u64) -> Config {
+    Config {
+        p_atomic: [0.1, 0.3, 0.6][(seed % 3) as usize],
+        masks: seed % 2 == 1,
+        ..config(seed, events)
+    }
+}
+
+/// A generated trace of [`atomic_config`].
+pub fn generated_atomic(seed: u64, events: u64) -> Trace {
+    generate::trace(&atomic_config(seed, events))
+}
+
 /// One line per event, for failure messages (the suite's one dump).
 pub use crate::common::traces::dump;
 
@@ -123,38 +139,68 @@ fn latest(best: &mut Option<usize>, cand: usize) {
     }
 }
 
-/// Brute-force model of Goldilocks' tracked accesses (last write, latest read
-/// per thread since it) with orderings from the HB closure: the exact report
-/// the `lockset` engine must produce, also after the first race.
+/// A shape of an access: its variable, the bytes it touches and its kind
+/// (0 plain, 1 volatile, 2 relaxed atomic), the unit the `epoch` and
+/// `lockset` engines keep their state in.
+fn shape(e: &cprace::trace::Event) -> (u32, u8, u8) {
+    let kind = match e.op {
+        Op::VolatileRead | Op::VolatileWrite => 1,
+        Op::AtomicRead | Op::AtomicWrite => 2,
+        _ => 0,
+    };
+    (e.target, e.bytes(), kind)
+}
+
+/// Whether an access of shape `a` may conflict with one of shape `b` (same
+/// variable, bytes overlap, not both atomic).
+fn may_conflict(a: (u32, u8, u8), b: (u32, u8, u8)) -> bool {
+    a.0 == b.0 && a.1 & b.1 != 0 && (a.2 == 0 || b.2 == 0)
+}
+
+/// Brute-force model of Goldilocks' tracked accesses with orderings from the
+/// HB closure, per shape: a plain shape keeps its last write and the latest
+/// read per thread since it, an atomic one the latest write and read per
+/// thread; an access is checked against every shape it may conflict with.
+/// The exact report the `lockset` engine must produce, also after the first
+/// race.
 pub fn goldilocks_model(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
+    use std::collections::BTreeMap;
     let pred = hb_closure(t);
     let near = |i: usize, j: usize| window.is_none_or(|k| ((j - i) as u64) < k);
-    let mut write: Vec<Option<usize>> = vec![None; t.num_vars()];
-    let mut reads: Vec<Vec<usize>> = vec![Vec::new(); t.num_vars()];
+    // Per shape: (writes, reads).
+    let mut state: BTreeMap<(u32, u8, u8), (Vec<usize>, Vec<usize>)> = BTreeMap::new();
     let mut out = Vec::new();
     for (j, e) in t.events.iter().enumerate() {
-        if !e.op.is_access() {
+        if !e.op.is_memory() {
             continue;
         }
-        let x = e.target as usize;
+        let me = shape(e);
+        let write = e.op.is_write();
         let unordered = |i: usize| t.events[i].thread != e.thread && near(i, j) && !hb(&pred, i, j);
         let mut best = None;
-        if let Some(w) = write[x]
-            && unordered(w)
-        {
-            best = Some(w);
-        }
-        if e.op == Op::Write {
-            for &r in &reads[x] {
-                if unordered(r) {
-                    latest(&mut best, r);
+        for (&s, (writes, reads)) in &state {
+            if !may_conflict(s, me) {
+                continue;
+            }
+            let reads = if write { &reads[..] } else { &[][..] };
+            for &i in writes.iter().chain(reads) {
+                if unordered(i) {
+                    latest(&mut best, i);
                 }
             }
-            write[x] = Some(j);
-            reads[x].clear();
+        }
+        let (writes, reads) = state.entry(me).or_default();
+        let same = |i: &usize| t.events[*i].thread == e.thread;
+        if !write {
+            reads.retain(|i| !same(i));
+            reads.push(j);
+        } else if me.2 == 0 {
+            writes.clear();
+            reads.clear();
+            writes.push(j);
         } else {
-            reads[x].retain(|&r| t.events[r].thread != e.thread);
-            reads[x].push(j);
+            writes.retain(|i| !same(i));
+            writes.push(j);
         }
         if let Some(i) = best {
             out.push((j as EventId, i as EventId));
@@ -165,11 +211,16 @@ pub fn goldilocks_model(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId
 
 /// Brute-force model of FastTrack2's Figure 1 (epochs as per-thread segment
 /// numbers, same-epoch rules only without a window) with orderings from the
-/// HB closure: the exact report the `epoch` engine must produce.
+/// HB closure, per shape (see [`goldilocks_model`]; the writes of an atomic
+/// shape are kept like reads): the exact report the `epoch` engine must
+/// produce.
 pub fn fasttrack_model(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
-    #[derive(Clone)]
-    enum R {
-        Epoch(Option<usize>),
+    use std::collections::BTreeMap;
+    #[derive(Clone, Default)]
+    enum Slot {
+        #[default]
+        Empty,
+        Epoch(usize),
         Shared(Vec<Option<usize>>),
     }
     let pred = hb_closure(t);
@@ -177,71 +228,71 @@ pub fn fasttrack_model(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)
     let fast = window.is_none();
     let near = |i: usize, j: usize| window.is_none_or(|k| ((j - i) as u64) < k);
     let nt = t.num_threads();
-    let same_epoch =
-        |i: usize, j: usize| t.events[i].thread == t.events[j].thread && seg[i] == seg[j];
-    let mut w: Vec<Option<usize>> = vec![None; t.num_vars()];
-    let mut r: Vec<R> = vec![R::Epoch(None); t.num_vars()];
+    // Per shape: (W, R).
+    let mut state: BTreeMap<(u32, u8, u8), (Slot, Slot)> = BTreeMap::new();
     let mut out = Vec::new();
     for (j, e) in t.events.iter().enumerate() {
-        if !e.op.is_access() {
+        if !e.op.is_memory() {
             continue;
         }
-        let x = e.target as usize;
+        let me = shape(e);
+        let write = e.op.is_write();
         let th = e.thread as usize;
         // Ordered in the FastTrack sense: same thread, or HB.
         let ord = |i: usize| t.events[i].thread == e.thread || hb(&pred, i, j);
-        let mut best = None;
-        if e.op == Op::Read {
-            match &mut r[x] {
-                R::Epoch(Some(i)) if fast && same_epoch(*i, j) => {
+        let same_epoch = |i: usize| t.events[i].thread == e.thread && seg[i] == seg[j];
+        let own = state.entry(me).or_default();
+        let slot = if write { &mut own.0 } else { &mut own.1 };
+        if fast {
+            match slot {
+                Slot::Epoch(i) if same_epoch(*i) => {
                     *i = j;
                     continue;
                 }
-                R::Shared(v) if fast && v[th].is_some_and(|i| seg[i] == seg[j]) => {
+                Slot::Shared(v) if v[th].is_some_and(same_epoch) => {
                     v[th] = Some(j);
                     continue;
                 }
                 _ => {}
             }
-            if let Some(i) = w[x]
-                && !ord(i)
-                && near(i, j)
-            {
-                best = Some(i);
+        }
+        let mut best = None;
+        for (&s, (w, r)) in &state {
+            if !may_conflict(s, me) {
+                continue;
             }
-            r[x] = match std::mem::replace(&mut r[x], R::Epoch(None)) {
-                R::Epoch(None) => R::Epoch(Some(j)),
-                R::Epoch(Some(i)) if ord(i) => R::Epoch(Some(j)),
-                R::Epoch(Some(i)) => {
+            for slot in [Some(w), write.then_some(r)].into_iter().flatten() {
+                let held: Vec<usize> = match slot {
+                    Slot::Empty => Vec::new(),
+                    Slot::Epoch(i) => vec![*i],
+                    Slot::Shared(v) => v.iter().flatten().copied().collect(),
+                };
+                for i in held {
+                    if !ord(i) && near(i, j) {
+                        latest(&mut best, i);
+                    }
+                }
+            }
+        }
+        let own = state.get_mut(&me).expect("made above");
+        if write && me.2 == 0 {
+            own.0 = Slot::Epoch(j);
+        } else {
+            let slot = if write { &mut own.0 } else { &mut own.1 };
+            *slot = match std::mem::take(slot) {
+                Slot::Empty => Slot::Epoch(j),
+                Slot::Epoch(i) if ord(i) => Slot::Epoch(j),
+                Slot::Epoch(i) => {
                     let mut v = vec![None; nt];
                     v[t.events[i].thread as usize] = Some(i);
                     v[th] = Some(j);
-                    R::Shared(v)
+                    Slot::Shared(v)
                 }
-                R::Shared(mut v) => {
+                Slot::Shared(mut v) => {
                     v[th] = Some(j);
-                    R::Shared(v)
+                    Slot::Shared(v)
                 }
             };
-        } else {
-            if fast && w[x].is_some_and(|i| same_epoch(i, j)) {
-                w[x] = Some(j);
-                continue;
-            }
-            let mut cand = |i: usize| {
-                if !ord(i) && near(i, j) {
-                    latest(&mut best, i);
-                }
-            };
-            if let Some(i) = w[x] {
-                cand(i);
-            }
-            match &r[x] {
-                R::Epoch(Some(i)) => cand(*i),
-                R::Epoch(None) => {}
-                R::Shared(v) => v.iter().flatten().for_each(|&i| cand(i)),
-            }
-            w[x] = Some(j);
         }
         if let Some(i) = best {
             out.push((j as EventId, i as EventId));

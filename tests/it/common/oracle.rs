@@ -10,8 +10,8 @@ use cprace::trace::{EventId, Op, Trace};
 
 /// Reflexive HB matrix from [`hb_closure`]: program order, release -> later
 /// acquire of the same lock, fork -> child's first event, child's last event
-/// -> join, volatile write -> later volatile read of the same variable;
-/// transitively closed.
+/// -> join, volatile write -> later volatile read of the same variable
+/// (relaxed atomics give no edge); transitively closed.
 pub fn hb_matrix(t: &Trace) -> Vec<Vec<bool>> {
     let pred = hb_closure(t);
     let n = t.len();
@@ -99,15 +99,11 @@ pub fn hb_races(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
     let mut out = Vec::new();
     for j in 0..t.len() {
         let ej = t.events[j];
-        if !ej.op.is_access() {
+        if !ej.op.is_memory() {
             continue;
         }
         let witness = (0..j).rev().find(|&i| {
-            let ei = t.events[i];
-            ei.op.is_access()
-                && ei.target == ej.target
-                && ei.thread != ej.thread
-                && (ei.op == Op::Write || ej.op == Op::Write)
+            t.events[i].conflicts(&ej)
                 && window.is_none_or(|k| ((j - i) as u64) < k)
                 && !hb(&pred, i, j)
         });
@@ -118,22 +114,22 @@ pub fn hb_races(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
     out
 }
 
-/// Whether `i < j` are conflicting volatile accesses of different threads
-/// (same variable, at least one a write): the extra edges of HBv.
+/// Whether `i < j` are atomic accesses (volatile or relaxed) of one variable
+/// by different threads, at least one a write (whatever bytes they touch):
+/// the extra edges of HBv.
 pub fn volatile_edge(t: &Trace, i: usize, j: usize) -> bool {
     let (a, b) = (&t.events[i], &t.events[j]);
-    let vol = |op: Op| matches!(op, Op::VolatileRead | Op::VolatileWrite);
     i < j
-        && vol(a.op)
-        && vol(b.op)
+        && a.op.is_atomic()
+        && b.op.is_atomic()
         && a.target == b.target
         && a.thread != b.thread
-        && (a.op == Op::VolatileWrite || b.op == Op::VolatileWrite)
+        && (a.op.is_write() || b.op.is_write())
 }
 
 /// Reflexive HBv matrix: [`hb_matrix`] plus an edge between every two
-/// conflicting volatile accesses of different threads ([`volatile_edge`]),
-/// transitively closed. CP and WCP compose with it.
+/// atomic accesses of a variable by different threads, at least one a write
+/// ([`volatile_edge`]), transitively closed. CP and WCP compose with it.
 pub fn hbv_matrix(t: &Trace) -> Vec<Vec<bool>> {
     let mut m = hb_matrix(t);
     let n = t.len();
@@ -163,18 +159,28 @@ fn close(m: &mut [Vec<bool>]) {
     }
 }
 
-fn conflict(t: &Trace, i: usize, j: usize) -> bool {
-    let (a, b) = (&t.events[i], &t.events[j]);
-    a.op.is_access()
-        && b.op.is_access()
-        && a.thread != b.thread
-        && a.target == b.target
-        && (a.op == Op::Write || b.op == Op::Write)
+/// The conflict relation races are reported on: same variable and a common
+/// byte, different threads, at least one a write, not both atomic.
+pub fn conflict(t: &Trace, i: usize, j: usize) -> bool {
+    t.events[i].conflicts(&t.events[j])
 }
 
-/// CP matrix by Definition 2 (rules a, b, c) with rule (c) composing with
-/// HBv, hard fork/join edges, hard edges between conflicting volatile accesses
-/// of different threads ([`volatile_edge`]), and under a window K the
+/// The conflict relation of CP's rule (a): [`conflict`] with the bytes not
+/// looked at (more conflicts only add edges).
+pub fn rule_a_conflict(t: &Trace, i: usize, j: usize) -> bool {
+    let (a, b) = (&t.events[i], &t.events[j]);
+    a.op.is_memory()
+        && b.op.is_memory()
+        && a.thread != b.thread
+        && a.target == b.target
+        && (a.op.is_write() || b.op.is_write())
+        && !(a.op.is_atomic() && b.op.is_atomic())
+}
+
+/// CP matrix by Definition 2 (rules a, b, c; rule (a) on
+/// [`rule_a_conflict`]) with rule (c) composing with HBv, hard fork/join
+/// edges, hard edges between atomic accesses ([`volatile_edge`]), and under
+/// a window K the
 /// conservative rule: `x <=HBv y` with `y - x >= K` implies CP(x, y).
 pub fn cp_matrix(t: &Trace, window: Option<u64>) -> Vec<Vec<bool>> {
     cp_matrix_with(t, window, &[])
@@ -232,7 +238,7 @@ pub fn cp_matrix_with(t: &Trace, window: Option<u64>, extra: &[(usize, usize)]) 
                 let fire = members[c1].iter().any(|&e1| {
                     members[c2]
                         .iter()
-                        .any(|&e2| conflict(t, e1, e2) || cp[e1][e2])
+                        .any(|&e2| rule_a_conflict(t, e1, e2) || cp[e1][e2])
                 });
                 if fire {
                     cp[rel1 as usize][cs2.acq as usize] = true;

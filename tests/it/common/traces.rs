@@ -48,8 +48,13 @@ pub fn dump(t: &Trace) -> String {
         .iter()
         .enumerate()
         .map(|(i, e)| {
+            // The bytes touched, when not the whole variable.
+            let bytes = match e.mask {
+                0 | 0xff => String::new(),
+                m => format!(" bytes {m:#04x}"),
+            };
             format!(
-                "{i}: {} {} {}\n",
+                "{i}: {} {} {}{bytes}\n",
                 t.names.thread(e.thread),
                 e.op.as_str(),
                 t.names.target(e)
