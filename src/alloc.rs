@@ -57,7 +57,8 @@ fn out_of_memory(size: usize) -> ! {
 // observe, and a null result ends the process instead of being returned.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
+        // SAFETY: `layout` has a non-zero size, as `GlobalAlloc::alloc`'s
+        // caller guarantees; it goes to the system allocator unchanged.
         let p = unsafe { System.alloc(layout) };
         if p.is_null() {
             out_of_memory(layout.size());
@@ -67,7 +68,8 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
+        // SAFETY: `layout` has a non-zero size, as the caller guarantees; it
+        // goes to the system allocator unchanged.
         let p = unsafe { System.alloc_zeroed(layout) };
         if p.is_null() {
             out_of_memory(layout.size());
@@ -77,13 +79,17 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
+        // SAFETY: the caller guarantees `ptr` was allocated by this allocator
+        // with `layout`; every allocation here is the system allocator's, so
+        // `ptr` is one of its blocks of that layout.
         unsafe { System.dealloc(ptr, layout) };
         shrank(layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
+        // SAFETY: the caller guarantees `ptr` is this allocator's (so the
+        // system allocator's) block of `layout`, and `new_size` is non-zero
+        // and fits `isize` once rounded up to the alignment.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if p.is_null() {
             out_of_memory(new_size);
@@ -151,7 +157,7 @@ static PENDING: AtomicUsize = AtomicUsize::new(0);
 
 /// Wait until every [`drop_later`] free has finished (before measuring a
 /// run's peak heap, so that an earlier run's memory is not still counted).
-pub fn settle() {
+pub(crate) fn settle() {
     while PENDING.load(SeqCst) > 0 {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }

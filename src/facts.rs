@@ -53,7 +53,7 @@ impl Facts {
     /// [`Facts::new`] without `cs_of_boundary` (left empty, so
     /// [`Facts::cs_of`] finds nothing): the CP engine never asks, and
     /// streaming builds the facts of every stretch.
-    pub fn without_boundary_index(trace: &Trace) -> Facts {
+    pub(crate) fn without_boundary_index(trace: &Trace) -> Facts {
         Self::build(trace, false)
     }
 
@@ -125,7 +125,7 @@ impl Facts {
 
     /// Rename every event with `id` (a stretch's positions to ids in the
     /// whole trace; `id` must be increasing, so every order is kept).
-    pub fn map_ids(&mut self, id: impl Fn(EventId) -> EventId) {
+    pub(crate) fn map_ids(&mut self, id: impl Fn(EventId) -> EventId) {
         for cs in &mut self.critical_sections {
             cs.acq = id(cs.acq);
             cs.rel = cs.rel.map(&id);
@@ -152,24 +152,6 @@ impl Facts {
     }
 }
 
-/// Locks held by the performing thread at every event (after an acquire takes
-/// effect, before a release does), visited in trace order without storing them.
-pub fn for_each_held(trace: &Trace, mut f: impl FnMut(EventId, &[u32])) {
-    let mut held: Vec<Vec<u32>> = vec![Vec::new(); trace.num_threads()];
-    for (i, ev) in trace.events.iter().enumerate() {
-        let h = &mut held[ev.thread as usize];
-        if ev.op == Op::Acquire {
-            h.push(ev.target);
-        }
-        f(i as EventId, h);
-        if ev.op == Op::Release
-            && let Some(p) = h.iter().rposition(|&l| l == ev.target)
-        {
-            h.remove(p);
-        }
-    }
-}
-
 /// The CP paper's input relations (Figure 10) plus the critical-section helpers
 /// of Figure 11, as plain tuples. Quadratic helpers are only for small traces.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -190,6 +172,10 @@ pub struct Relations {
     pub volatile_read_event: Vec<(u32, u32)>,
     /// `VolatileWriteEvent[e] = x`.
     pub volatile_write_event: Vec<(u32, u32)>,
+    /// `AtomicReadEvent[e] = x`: a relaxed atomic read (`ar`).
+    pub atomic_read_event: Vec<(u32, u32)>,
+    /// `AtomicWriteEvent[e] = x`: a relaxed atomic write (`aw`).
+    pub atomic_write_event: Vec<(u32, u32)>,
     /// `ForkEvent[e] = child thread`.
     pub fork_event: Vec<(u32, u32)>,
     /// `JoinEvent[e] = child thread`.
@@ -226,6 +212,8 @@ impl Relations {
                 Op::VolatileWrite => &mut r.volatile_write_event,
                 Op::Fork => &mut r.fork_event,
                 Op::Join => &mut r.join_event,
+                Op::AtomicRead => &mut r.atomic_read_event,
+                Op::AtomicWrite => &mut r.atomic_write_event,
                 Op::ReentrantAcquire | Op::ReentrantRelease | Op::Request => continue,
             };
             rel.push((i, ev.target));
@@ -270,6 +258,8 @@ macro_rules! feed_sections {
             write_event => WriteEvent,
             volatile_read_event => VolatileReadEvent,
             volatile_write_event => VolatileWriteEvent,
+            atomic_read_event => AtomicReadEvent,
+            atomic_write_event => AtomicWriteEvent,
             matching => MatchingCriticalSecBoundary,
             in_cs => InSameCriticalSec,
         )

@@ -1,10 +1,12 @@
 //! The `cprace` binary: parse arguments, call the library, map errors to exit codes.
 
+mod cli;
+
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use cprace::cli::{Cli, run};
+use cli::{Cli, Failure, run};
 
 /// Counts heap bytes so `cprace sweep` can report each run's peak memory.
 #[global_allocator]
@@ -27,17 +29,10 @@ fn main() -> ExitCode {
         }
         // A reader that closed the pipe early (`cprace ... | head -1`) wanted
         // no more output: exit quietly, as ripgrep does.
-        Err(e) if cprace::output::is_broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("cprace: error: {e:#}");
-            ExitCode::from(exit_code_for(&e))
+        Err(Failure::ClosedPipe) => ExitCode::SUCCESS,
+        Err(Failure::Error { code, error }) => {
+            eprintln!("cprace: error: {error:#}");
+            ExitCode::from(code)
         }
     }
-}
-
-fn exit_code_for(e: &anyhow::Error) -> u8 {
-    if let Some(c) = e.downcast_ref::<cprace::ExitStatus>() {
-        return c.0;
-    }
-    2
 }

@@ -5,21 +5,21 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use crate::{Error, Result};
 
 /// Fail now, before any work, when `path` cannot become an output file: its
 /// directory is missing or not a directory, or `path` itself is a directory.
-pub fn check_output_path(path: &Path) -> Result<()> {
+pub(crate) fn check_output_path(path: &Path) -> Result<()> {
     let dir = parent(path);
     if !dir.is_dir() {
-        bail!(crate::UsageError(format!(
+        return Err(Error::Usage(format!(
             "cannot write {}: directory {} does not exist",
             path.display(),
             dir.display()
         )));
     }
     if path.is_dir() {
-        bail!(crate::UsageError(format!(
+        return Err(Error::Usage(format!(
             "cannot write {}: it is a directory",
             path.display()
         )));
@@ -42,26 +42,29 @@ pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>)
     let tmp = output_builder()
         .suffix(".tmp")
         .tempfile_in(parent(path))
-        .with_context(|| format!("cannot create a temporary file next to {}", path.display()))?;
+        .map_err(Error::io(format!(
+            "cannot create a temporary file next to {}",
+            path.display()
+        )))?;
     let mut w = io::BufWriter::with_capacity(1 << 16, tmp);
     write(&mut w)?;
     let tmp = w
         .into_inner()
         .map_err(|e| e.into_error())
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        .map_err(Error::io(format!("cannot write {}", path.display())))?;
     tmp.as_file()
         .sync_all()
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        .map_err(Error::io(format!("cannot write {}", path.display())))?;
     tmp.persist(path)
         .map_err(|e| e.error)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
+        .map_err(Error::io(format!("cannot replace {}", path.display())))?;
     Ok(())
 }
 
 /// Temporary files that become outputs: named `.cprace-*` and created with
 /// mode 0666 less the umask, like any file a command writes (a temporary
 /// file's default, 0600, would leave traces unreadable to the group).
-pub fn output_builder() -> tempfile::Builder<'static, 'static> {
+pub(crate) fn output_builder() -> tempfile::Builder<'static, 'static> {
     let mut b = tempfile::Builder::new();
     b.prefix(".cprace-");
     #[cfg(unix)]
@@ -69,60 +72,13 @@ pub fn output_builder() -> tempfile::Builder<'static, 'static> {
     b
 }
 
-/// Like [`write_file`] for writers that take a path: `write` gets a temporary
-/// path next to `path` (same extension), renamed into place on success.
-pub fn write_via_path(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    check_output_path(path)?;
-    let suffix = path.extension().map_or(String::from(".tmp"), |e| {
-        format!(".tmp.{}", e.to_string_lossy())
-    });
-    let tmp = output_builder()
-        .suffix(&suffix)
-        .tempfile_in(parent(path))
-        .with_context(|| format!("cannot create a temporary file next to {}", path.display()))?
-        .into_temp_path();
-    write(&tmp)?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
-}
-
-/// Whether `e` (or anything it wraps) is a write to a closed pipe.
-pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        if let Some(io) = c.downcast_ref::<io::Error>() {
-            return io_broken_pipe(io);
-        }
-        if let Some(csv) = c.downcast_ref::<csv::Error>()
-            && let csv::ErrorKind::Io(io) = csv.kind()
-        {
-            return io_broken_pipe(io);
-        }
-        false
-    })
-}
-
-fn io_broken_pipe(e: &io::Error) -> bool {
-    if e.kind() == io::ErrorKind::BrokenPipe {
-        return true;
-    }
-    // csv and others wrap the io::Error they got in a new one.
-    let inner = e.get_ref();
-    inner.is_some_and(|i| {
-        i.downcast_ref::<io::Error>().is_some_and(io_broken_pipe)
-            || i.downcast_ref::<csv::Error>()
-                .is_some_and(|c| matches!(c.kind(), csv::ErrorKind::Io(io) if io_broken_pipe(io)))
-    })
-}
-
 /// Stream `write` to standard output; a closed pipe ends it quietly.
 pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     grow_pipe(1);
     let mut w = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     match write(&mut w).and_then(|_| w.flush()) {
-        Err(e) if io_broken_pipe(&e) => Ok(()),
-        r => r.context("cannot write to standard output"),
+        Err(e) if crate::error::io_broken_pipe(&e) => Ok(()),
+        r => r.map_err(Error::io("cannot write to standard output")),
     }
 }
 
@@ -130,9 +86,13 @@ pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result
 /// (standard input or output), when it is one: with the default 64 KiB, a
 /// generator and an analyzer streaming hundreds of MB/s through it wake each
 /// other every few thousand events. Best effort: nothing happens elsewhere.
-pub fn grow_pipe(fd: i32) {
+pub(crate) fn grow_pipe(fd: i32) {
     #[cfg(target_os = "linux")]
-    // SAFETY: fstat and fcntl on a descriptor number; failures are ignored.
+    // SAFETY: `libc::stat` is plain data, valid when all zero; `fstat` writes
+    // into it through a pointer to that live local; `fcntl` takes only
+    // integers. An invalid or non-pipe descriptor makes either return an
+    // error, which is ignored: nothing is read from `st` unless `fstat`
+    // succeeded.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
         if libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO {
@@ -154,29 +114,12 @@ mod tests {
         std::fs::write(&p, "old").unwrap();
         let r = write_file(&p, |w| {
             w.write_all(b"partial")?;
-            bail!("boom")
+            Err(Error::Usage("boom".into()))
         });
         assert!(r.is_err());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         write_file(&p, |w| Ok(w.write_all(b"new")?)).unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
-    }
-
-    #[test]
-    fn path_writers_replace_only_on_success() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("plot.svg");
-        std::fs::write(&p, "old").unwrap();
-        let r = write_via_path(&p, |tmp| {
-            assert_eq!(tmp.extension().unwrap(), "svg");
-            std::fs::write(tmp, "partial")?;
-            bail!("boom")
-        });
-        assert!(r.is_err());
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-        write_via_path(&p, |tmp| Ok(std::fs::write(tmp, "new")?)).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
     }
 
@@ -191,12 +134,11 @@ mod tests {
     #[test]
     fn broken_pipes_are_recognised_through_wrappers() {
         let bp = || io::Error::from(io::ErrorKind::BrokenPipe);
-        assert!(is_broken_pipe(&anyhow::Error::new(bp())));
-        assert!(is_broken_pipe(&anyhow::Error::new(bp()).context("writing")));
+        assert!(Error::from(bp()).is_broken_pipe());
+        assert!(Error::io("writing")(bp()).is_broken_pipe());
         let csv_err: csv::Error = bp().into();
-        assert!(is_broken_pipe(&anyhow::Error::new(io::Error::from(
-            csv_err
-        ))));
-        assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
+        assert!(Error::from(io::Error::from(csv_err)).is_broken_pipe());
+        assert!(!Error::from(io::Error::other("other")).is_broken_pipe());
+        assert!(!Error::Usage("other".into()).is_broken_pipe());
     }
 }

@@ -52,18 +52,18 @@ fn state() -> std::sync::MutexGuard<'static, State> {
 /// The loader's hook: `n` events read so far. Called once per block of
 /// events; costs one relaxed store.
 #[inline]
-pub fn events_read(n: u64) {
+pub(crate) fn events_read(n: u64) {
     EVENTS.store(n, Relaxed);
 }
 
 /// The loader starts reading a trace: the event count and rate restart.
-pub fn start_reading() {
+pub(crate) fn start_reading() {
     start_counting("read");
 }
 
 /// A writer (`gen`) starts writing events; it reports them through
 /// [`events_read`] too, and [`done_reading`] ends the count.
-pub fn start_writing() {
+pub(crate) fn start_writing() {
     start_counting("written");
 }
 
@@ -77,7 +77,7 @@ fn start_counting(verb: &'static str) {
 }
 
 /// The loader finished reading `n` events.
-pub fn done_reading(n: u64) {
+pub(crate) fn done_reading(n: u64) {
     EVENTS.store(n, Relaxed);
     if ACTIVE.load(Relaxed) {
         state().reading_since = None;

@@ -1,72 +1,95 @@
-//! Per-thread event buffers, the global order, and the files they go to.
+//! Per-thread event streams, the global order, and the files they live in.
+//!
+//! Each thread writes its events straight into a shared mapping of its own
+//! file, `t<ID>.bin`, a chunk of [`CHUNK_WORDS`] words at a time: what a
+//! thread wrote is in the page cache the moment it wrote it, so the events
+//! survive however the program ends (exit from any thread, `_exit`, abort,
+//! a fatal signal, SIGKILL from `cprace record --timeout`). A record is
+//! committed by storing its first word last, with release order; the files
+//! are zero-filled, so a reader stops at the first zero word (see the
+//! `cprace-events` crate for the words).
 
-use std::fs::File;
-use std::io::Write;
-use std::path::PathBuf;
+use std::ffi::CString;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed, Ordering::Release};
 
-use crate::kind::*;
-
-/// Words a thread buffers before writing them out (1 MiB: at least 32k
-/// events, up to 128k plain accesses).
-const CAP: usize = 1 << 17;
-
-// The event files are written straight from memory and read as little-endian.
-const _: () = assert!(cfg!(target_endian = "little"));
+use cprace_events::*;
 
 /// True between `__tsan_init` (with `CPRACE_RECORD_DIR` set) and exit.
 pub static ENABLED: AtomicBool = AtomicBool::new(false);
-/// The global order of synchronization events. Every event that is not a
-/// plain read or write takes the next number with one relaxed fetch-add: RMWs
-/// of one atomic are totally ordered consistently with happens-before, so a
-/// release taken before an unlock is numbered below the acquire taken after
-/// the matching lock, whatever the memory orders.
+/// The global order of synchronization events. Every numbered event takes
+/// the next number with one relaxed fetch-add: RMWs of one atomic are
+/// totally ordered consistently with happens-before, so a release taken
+/// before an unlock is numbered below the acquire taken after the matching
+/// lock, whatever the memory orders.
 ///
-/// A read or write only loads the counter (an L1 hit while no thread
-/// synchronizes; a contended fetch-add per access cost more than the rest of
-/// the hot path together) and carries the number of synchronization events
-/// begun before it: cprace places it after those and before the next one
-/// (`src/record/events.rs`). Coherence makes that consistent with program
-/// order (a load after this thread's own fetch-add sees at least its result,
-/// and a later fetch-add returns at least what the load saw), and accesses
-/// only synchronize through the numbered events, so the merged order is
-/// consistent with the run's synchronization. Accesses of different threads
-/// between the same two synchronization events are then grouped by thread.
-static SEQ: AtomicU64 = AtomicU64::new(0);
+/// A plain access only loads the counter (an L1 hit while no thread
+/// synchronizes) and carries the number of synchronization events begun
+/// before it: cprace places it after those and before the next one.
+/// Coherence makes that consistent with program order, and accesses only
+/// synchronize through the numbered events, so the merged order is
+/// consistent with the run's synchronization.
+pub static SEQ: AtomicU64 = AtomicU64::new(0);
 /// Recorder thread ids; 0 is the thread that ran `__tsan_init`.
 static NEXT_TID: AtomicU32 = AtomicU32::new(1);
-static DIR: OnceLock<PathBuf> = OnceLock::new();
+/// The directory of the event files (NUL-terminated path).
+static DIR: OnceLock<Vec<u8>> = OnceLock::new();
+/// How deep a thread's recorded call stack may grow.
+static MAX_DEPTH: AtomicU32 = AtomicU32::new(DEFAULT_STACK_DEPTH);
 
-/// One thread's pending events and its output file.
-pub struct Buf {
-    tid: u32,
+const CHUNK_BYTES: usize = CHUNK_WORDS * 8;
+
+/// One thread's recorder state: its stream and its call stack.
+pub struct Thread {
+    /// Recorder thread id.
+    pub tid: u32,
+    /// The mapped chunk (null until the first event).
+    base: *mut u64,
+    /// Words used in the chunk.
     len: usize,
+    /// Index of the mapped chunk in the file.
+    chunk: u64,
+    fd: libc::c_int,
     /// The `seq` the reader gives this thread's next plain access.
     seq: u64,
-    file: Option<File>,
-    /// The words to write (see [`crate::kind`] for the format).
-    ev: Box<[u64]>,
-    /// The thread's pc table, as the reader will rebuild it.
+    /// The thread's pc table, as the reader rebuilds it.
     pcs: Box<[u64; PC_SLOTS]>,
+    /// Current stack node, and the one the stream last said.
+    node: u32,
+    said_node: u32,
+    /// Parent of every node (index: node id; node 0 is the empty stack).
+    parents: Vec<u32>,
+    /// Depth of every node.
+    depths: Vec<u32>,
+    /// Calls not pushed because the stack was as deep as allowed.
+    overflow: u32,
+    /// (parent, pc) -> child, open addressing.
+    children: Vec<(u64, u32, u32)>,
+    /// Nonzero while the runtime itself runs code that may call an
+    /// interposed function (its own allocations, dlsym, ...): nothing is
+    /// recorded then.
+    pub busy: u32,
+    /// `AnnotateIgnoreReadsBegin`/`WritesBegin` nesting.
+    pub ignore_reads: u32,
+    /// See [`Thread::ignore_reads`].
+    pub ignore_writes: u32,
+    /// `AnnotateIgnoreSyncBegin` and `__tsan_ignore_thread_begin` nesting.
+    pub ignore_sync: u32,
+    /// The recording stopped for this thread after an I/O error.
+    failed: bool,
 }
 
-/// Buffer pointer states besides a live buffer.
+/// Thread pointer states besides a live thread.
 const NONE: usize = 0;
 const DEAD: usize = 1;
 
-thread_local! {
-    static EXIT_GUARD: ExitGuard = const { ExitGuard };
-}
-
-/// The calling thread's buffer pointer (or [`NONE`], [`DEAD`]).
+/// The calling thread's state pointer (or [`NONE`], [`DEAD`]).
 #[cfg(target_arch = "x86_64")]
 mod tls {
     // In static TLS, read with the initial-exec model: one load relative to
     // %fs per event, where a `thread_local!` of a shared library costs a
-    // call to __tls_get_addr (about a tenth of the runtime's time). The
-    // library is loaded with the program (or has glibc's spare static TLS
-    // when dlopened), which is what the model needs.
+    // call to __tls_get_addr. The library is loaded with the program (or
+    // has glibc's spare static TLS when dlopened), which the model needs.
     core::arch::global_asm!(
         ".pushsection .tbss,\"awT\",@nobits",
         ".p2align 3",
@@ -82,8 +105,8 @@ mod tls {
     );
 
     #[inline(always)]
-    pub fn get() -> *mut super::Buf {
-        let p: *mut super::Buf;
+    pub fn get() -> *mut super::Thread {
+        let p: *mut super::Thread;
         // SAFETY: reads this thread's 8-byte TLS slot defined above.
         unsafe {
             core::arch::asm!(
@@ -98,7 +121,7 @@ mod tls {
     }
 
     #[inline(always)]
-    pub fn set(p: *mut super::Buf) {
+    pub fn set(p: *mut super::Thread) {
         // SAFETY: writes this thread's 8-byte TLS slot defined above.
         unsafe {
             core::arch::asm!(
@@ -117,19 +140,23 @@ mod tls {
     use std::cell::Cell;
 
     thread_local! {
-        static BUF: Cell<*mut super::Buf> = const { Cell::new(super::NONE as *mut super::Buf) };
+        static BUF: Cell<*mut super::Thread> = const { Cell::new(super::NONE as *mut super::Thread) };
     }
 
-    pub fn get() -> *mut super::Buf {
+    pub fn get() -> *mut super::Thread {
         BUF.with(|c| c.get())
     }
 
-    pub fn set(p: *mut super::Buf) {
+    pub fn set(p: *mut super::Thread) {
         BUF.with(|c| c.set(p))
     }
 }
 
-/// Flushes the thread's buffer when the thread ends (return or pthread_exit).
+thread_local! {
+    static EXIT_GUARD: ExitGuard = const { ExitGuard };
+}
+
+/// Ends the thread's stream when the thread ends (return or pthread_exit).
 struct ExitGuard;
 
 impl Drop for ExitGuard {
@@ -148,50 +175,92 @@ pub fn init() {
     let Some(dir) = std::env::var_os("CPRACE_RECORD_DIR") else {
         return;
     };
-    if DIR.set(PathBuf::from(dir)).is_err() {
+    let Ok(dir) = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str())) else {
         return;
+    };
+    if DIR.set(dir.into_bytes_with_nul()).is_err() {
+        return;
+    }
+    if let Some(d) = std::env::var_os("CPRACE_STACK_DEPTH")
+        .and_then(|d| d.to_str().and_then(|d| d.parse::<u32>().ok()))
+    {
+        MAX_DEPTH.store(d, Relaxed);
     }
     // Programs this one starts record nothing (they would share the files);
     // a forked child stops recording.
     // SAFETY: __tsan_init runs in a module constructor, before other threads.
-    unsafe { std::env::remove_var("CPRACE_RECORD_DIR") };
+    unsafe {
+        std::env::remove_var("CPRACE_RECORD_DIR");
+        std::env::remove_var("CPRACE_STACK_DEPTH");
+    }
     extern "C" fn in_child() {
         ENABLED.store(false, Relaxed);
+        // The child's thread states point at the parent's mappings, which
+        // the child must not write: forget them.
+        tls::set(DEAD as *mut Thread);
     }
     // SAFETY: registering a plain function.
     unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
-    begin_thread(0);
+    crate::own::init();
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::memory::resolve_all();
+        crate::heap::at_fork();
+    }
+    write_modules();
+    begin_thread(0, 0);
     ENABLED.store(true, Relaxed);
     extern "C" fn at_exit() {
-        finish();
+        // Objects loaded after start (dlopen) are listed too.
+        if ENABLED.load(Relaxed) {
+            with_busy(write_modules);
+        }
     }
     // SAFETY: registering a plain function.
     unsafe { libc::atexit(at_exit) };
 }
 
-/// Gives the calling thread the recorder id `tid`.
-pub fn begin_thread(tid: u32) {
-    let b = Box::new(Buf {
+/// Gives the calling thread the recorder id `tid` and records its start
+/// (`start`: its start routine, 0 for the main thread).
+pub fn begin_thread(tid: u32, start: u64) {
+    let t = Box::new(Thread {
         tid,
+        base: std::ptr::null_mut(),
         len: 0,
+        chunk: 0,
+        fd: -1,
         seq: 0,
-        file: None,
-        ev: vec![0u64; CAP].into_boxed_slice(),
         pcs: Box::new([0; PC_SLOTS]),
+        node: 0,
+        said_node: 0,
+        parents: vec![0],
+        depths: vec![0],
+        overflow: 0,
+        children: vec![(u64::MAX, 0, 0); 256],
+        busy: 1,
+        ignore_reads: 0,
+        ignore_writes: 0,
+        ignore_sync: 0,
+        failed: false,
     });
-    tls::set(Box::into_raw(b));
-    EXIT_GUARD.with(|_| ());
+    tls::set(Box::into_raw(t));
+    if tid != 0 {
+        // The main thread's thread-local destructors run at the start of
+        // exit(), before atexit handlers and global destructors, whose
+        // accesses must still be recorded: only other threads end so.
+        EXIT_GUARD.with(|_| ());
+    }
+    let (lo, hi) = stack_bounds();
+    let (tls_lo, tls_hi) = tls_bounds();
+    // SAFETY: the state was just set for this thread.
+    let t = unsafe { &mut *tls::get() };
+    t.busy = 0;
+    t.long(Kind::ThreadStart, 0, lo, start, 0, &[hi, tls_lo, tls_hi]);
 }
 
-/// This thread's recorder id, or None when it records nothing.
-pub fn current_tid() -> Option<u32> {
-    let b = buf()?;
-    // SAFETY: the pointer is this thread's live buffer.
-    Some(unsafe { (*b).tid })
-}
-
+/// This thread's state, or None when it records nothing.
 #[inline(always)]
-fn buf() -> Option<*mut Buf> {
+pub fn thread() -> Option<&'static mut Thread> {
     let b = tls::get();
     match b as usize {
         NONE => {
@@ -200,147 +269,518 @@ fn buf() -> Option<*mut Buf> {
             if !ENABLED.load(Relaxed) {
                 return None;
             }
-            begin_thread(new_tid());
-            Some(tls::get())
+            begin_thread(new_tid(), 0);
+            // SAFETY: just set to a live state.
+            Some(unsafe { &mut *tls::get() })
         }
         DEAD => None,
-        _ => Some(b),
+        // SAFETY: only this thread touches its state.
+        _ => Some(unsafe { &mut *b }),
     }
 }
 
-/// Appends one event (kind from [`crate::kind`]) to this thread's buffer.
+/// This thread's state when recording is on and the runtime is not busy.
 #[inline(always)]
-pub fn record(kind: u64, addr: u64, pc: u64, arg: u64) {
+pub fn recording() -> Option<&'static mut Thread> {
     if !ENABLED.load(Relaxed) {
-        return;
+        return None;
     }
-    let Some(b) = buf() else { return };
-    // SAFETY: only this thread touches its buffer (until `finish`, which runs
-    // with recording disabled).
-    let b = unsafe { &mut *b };
-    // Room for the longest record (a `seq`, a pc and an access, or a long
-    // event), so a record never straddles a flush.
-    if b.len > CAP - LONG_WORDS {
-        b.flush();
+    let t = thread()?;
+    if t.busy != 0 || t.failed {
+        return None;
     }
-    // `kind` is a constant at every call site, so these branches fold away.
-    if kind <= WRITE {
-        let seq = SEQ.load(Relaxed);
-        if (addr | pc) < SHORT_LIMIT {
-            if seq != b.seq {
-                b.seq = seq;
-                b.push(TAG_SEQ << TAG_SHIFT | (seq & SEQ_MASK));
-            }
-            let slot = pc_slot(pc);
-            if b.pcs[slot] != pc {
-                b.pcs[slot] = pc;
-                b.push(TAG_PC << TAG_SHIFT | (slot as u64) << 48 | pc);
-            }
-            b.push(kind << TAG_SHIFT | (slot as u64) << 48 | addr);
-        } else {
-            b.long(kind, addr, pc, seq, arg);
-        }
-    } else {
-        let seq = SEQ.fetch_add(1, Relaxed);
-        b.long(kind, addr, pc, seq, arg);
-    }
+    Some(t)
 }
 
-/// `seq` keeps 40 bits in the files.
-const SEQ_MASK: u64 = (1 << 40) - 1;
-
-/// Takes back the event this thread recorded last, which must be a
-/// synchronization event (a release whose unlock then failed). Flushes
-/// happen before appends, so it is still buffered.
-pub fn unrecord_last() {
-    if let Some(b) = buf() {
-        // SAFETY: as in `record`.
-        let b = unsafe { &mut *b };
-        if b.len >= LONG_WORDS && b.ev[b.len - LONG_WORDS] >> TAG_SHIFT == TAG_LONG {
-            b.len -= LONG_WORDS;
-        }
-    }
+/// This thread's recorder id, or None when it records nothing.
+pub fn current_tid() -> Option<u32> {
+    thread().map(|t| t.tid)
 }
 
-impl Buf {
+/// Runs `f` with the calling thread marked busy: interposed functions it
+/// reaches record nothing.
+pub fn with_busy<R>(f: impl FnOnce() -> R) -> R {
+    let b = tls::get();
+    let live = (b as usize) > DEAD;
+    if live {
+        // SAFETY: this thread's live state.
+        unsafe { (*b).busy += 1 };
+    }
+    let r = f();
+    if live {
+        // SAFETY: as above.
+        unsafe { (*b).busy -= 1 };
+    }
+    r
+}
+
+impl Thread {
+    /// Room for `n` words in the mapped chunk, mapping the next one when
+    /// needed. False when the stream failed.
     #[inline(always)]
-    fn push(&mut self, w: u64) {
-        // SAFETY: `record` flushed when fewer than LONG_WORDS words were
-        // free, and it pushes at most that many.
-        unsafe { *self.ev.get_unchecked_mut(self.len) = w };
+    fn room(&mut self, n: usize) -> bool {
+        if self.len + n <= CHUNK_WORDS && !self.base.is_null() {
+            return true;
+        }
+        self.next_chunk()
+    }
+
+    #[cold]
+    fn next_chunk(&mut self) -> bool {
+        if self.failed {
+            return false;
+        }
+        self.busy += 1;
+        let ok = self.map_next();
+        self.busy -= 1;
+        ok
+    }
+
+    fn map_next(&mut self) -> bool {
+        if self.base.is_null() {
+            let Some(dir) = DIR.get() else {
+                self.failed = true;
+                return false;
+            };
+            let mut path = dir[..dir.len() - 1].to_vec();
+            path.extend_from_slice(format!("/t{}.bin\0", self.tid).as_bytes());
+            // SAFETY: a NUL-terminated path.
+            let fd = unsafe {
+                libc::open(
+                    path.as_ptr() as *const libc::c_char,
+                    libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+                    0o600,
+                )
+            };
+            if fd < 0 {
+                return self.fail("cannot create an event file");
+            }
+            self.fd = fd;
+            self.chunk = 0;
+        } else {
+            if self.len < CHUNK_WORDS {
+                self.commit(TAG_SKIP << TAG_SHIFT);
+            }
+            // SAFETY: the chunk mapped by the previous call.
+            unsafe { libc::munmap(self.base as *mut libc::c_void, CHUNK_BYTES) };
+            self.base = std::ptr::null_mut();
+            self.chunk += 1;
+        }
+        let end = (self.chunk + 1) * CHUNK_BYTES as u64;
+        // SAFETY: our own file descriptor.
+        if unsafe { libc::ftruncate(self.fd, end as libc::off_t) } != 0 {
+            return self.fail("cannot grow an event file");
+        }
+        // SAFETY: mapping CHUNK_BYTES of our file at a chunk boundary.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                CHUNK_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                self.fd,
+                (self.chunk * CHUNK_BYTES as u64) as libc::off_t,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return self.fail("cannot map an event file");
+        }
+        self.base = p as *mut u64;
+        self.len = 0;
+        true
+    }
+
+    #[cold]
+    fn fail(&mut self, what: &str) -> bool {
+        self.failed = true;
+        let err = std::io::Error::last_os_error();
+        fail(&format!("{what}: {err}"));
+        false
+    }
+
+    /// Stores a one-word record (committed by the store itself).
+    #[inline(always)]
+    fn commit(&mut self, w: u64) {
+        // SAFETY: `room` made `len` a word of the mapped chunk.
+        unsafe { AtomicU64::from_ptr(self.base.add(self.len)).store(w, Release) };
         self.len += 1;
     }
 
-    /// Appends an event in the four-word form.
+    /// Stores a record of several words: the rest first, then the first.
     #[inline(always)]
-    fn long(&mut self, kind: u64, addr: u64, pc: u64, seq: u64, arg: u64) {
-        self.push(TAG_LONG << TAG_SHIFT | kind);
-        self.push(addr);
-        self.push(pc);
-        self.push((seq & SEQ_MASK) | arg << 40);
+    fn commit_words(&mut self, first: u64, rest: &[u64]) {
+        // SAFETY: `room` made `len .. len + 1 + rest.len()` words of the chunk.
+        unsafe {
+            let p = self.base.add(self.len);
+            for (i, &w) in rest.iter().enumerate() {
+                p.add(1 + i).write(w);
+            }
+            AtomicU64::from_ptr(p).store(first, Release);
+        }
+        self.len += 1 + rest.len();
     }
 
-    fn flush(&mut self) {
-        if self.len == 0 {
-            return;
+    /// The words telling the reader this thread's `seq` and stack node, when
+    /// they changed.
+    #[inline(always)]
+    fn state(&mut self, seq: u64) {
+        if seq != self.seq {
+            self.seq = seq;
+            self.commit(seq_word(seq));
         }
-        if self.file.is_none() {
-            let Some(dir) = DIR.get() else { return };
-            let path = dir.join(format!("t{}.bin", self.tid));
-            match File::create(&path) {
-                Ok(f) => self.file = Some(f),
-                Err(e) => return fail(&format!("cannot create {}: {e}", path.display())),
-            }
-        }
-        // The file is little-endian, as the buffer is in memory on x86-64:
-        // written as it stands, with no copy.
-        // SAFETY: `len` initialized u64s, viewed as bytes.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(self.ev.as_ptr() as *const u8, self.len * 8) };
-        let r = match &mut self.file {
-            Some(f) => f.write_all(bytes),
-            None => Ok(()),
-        };
-        self.len = 0;
-        if let Err(e) = r {
-            fail(&format!("cannot write the trace: {e}"));
+        if self.node != self.said_node {
+            self.said_node = self.node;
+            self.commit(stack_word(self.node));
         }
     }
+
+    /// Appends a plain access of `1 << log2size` bytes.
+    #[inline(always)]
+    pub fn access(&mut self, write: bool, log2size: u32, addr: u64, pc: u64) {
+        if (write && self.ignore_writes != 0) || (!write && self.ignore_reads != 0) {
+            return;
+        }
+        if (addr | pc) >= SHORT_LIMIT {
+            let flags = if write { RANGE_WRITE } else { 0 };
+            self.long(Kind::Range, flags, addr, pc, 0, &[1 << log2size]);
+            return;
+        }
+        // A seq word, a stack word, a pc word and the access.
+        if !self.room(4) {
+            return;
+        }
+        let seq = SEQ.load(Relaxed);
+        self.state(seq);
+        let slot = pc_slot(pc);
+        if self.pcs[slot] != pc {
+            self.pcs[slot] = pc;
+            self.commit(pc_word(slot, pc));
+        }
+        self.commit(access_word(write, log2size, slot, addr));
+    }
+
+    /// Appends a long event. Numbered kinds take the next number of the
+    /// global order; the others, like plain accesses, the order's current
+    /// value. Returns where the record went (for [`Thread::unrecord`]).
+    #[inline]
+    pub fn long(
+        &mut self,
+        kind: Kind,
+        flags: u16,
+        addr: u64,
+        pc: u64,
+        arg: u64,
+        extra: &[u64],
+    ) -> Option<Place> {
+        self.long_event(kind, flags, addr, pc, arg, extra, false)
+    }
+
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn long_event(
+        &mut self,
+        kind: Kind,
+        flags: u16,
+        addr: u64,
+        pc: u64,
+        arg: u64,
+        extra: &[u64],
+        pending: bool,
+    ) -> Option<Place> {
+        if self.ignore_sync != 0
+            && matches!(
+                kind,
+                Kind::Acquire | Kind::Release | Kind::SyncRead | Kind::SyncWrite
+            )
+        {
+            return None;
+        }
+        if !self.room(2 + MAX_RECORD) {
+            return None;
+        }
+        let seq = if kind.numbered() {
+            // Only the stack word matters before a numbered event.
+            self.state(self.seq);
+            if pending {
+                0
+            } else {
+                SEQ.fetch_add(1, Relaxed)
+            }
+        } else {
+            let seq = SEQ.load(Relaxed);
+            self.state(seq);
+            seq
+        };
+        let w = encode_long(kind, flags, pending, addr, pc, seq, arg, extra);
+        let at = self.len;
+        self.commit_words(w[0], &w[1..1 + kind.payload()]);
+        Some(Place {
+            chunk: self.chunk,
+            at,
+        })
+    }
+
+    /// Records that the thread is about to block acquiring lock `addr`: a
+    /// pending acquire, made an acquire by [`Thread::finish_pending`] when
+    /// the lock is taken (or taken back when the call fails). A thread that
+    /// never gets the lock leaves the pending event as its last.
+    pub fn pending_acquire(&mut self, flags: u16, addr: u64, pc: u64) -> Option<Place> {
+        self.long_event(Kind::Acquire, flags, addr, pc, 0, &[], true)
+    }
+
+    /// Completes the pending acquire at `p` of lock `addr`: when the lock
+    /// was `taken` it becomes an acquire with its number in the global
+    /// order, else it is taken back. When records were appended since (a
+    /// signal handler ran while the thread was blocked) the pending record
+    /// stays, void for the reader, and the acquire is recorded anew.
+    pub fn finish_pending(&mut self, p: Place, taken: bool, flags: u16, addr: u64, pc: u64) {
+        let words = 1 + Kind::Acquire.payload();
+        if p.chunk == self.chunk && p.at + words == self.len && !self.base.is_null() {
+            if taken {
+                let seq = SEQ.fetch_add(1, Relaxed);
+                // SAFETY: `p.at` is the last record of the mapped chunk.
+                unsafe {
+                    let w = self.base.add(p.at);
+                    *w.add(3) = seq_arg(seq, 0);
+                    // The flags as the call's outcome says (EOWNERDEAD).
+                    let first = (*w & !(0xf << TAG_SHIFT) & !(0xffff << 8))
+                        | TAG_LONG << TAG_SHIFT
+                        | u64::from(flags) << 8;
+                    AtomicU64::from_ptr(w).store(first, Release);
+                }
+            } else {
+                self.truncate(p.at, words);
+            }
+        } else if taken {
+            self.long(Kind::Acquire, flags, addr, pc, 0, &[]);
+        }
+    }
+
+    /// Forgets the last `words` words, which start at `at`: the first word
+    /// is zeroed first, so a reader stops there as if nothing was written.
+    fn truncate(&mut self, at: usize, words: usize) {
+        // SAFETY: `at .. at + words` are the last words of the mapped chunk.
+        unsafe {
+            AtomicU64::from_ptr(self.base.add(at)).store(0, Release);
+            for i in 1..words {
+                *self.base.add(at + i) = 0;
+            }
+        }
+        self.len = at;
+    }
+
+    /// Takes back the long event of `kind` recorded at `p` when it is still
+    /// the last record (a release whose unlock then failed).
+    pub fn unrecord(&mut self, p: Place, kind: Kind) {
+        let words = 1 + kind.payload();
+        if p.chunk == self.chunk && p.at + words == self.len && !self.base.is_null() {
+            self.truncate(p.at, words);
+        }
+    }
+
+    /// A call into a function from `pc`: the stack grows by a node.
+    #[inline(always)]
+    pub fn enter(&mut self, pc: u64) {
+        let cur = self.node;
+        if self.depths[cur as usize] >= MAX_DEPTH.load(Relaxed) || self.overflow != 0 {
+            self.overflow += 1;
+            return;
+        }
+        let mask = self.children.len() - 1;
+        let mut i = (pc ^ u64::from(cur).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .wrapping_mul(0x2545_f491_4f6c_dd1d) as usize
+            >> 7
+            & mask;
+        loop {
+            let (p, parent, child) = self.children[i];
+            if p == pc && parent == cur {
+                self.node = child;
+                return;
+            }
+            if p == u64::MAX {
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        self.new_node(pc, i);
+    }
+
+    #[cold]
+    fn new_node(&mut self, pc: u64, slot: usize) {
+        if !self.room(2) {
+            return;
+        }
+        let cur = self.node;
+        let id = self.parents.len() as u32;
+        self.busy += 1;
+        self.parents.push(cur);
+        self.depths.push(self.depths[cur as usize] + 1);
+        self.children[slot] = (pc, cur, id);
+        if self.parents.len() * 2 > self.children.len() {
+            let old = std::mem::replace(
+                &mut self.children,
+                vec![(u64::MAX, 0, 0); self.parents.len() * 4],
+            );
+            let mask = self.children.len() - 1;
+            for (p, parent, child) in old.into_iter().filter(|e| e.0 != u64::MAX) {
+                let mut i = (p ^ u64::from(parent).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                    .wrapping_mul(0x2545_f491_4f6c_dd1d) as usize
+                    >> 7
+                    & mask;
+                while self.children[i].0 != u64::MAX {
+                    i = (i + 1) & mask;
+                }
+                self.children[i] = (p, parent, child);
+            }
+        }
+        self.busy -= 1;
+        self.commit_words(node_word(cur), &[pc]);
+        self.node = id;
+    }
+
+    /// A return from the innermost function.
+    #[inline(always)]
+    pub fn exit(&mut self) {
+        if self.overflow != 0 {
+            self.overflow -= 1;
+        } else {
+            self.node = self.parents[self.node as usize];
+        }
+    }
+
+    /// Depth of the current call stack (calls past the limit included).
+    pub fn depth(&self) -> u64 {
+        u64::from(self.depths[self.node as usize]) + u64::from(self.overflow)
+    }
+
+    /// Ends the stream (the thread ends).
+    fn end(&mut self) {
+        self.long(Kind::ThreadEnd, 0, 0, 0, 0, &[]);
+        if !self.base.is_null() {
+            // SAFETY: our mapping and descriptor.
+            unsafe {
+                libc::munmap(self.base as *mut libc::c_void, CHUNK_BYTES);
+                libc::close(self.fd);
+            }
+            self.base = std::ptr::null_mut();
+        }
+    }
+}
+
+/// Where a long event went in a thread's stream.
+#[derive(Clone, Copy, Debug)]
+pub struct Place {
+    chunk: u64,
+    at: usize,
 }
 
 /// Stops recording after an I/O error and leaves a note `cprace record` reads.
 fn fail(msg: &str) {
     ENABLED.store(false, Relaxed);
     if let Some(dir) = DIR.get() {
-        let _ = std::fs::write(dir.join("error"), msg);
+        let mut path = dir[..dir.len() - 1].to_vec();
+        path.extend_from_slice(b"/error");
+        let _ = std::fs::write(bytes_path(&path), msg);
     }
+}
+
+fn bytes_path(b: &[u8]) -> &std::path::Path {
+    std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b))
 }
 
 fn end_thread() {
     let b = tls::get();
-    tls::set(DEAD as *mut Buf);
+    tls::set(DEAD as *mut Thread);
     if (b as usize) > DEAD {
-        // SAFETY: the buffer was this thread's and is no longer reachable.
-        let mut b = unsafe { Box::from_raw(b) };
-        b.flush();
+        // SAFETY: the state was this thread's and is no longer reachable.
+        let mut t = unsafe { Box::from_raw(b) };
+        t.busy = 0;
+        if ENABLED.load(Relaxed) {
+            t.end();
+        }
     }
 }
 
-/// At exit: flush the exiting thread, stop recording, list the loaded objects.
-/// Threads still running lose the events they have not flushed yet.
-fn finish() {
-    if !ENABLED.load(Relaxed) {
-        return;
+/// Switches the calling thread to another recorder state (a fiber's),
+/// returning the one it had.
+pub fn swap_thread(to: *mut Thread) -> *mut Thread {
+    let old = tls::get();
+    tls::set(to);
+    old
+}
+
+/// A state for a fiber: a logical thread of its own that runs on whichever
+/// thread switches to it.
+pub fn new_fiber() -> *mut Thread {
+    let old = tls::get();
+    begin_thread(new_tid(), 0);
+    let f = tls::get();
+    tls::set(old);
+    f
+}
+
+/// The calling thread's stack: (lowest address, one past the highest).
+fn stack_bounds() -> (u64, u64) {
+    with_busy(|| {
+        // SAFETY: pthread_getattr_np fills `attr`, which is destroyed after.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+                return (0, 0);
+            }
+            let mut addr = std::ptr::null_mut();
+            let mut size = 0;
+            let r = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+            libc::pthread_attr_destroy(&mut attr);
+            if r != 0 {
+                return (0, 0);
+            }
+            (addr as u64, addr as u64 + size as u64)
+        }
+    })
+}
+
+/// The calling thread's static TLS block: on x86-64 it ends at the thread
+/// pointer, and the loader says its size.
+fn tls_bounds() -> (u64, u64) {
+    type Info = unsafe extern "C" fn(*mut usize, *mut usize);
+    static INFO: OnceLock<usize> = OnceLock::new();
+    let f = *INFO.get_or_init(|| {
+        with_busy(|| {
+            // SAFETY: looking up a symbol by a NUL-terminated name.
+            unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_dl_get_tls_static_info".as_ptr()) as usize }
+        })
+    });
+    if f == 0 || !cfg!(target_arch = "x86_64") {
+        return (0, 0);
     }
-    end_thread();
-    ENABLED.store(false, Relaxed);
-    if let Some(dir) = DIR.get() {
-        let _ = std::fs::write(dir.join("modules"), format!("{FORMAT}\n{}", modules()));
+    let (mut size, mut align) = (0usize, 0usize);
+    // SAFETY: glibc's `void _dl_get_tls_static_info(size_t *, size_t *)`.
+    unsafe { std::mem::transmute::<usize, Info>(f)(&mut size, &mut align) };
+    // SAFETY: pthread_self is always callable.
+    let tp = unsafe { libc::pthread_self() } as u64;
+    (tp.saturating_sub(size as u64), tp)
+}
+
+/// Writes the `modules` file: the [`FORMAT`] line, then one line per
+/// loadable segment, `start end base path` (hex), so cprace can map a pc or
+/// data address to a file and an address inside it.
+fn write_modules() {
+    let Some(dir) = DIR.get() else { return };
+    let mut text = format!("{FORMAT}\n");
+    text.push_str(&modules());
+    let mut path = dir[..dir.len() - 1].to_vec();
+    let tmp_name = format!("/modules.{}", std::process::id());
+    path.extend_from_slice(tmp_name.as_bytes());
+    let tmp = bytes_path(&path).to_path_buf();
+    let mut fin = dir[..dir.len() - 1].to_vec();
+    fin.extend_from_slice(b"/modules");
+    let fin = bytes_path(&fin).to_path_buf();
+    if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::rename(&tmp, &fin);
     }
 }
 
-/// One line per loadable segment (after the [`FORMAT`] line): `start end base path` (hex addresses), so
-/// cprace can map a pc or data address to a file and an address inside it.
 fn modules() -> String {
     unsafe extern "C" fn each(
         info: *mut libc::dl_phdr_info,
@@ -378,4 +818,11 @@ fn modules() -> String {
     // SAFETY: the callback only reads what it is given.
     unsafe { libc::dl_iterate_phdr(Some(each), &mut out as *mut String as *mut libc::c_void) };
     out
+}
+
+/// Lists the loaded objects again (after a dlopen).
+pub fn modules_changed() {
+    if ENABLED.load(Relaxed) {
+        with_busy(write_modules);
+    }
 }

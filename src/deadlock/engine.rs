@@ -181,11 +181,11 @@ impl Engine {
                 let new = self.graph.joined(t, child, site, self.opts.through_joins);
                 self.new_labels(new);
             }
-            Op::Read | Op::VolatileRead => {
+            Op::Read | Op::VolatileRead | Op::AtomicRead => {
                 let k = self.window.read_of(t, ev.target);
                 self.window.push(id, t, k, false, false);
             }
-            Op::Write | Op::VolatileWrite => {
+            Op::Write | Op::VolatileWrite | Op::AtomicWrite => {
                 self.window.push(id, t, None, false, false);
                 self.window.wrote(t, ev.target);
             }
@@ -245,7 +245,11 @@ impl Engine {
 
     /// Decide the patterns waiting for a request of `class`.
     fn wake(&mut self, class: ClassId) {
-        let Some(w) = self.waiting.get_mut(class as usize).filter(|w| !w.is_empty()) else {
+        let Some(w) = self
+            .waiting
+            .get_mut(class as usize)
+            .filter(|w| !w.is_empty())
+        else {
             return;
         };
         for s in std::mem::take(w) {

@@ -8,7 +8,8 @@
 //!   (deadlock patterns), and every cycle of locks for `--all`;
 //! - [`window`] and [`spd`]: sync-preserving deadlock prediction over the
 //!   last W events;
-//! - [`engine`]: one pass feeding them all; [`run`]: the `deadlocks` command.
+//! - [`engine`]: one pass feeding them all; [`analyze_path`] and
+//!   [`analyze_trace`] run it on a file or a loaded trace.
 
 pub mod engine;
 pub mod graph;
@@ -17,44 +18,23 @@ pub mod shapes;
 pub mod spd;
 pub mod window;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::Result;
-
-use crate::report::{OutputFormat, Report};
+use crate::Result;
+use crate::relation::Relation;
+use crate::report::Report;
 use crate::trace::{EventId, Format, Names, Trace};
 
 pub use engine::{DEFAULT_WINDOW, Engine, Findings, Options};
 
-/// Options of `cprace deadlocks`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// Trace file (`-` reads standard input).
-    pub trace: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub format: OutputFormat,
-    /// Give each actual and predicted deadlock a witness: a correct
-    /// reordering prefix (event ids) after which its threads are blocked.
-    /// Loads the trace.
-    #[arg(long)]
-    pub witness: bool,
-    /// List every cycle of the lock-order graph, as ThreadSanitizer does,
-    /// including those no reordering can deadlock in (each says why).
-    #[arg(long)]
-    pub all: bool,
-    /// Predict by reordering at most the last W events before a deadlock
-    /// (default 1M; `none`: the whole trace, memory growing with it).
-    #[arg(long, value_parser = crate::cli::parse_window)]
-    pub window: Option<crate::cli::Window>,
-    /// Input format (detected when omitted).
-    #[arg(long, value_enum)]
-    pub input_format: Option<Format>,
-}
-
 /// The report of `findings` on a trace of `events` events.
 fn report(findings: Findings, opts: &Options, events: u64) -> Report {
-    let mut r = Report::new(crate::report::DEADLOCK, "spd", opts.window, events);
+    let mut r = Report::new(
+        Relation::Deadlock,
+        crate::relation::Engine::Spd,
+        opts.window,
+        events,
+    );
     for (k, v) in &findings.stats {
         r.stats.insert((*k).to_string(), (*v).into());
     }
@@ -162,25 +142,4 @@ fn events_before(t: &Trace, cut: &[u32]) -> Vec<EventId> {
         seen[th] += 1;
     }
     v
-}
-
-/// `cprace deadlocks`: analyze, print, return the exit code (0 none, 1 some).
-pub fn run(args: &Args, out: &mut dyn std::io::Write) -> Result<i32> {
-    let opts = Options {
-        window: args.window.map_or(Some(DEFAULT_WINDOW), |w| w.0),
-        all: args.all,
-        ..Options::default()
-    };
-    let (report, names) = if args.witness {
-        let t = crate::trace::load(&args.trace, args.input_format)?;
-        crate::progress::phase("deadlocks");
-        (analyze_trace(&t, &opts), t.names)
-    } else {
-        analyze_path(&args.trace, args.input_format, &opts)?
-    };
-    for n in &report.notes {
-        eprintln!("cprace: note: {}", crate::report::printable(n));
-    }
-    report.write(&names, args.format, &Default::default(), out)?;
-    Ok(report.exit_code())
 }

@@ -260,6 +260,7 @@ impl Weaver {
                 target,
                 loc: line,
                 op,
+                mask: 0,
             });
         };
         let (x, y) = (Who::Own(0), Who::Own(1));

@@ -204,7 +204,14 @@ impl Window {
     /// Account for event `id` of thread `t`; `entry` is what to log, if
     /// anything; `request` marks a blocked request (never base). Logging
     /// starts at the first lock operation (`lock_op`).
-    pub fn push(&mut self, id: EventId, t: ThreadId, kind: Option<Kind>, request: bool, lock_op: bool) {
+    pub fn push(
+        &mut self,
+        id: EventId,
+        t: ThreadId,
+        kind: Option<Kind>,
+        request: bool,
+        lock_op: bool,
+    ) {
         if !self.active && lock_op {
             self.activate();
         }

@@ -13,12 +13,12 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 /// File name of the runtime library `cargo build` puts next to `cprace`.
-pub const RUNTIME: &str = "libcprace_rt.so";
+pub(crate) const RUNTIME: &str = "libcprace_rt.so";
 
 /// The directory holding the runtime: `$CPRACE_RT_DIR`, else the directory of
 /// the running `cprace` executable or its `deps` (where cargo builds it as a
 /// dependency of cprace), whichever holds the newer runtime.
-pub fn runtime_dir() -> Result<PathBuf> {
+pub(crate) fn runtime_dir() -> Result<PathBuf> {
     let dir = match std::env::var_os("CPRACE_RT_DIR") {
         Some(d) => PathBuf::from(d),
         None => {

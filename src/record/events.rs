@@ -1,27 +1,24 @@
 //! The runtime's per-thread event files and their merge into the global order.
 //!
 //! Each `t<ID>.bin` holds the events of one thread in the order the thread
-//! made them, as little-endian 64-bit words whose top four bits are a tag
-//! (the runtime's `recorder/src/kind.rs`, whose numbers the constants below
-//! keep): a plain read or write is one word (address in bits 0-47, the slot of
-//! its pc in bits 48-57) and takes the thread's current `seq`; a
-//! [`TAG_SEQ`] word sets that `seq`, a [`TAG_PC`] word sets a slot of the
-//! thread's pc table; every other event is four words ([`TAG_LONG`] with the
-//! kind in its low byte, then address, pc, and `seq | arg << 40`).
+//! made them, in the words the `cprace-events` crate defines. A numbered
+//! event's `seq` is its number in the run's one order of synchronization
+//! events; any other event's is the number of synchronization events begun
+//! before it. The merge places every unnumbered event after the numbered
+//! ones below its `seq` and before the one numbered `seq`, in its thread's
+//! order, and the unnumbered events that fall between the same two numbered
+//! ones thread by thread (lowest thread id first). That order keeps each
+//! thread's order and the order of all synchronization (see the runtime's
+//! `buffer.rs` for why the numbers allow it). A thread whose file ends in a
+//! pending acquire never got that lock: the request goes to the end of the
+//! trace.
 //!
-//! A synchronization event's `seq` is its number in the run's one order of
-//! synchronization events; a read's or write's is the number of
-//! synchronization events begun before it. The merge places every access
-//! after the synchronization events numbered below its `seq` and before the
-//! one numbered `seq`, in its thread's order, and the accesses that fall
-//! between the same two synchronization events thread by thread (lowest
-//! thread id first). That order keeps each thread's order and the order of
-//! all synchronization (see the runtime's `buffer.rs` for why the numbers
-//! allow it).
-//!
-//! The merge runs on a thread of its own and hands the ordered events over
-//! in batches, so that naming and writing them ([`merge`]'s callback) use
-//! the second core.
+//! The files are read defensively: every record is checked before it is
+//! used (see [`cprace_events::Decoder`]), nothing is allocated beyond what
+//! the files' sizes justify, and a corrupt file is an error naming the file,
+//! the byte offset and the problem. The merge runs on a thread of its own
+//! and hands the ordered events over in batches, so that lowering them
+//! ([`merge`]'s callback) uses the second core.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -31,220 +28,383 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use anyhow::{Context, Result, bail};
-
-pub const READ: u8 = 0;
-pub const WRITE: u8 = 1;
-pub const VREAD: u8 = 2;
-pub const VWRITE: u8 = 3;
-pub const ACQUIRE: u8 = 4;
-pub const RELEASE: u8 = 5;
-pub const FORK: u8 = 6;
-pub const JOIN: u8 = 7;
-pub const FREE: u8 = 8;
-pub const SYNC_VREAD: u8 = 9;
-pub const SYNC_VWRITE: u8 = 10;
-
-/// The first line of the runtime's `modules` file for this format.
-pub const FORMAT: &str = "cprace-events 2";
+use cprace_events::{CHUNK_WORDS, Decoder, Long, MAX_TID, Record, Step};
+use rustc_hash::FxHashMap;
 
 /// The segment lines of a run's `modules` file, or an error when the run's
 /// runtime wrote another format (a program built by another version of
 /// `cprace cc`).
 pub fn segments(modules: &str) -> Result<&str> {
     match modules.split_once('\n') {
-        Some((first, rest)) if first == FORMAT => Ok(rest),
+        Some((first, rest)) if first == cprace_events::FORMAT => Ok(rest),
         _ => bail!(
-            "the program was built with another version of cprace's runtime (its event files are not `{FORMAT}`): rebuild it with this `cprace cc`"
+            "the program was built with another version of cprace's runtime (its event files are not `{}`): rebuild it with this `cprace cc`",
+            cprace_events::FORMAT
         ),
     }
 }
 
-/// Bit position of a word's tag (the tags of plain accesses are [`READ`]
-/// and [`WRITE`]).
-pub const TAG_SHIFT: u32 = 60;
-/// Tag: the thread's current `seq` becomes bits 0-39.
-pub const TAG_SEQ: u64 = 2;
-/// Tag: slot bits 48-57 of the thread's pc table becomes bits 0-47.
-pub const TAG_PC: u64 = 3;
-/// Tag: an event in four words.
-pub const TAG_LONG: u64 = 4;
-/// Slots of a thread's pc table.
-pub const PC_SLOTS: usize = 1 << 10;
-
-const LOW48: u64 = (1 << 48) - 1;
-const SEQ_MASK: u64 = (1 << 40) - 1;
-
-/// One recorded event.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Event {
-    /// Accessed address, lock address or thread id.
-    pub addr: u64,
-    /// Return address into the instrumented code (the block size for FREE).
-    pub pc: u64,
-    /// Recorder thread id.
-    pub tid: u32,
-    /// Kind-specific: the sync variable of a SYNC_* event.
-    pub arg: u32,
-    pub kind: u8,
+/// What a recorded event is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum What {
+    /// A plain read or write of `size` bytes.
+    Access {
+        /// A write.
+        write: bool,
+        /// Bytes: 1, 2, 4 or 8.
+        size: u8,
+    },
+    /// A long event (its kind, flags and payload).
+    Long(Long),
+    /// A lock the thread asked for and never got (its file ended there).
+    Request(Long),
 }
 
-/// One thread's file, read in large blocks and decoded word by word.
+/// One recorded event in the global order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Recorder thread id.
+    pub tid: u32,
+    /// What it is.
+    pub what: What,
+    /// Address (or thread id, by kind).
+    pub addr: u64,
+    /// The instrumented code's pc (a return address).
+    pub pc: u64,
+    /// The call stack at the event: a global stack id (0 is empty), see
+    /// [`Stacks`].
+    pub stack: u32,
+}
+
+impl Default for Event {
+    fn default() -> Self {
+        Event {
+            tid: 0,
+            what: What::Access {
+                write: false,
+                size: 1,
+            },
+            addr: 0,
+            pc: 0,
+            stack: 0,
+        }
+    }
+}
+
+/// The run's call stacks, shared by all threads: stack `id` is the call
+/// from `pc` on top of stack `parent` (id 0 is the empty stack). The
+/// threads' own node numbers become these ids as their files are read.
+#[derive(Clone, Debug, Default)]
+pub struct Stacks {
+    /// (parent, pc) by id; index 0 is the empty stack.
+    nodes: Vec<(u32, u64)>,
+    ids: FxHashMap<(u32, u64), u32>,
+}
+
+impl Stacks {
+    fn intern(&mut self, parent: u32, pc: u64) -> u32 {
+        if self.nodes.is_empty() {
+            self.nodes.push((0, 0));
+        }
+        *self.ids.entry((parent, pc)).or_insert_with(|| {
+            self.nodes.push((parent, pc));
+            (self.nodes.len() - 1) as u32
+        })
+    }
+
+    /// Number of stacks (the empty one included).
+    pub fn len(&self) -> usize {
+        self.nodes.len().max(1)
+    }
+
+    /// True when only the empty stack exists.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() <= 1
+    }
+
+    /// The call pcs of stack `id`, innermost first.
+    pub fn pcs(&self, mut id: u32) -> Vec<u64> {
+        let mut out = Vec::new();
+        while id != 0 && (id as usize) < self.nodes.len() && out.len() < self.nodes.len() {
+            let (parent, pc) = self.nodes[id as usize];
+            out.push(pc);
+            id = parent;
+        }
+        out
+    }
+
+    /// The (parent, pc) of stack `id`.
+    pub fn node(&self, id: u32) -> Option<(u32, u64)> {
+        (id != 0)
+            .then(|| self.nodes.get(id as usize).copied())
+            .flatten()
+    }
+}
+
+/// One thread's file, read in blocks and decoded record by record.
 struct Stream {
     tid: u32,
     path: PathBuf,
     file: File,
-    buf: Vec<u8>,
-    /// Byte offset of the next word in `buf`.
+    /// Bytes of the file.
+    size: u64,
+    /// Words read from the file, `pos..end` not yet decoded.
+    buf: Vec<u64>,
     pos: usize,
-    /// End of the bytes read into `buf`.
     end: usize,
-    /// Bytes of the file before `buf`'s first byte (for error messages).
+    /// Word offset in the file of `buf[0]`.
     base: u64,
     eof: bool,
-    /// The `seq` of the thread's plain accesses.
-    seq: u64,
-    /// The thread's pc table.
-    pcs: Box<[u64; PC_SLOTS]>,
+    dec: Decoder,
+    /// The thread's node numbers to global stack ids (index 0: empty).
+    nodes: Vec<u32>,
 }
 
-/// Bytes of a four-word event.
-const LONG_BYTES: usize = 32;
+/// A stream's next record with its merge key.
+type Head = (u64, Event);
 
 impl Stream {
-    fn open(tid: u32, path: PathBuf) -> Result<Stream> {
+    fn open(tid: u32, path: PathBuf, block: usize) -> Result<Stream> {
         let file = File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+        let size = file
+            .metadata()
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .len();
         Ok(Stream {
             tid,
             path,
             file,
-            buf: Vec::new(),
+            size,
+            buf: vec![0; block.min(size as usize / 8 + 1).max(64)],
             pos: 0,
             end: 0,
             base: 0,
             eof: false,
-            seq: 0,
-            pcs: Box::new([0; PC_SLOTS]),
+            dec: Decoder::default(),
+            nodes: vec![0],
         })
     }
 
-    #[inline(always)]
-    fn word(&self, at: usize) -> u64 {
-        u64::from_le_bytes(self.buf[at..at + 8].try_into().expect("8 bytes"))
+    fn corrupt(&self, at: usize, why: impl std::fmt::Display) -> anyhow::Error {
+        anyhow::anyhow!(
+            "corrupt event file {} at byte {}: {why}",
+            self.path.display(),
+            (self.base + at as u64) * 8
+        )
     }
 
-    /// The thread's next event and its place in the merge (`seq` doubled,
-    /// plus 1 for a synchronization event, so accesses carrying `seq` n come
-    /// before synchronization event n), or None at the end. A partial event
-    /// at the end (the thread was still writing when the program exited)
-    /// ends the stream; its complete events stand.
-    #[inline(always)]
-    fn next(&mut self) -> Result<Option<(u64, Event)>> {
+    /// The thread's next event (stack nodes are taken in on the way) and
+    /// its merge key: `seq` doubled, plus 1 for a numbered event, so that
+    /// events carrying `seq` n come before numbered event n; a request
+    /// comes after everything.
+    fn next(&mut self, stacks: &mut Stacks) -> Result<Option<Head>> {
         loop {
-            if self.end - self.pos < LONG_BYTES && !self.eof {
-                self.refill()?;
-            }
-            if self.end - self.pos < 8 {
+            let Some(rec) = self.record(stacks)? else {
                 return Ok(None);
-            }
-            let w = self.word(self.pos);
-            self.pos += 8;
-            match w >> TAG_SHIFT {
-                tag @ 0..=1 => {
-                    let slot = (w >> 48) as usize & (PC_SLOTS - 1);
-                    let e = Event {
-                        addr: w & LOW48,
-                        pc: self.pcs[slot],
-                        tid: self.tid,
-                        arg: 0,
-                        kind: tag as u8,
-                    };
-                    return Ok(Some((self.seq << 1, e)));
+            };
+            let (record, seq, node) = rec;
+            let stack = self.nodes.get(node as usize).copied().unwrap_or(0);
+            let (what, addr, pc, numbered) = match record {
+                Record::Access {
+                    write,
+                    size,
+                    addr,
+                    pc,
+                } => (What::Access { write, size }, addr, pc, false),
+                Record::Long(l) if l.pending => {
+                    // Void when the thread went on (it got the lock after a
+                    // signal handler's events); a request when it never did.
+                    if self.at_end()? {
+                        let e = Event {
+                            tid: self.tid,
+                            what: What::Request(l),
+                            addr: l.addr,
+                            pc: l.pc,
+                            stack,
+                        };
+                        return Ok(Some((u64::MAX, e)));
+                    }
+                    continue;
                 }
-                TAG_SEQ => self.seq = w & SEQ_MASK,
-                TAG_PC => self.pcs[(w >> 48) as usize & (PC_SLOTS - 1)] = w & LOW48,
-                TAG_LONG => {
-                    if self.end - self.pos < LONG_BYTES - 8 {
+                Record::Long(l) => (What::Long(l), l.addr, l.pc, l.kind.numbered()),
+                Record::Node { .. } => continue,
+            };
+            let e = Event {
+                tid: self.tid,
+                what,
+                addr,
+                pc,
+                stack,
+            };
+            return Ok(Some((seq << 1 | u64::from(numbered), e)));
+        }
+    }
+
+    /// True when no record follows.
+    fn at_end(&mut self) -> Result<bool> {
+        loop {
+            match self.dec.clone().next(&self.buf[self.pos..self.end]) {
+                Ok(Step::End { .. }) => return Ok(true),
+                Ok(Step::Record { .. }) | Ok(Step::Skip { .. }) => return Ok(false),
+                Ok(Step::NeedMore { .. }) if self.eof => return Ok(true),
+                Ok(Step::NeedMore { .. }) => self.refill()?,
+                Err((at, e)) => return Err(self.corrupt(self.pos + at, e)),
+            }
+        }
+    }
+
+    /// The next record, its `seq` and its thread-local stack node.
+    fn record(&mut self, stacks: &mut Stacks) -> Result<Option<(Record, u64, u32)>> {
+        loop {
+            match self.dec.next(&self.buf[self.pos..self.end]) {
+                Ok(Step::Record {
+                    record,
+                    seq,
+                    node,
+                    words,
+                }) => {
+                    self.pos += words;
+                    if let Record::Node { id, parent, pc } = record {
+                        // Ids are dense from 1, so `parent` is known.
+                        let g = stacks.intern(self.nodes[parent as usize], pc);
+                        debug_assert_eq!(id as usize, self.nodes.len());
+                        self.nodes.push(g);
+                    }
+                    return Ok(Some((record, seq, node)));
+                }
+                Ok(Step::Skip { words }) => {
+                    // The rest of this chunk is unused.
+                    let at = self.base + (self.pos + words) as u64;
+                    let next = (at / CHUNK_WORDS as u64 + 1) * CHUNK_WORDS as u64;
+                    self.seek(next)?;
+                }
+                Ok(Step::End { .. }) => return Ok(None),
+                Ok(Step::NeedMore { words }) => {
+                    self.pos += words;
+                    if self.eof {
+                        // A record cut short: the thread was writing it when
+                        // the program ended (the runtime commits the first
+                        // word last, so this only happens to a file a copy
+                        // cut short). Its complete records stand.
                         return Ok(None);
                     }
-                    let (addr, pc, w3) = (
-                        self.word(self.pos),
-                        self.word(self.pos + 8),
-                        self.word(self.pos + 16),
-                    );
-                    self.pos += LONG_BYTES - 8;
-                    let kind = w as u8;
-                    let seq = w3 & SEQ_MASK;
-                    let e = Event {
-                        addr,
-                        pc,
-                        tid: self.tid,
-                        arg: (w3 >> 40) as u32,
-                        kind,
-                    };
-                    return Ok(Some((seq << 1 | u64::from(kind > WRITE), e)));
+                    self.refill()?;
                 }
-                tag => bail!(
-                    "{} is not an event file this cprace reads: the word at byte {} has tag {tag}",
-                    self.path.display(),
-                    self.base + self.pos as u64 - 8
-                ),
+                Err((at, e)) => return Err(self.corrupt(self.pos + at, e)),
             }
         }
     }
 
-    /// Moves the unread tail (under one long event) to the front and reads
-    /// up to the buffer's end, without clearing the buffer first.
+    /// Continues reading at word `word` of the file.
+    fn seek(&mut self, word: u64) -> Result<()> {
+        use std::io::Seek;
+        if word * 8 >= self.size {
+            self.pos = 0;
+            self.end = 0;
+            self.base = word;
+            self.eof = true;
+            return Ok(());
+        }
+        self.file
+            .seek(std::io::SeekFrom::Start(word * 8))
+            .with_context(|| format!("cannot read {}", self.path.display()))?;
+        self.pos = 0;
+        self.end = 0;
+        self.base = word;
+        self.eof = false;
+        self.refill()
+    }
+
+    /// Moves the undecoded words to the front and reads more after them.
     #[cold]
     fn refill(&mut self) -> Result<()> {
-        if self.buf.len() < BLOCK {
-            self.buf.resize(BLOCK, 0);
-        }
         self.buf.copy_within(self.pos..self.end, 0);
         self.base += self.pos as u64;
         self.end -= self.pos;
         self.pos = 0;
-        while self.end < self.buf.len() {
+        if self.end == self.buf.len() {
+            // One record never spans more than a buffer; a full buffer of
+            // undecodable words would be a decoder error before this.
+            return Err(self.corrupt(0, "a record longer than the read buffer"));
+        }
+        let bytes: &mut [u8] = bytemuck_words(&mut self.buf[self.end..]);
+        let mut got = 0;
+        while got < bytes.len() {
             let n = self
                 .file
-                .read(&mut self.buf[self.end..])
+                .read(&mut bytes[got..])
                 .with_context(|| format!("cannot read {}", self.path.display()))?;
             if n == 0 {
                 self.eof = true;
                 break;
             }
-            self.end += n;
+            got += n;
         }
+        // A partial word at the end is dropped.
+        let words = got / 8;
+        for w in &mut self.buf[self.end..self.end + words] {
+            *w = u64::from_le(*w);
+        }
+        self.end += words;
         Ok(())
     }
 }
 
-/// Bytes read from a thread's file at a time.
+/// The bytes of a word slice.
+fn bytemuck_words(w: &mut [u64]) -> &mut [u8] {
+    // SAFETY: u64 has no invalid bit patterns and no padding; the byte view
+    // covers exactly the slice's memory and borrows it mutably.
+    unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, w.len() * 8) }
+}
+
+/// Bytes read from each thread's file at a time (less when there are many).
 const BLOCK: usize = 1 << 20;
+/// Most bytes of read buffers in all.
+const BUFFERS: usize = 256 << 20;
 /// Events handed from the merge to the callback at a time.
 const BATCH: usize = 1 << 15;
 /// Batches the merge may run ahead of the callback.
 const QUEUE: usize = 4;
 
-/// Calls `f` on every event of every thread file in `dir`, in the global
-/// order. The merge runs on a second thread; `f` runs on the caller's, and
-/// its first error stops both.
-pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<()> {
-    let mut streams = Vec::new();
+/// The thread files in `dir`: (recorder thread id, path), by id.
+fn thread_files(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
+    let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
-        let path = entry?.path();
+        let path = entry
+            .with_context(|| format!("cannot read {}", dir.display()))?
+            .path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let Some(tid) = name
             .strip_prefix('t')
             .and_then(|n| n.strip_suffix(".bin"))
-            .and_then(|n| n.parse::<u32>().ok())
+            .and_then(|n| n.parse::<u64>().ok())
         else {
             continue;
         };
-        streams.push(Stream::open(tid, path)?);
+        if tid > MAX_TID {
+            bail!(
+                "{} is not an event file of this runtime: thread id {tid} is beyond {MAX_TID}",
+                path.display()
+            );
+        }
+        files.push((tid as u32, path));
     }
-    // Accesses between the same two synchronization events go thread by thread.
-    streams.sort_by_key(|s| s.tid);
-    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Event>>(QUEUE);
+    files.sort();
+    Ok(files)
+}
+
+/// Calls `f` on every event of every thread file in `dir`, in the global
+/// order, with the run's call stacks known so far (every stack id an event
+/// carries is in them), and returns the stacks. The merge runs on a second
+/// thread; `f` runs on the caller's, and its first error stops both.
+pub fn merge(dir: &Path, mut f: impl FnMut(&Event, &Stacks) -> Result<()>) -> Result<Stacks> {
+    let files = thread_files(dir)?;
+    let block = (BUFFERS / 8 / files.len().max(1)).clamp(1 << 10, BLOCK / 8);
+    let mut streams = Vec::with_capacity(files.len());
+    for (tid, path) in files {
+        streams.push(Stream::open(tid, path, block)?);
+    }
+    let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(QUEUE);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Event>>();
     std::thread::scope(|scope| {
         let merger = std::thread::Builder::new()
@@ -252,8 +412,14 @@ pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<()> 
             .spawn_scoped(scope, move || order(streams, &full_tx, &empty_rx))
             .context("cannot start the merge thread")?;
         let mut r = Ok(());
-        for mut batch in full_rx.iter() {
-            if let Err(e) = batch.iter().try_for_each(&mut f) {
+        // The caller's copy of the stacks, grown with each batch.
+        let mut mine = Stacks::default();
+        mine.intern(0, 0);
+        for (mut batch, nodes) in full_rx.iter() {
+            for (parent, pc) in nodes {
+                mine.intern(parent, pc);
+            }
+            if let Err(e) = batch.iter().try_for_each(|e| f(e, &mine)) {
                 r = Err(e);
                 break;
             }
@@ -265,22 +431,30 @@ pub fn merge(dir: &Path, mut f: impl FnMut(&Event) -> Result<()>) -> Result<()> 
         let m = merger
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        r.and(m)
+        r?;
+        m
     })
 }
 
+/// A batch of merged events and the stacks `(id, parent/pc)` defined since
+/// the last batch.
+type Batch = (Vec<Event>, Vec<(u32, u64)>);
+
 /// The merge proper: sends the events of `streams` to `full` in the global
-/// order, in batches (reusing those that come back on `empty`). Stops
+/// order, in batches (reusing those that come back on `empty`), and returns
+/// the stacks, each batch with the stacks defined since the last. Stops
 /// quietly when the receiver is gone.
 fn order(
     mut streams: Vec<Stream>,
-    full: &mpsc::SyncSender<Vec<Event>>,
+    full: &mpsc::SyncSender<Batch>,
     empty: &mpsc::Receiver<Vec<Event>>,
-) -> Result<()> {
+) -> Result<Stacks> {
+    let mut stacks = Stacks::default();
+    stacks.intern(0, 0);
     let mut heads: Vec<Event> = Vec::with_capacity(streams.len());
     let mut heap = BinaryHeap::new();
     for (i, s) in streams.iter_mut().enumerate() {
-        match s.next()? {
+        match s.next(&mut stacks)? {
             Some((key, e)) => {
                 heap.push(Reverse((key, i)));
                 heads.push(e);
@@ -289,22 +463,27 @@ fn order(
         }
     }
     let mut batch = Vec::with_capacity(BATCH);
+    let mut sent = 1;
+    let new_nodes = |stacks: &Stacks, sent: &mut usize| {
+        let n = stacks.nodes[*sent..].to_vec();
+        *sent = stacks.nodes.len();
+        n
+    };
     while let Some(Reverse((_, i))) = heap.pop() {
         // Stay on this thread while its events come before every other head.
         let bound = heap.peek().map_or((u64::MAX, usize::MAX), |Reverse(b)| *b);
-        let s = &mut streams[i];
         let mut e = heads[i];
         loop {
             batch.push(e);
             if batch.len() == BATCH {
-                if full.send(batch).is_err() {
-                    return Ok(());
+                if full.send((batch, new_nodes(&stacks, &mut sent))).is_err() {
+                    return Ok(stacks);
                 }
                 batch = empty
                     .try_recv()
                     .unwrap_or_else(|_| Vec::with_capacity(BATCH));
             }
-            match s.next()? {
+            match streams[i].next(&mut stacks)? {
                 Some((key, n)) if (key, i) < bound => e = n,
                 Some((key, n)) => {
                     heap.push(Reverse((key, i)));
@@ -316,31 +495,19 @@ fn order(
         }
     }
     if !batch.is_empty() {
-        let _ = full.send(batch);
+        let _ = full.send((batch, new_nodes(&stacks, &mut sent)));
     }
-    Ok(())
+    Ok(stacks)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cprace_events::*;
 
-    fn short(kind: u8, slot: u64, addr: u64) -> u64 {
-        u64::from(kind) << TAG_SHIFT | slot << 48 | addr
-    }
-    fn seq(n: u64) -> u64 {
-        TAG_SEQ << TAG_SHIFT | n
-    }
-    fn pc(slot: u64, pc: u64) -> u64 {
-        TAG_PC << TAG_SHIFT | slot << 48 | pc
-    }
-    fn long(kind: u8, addr: u64, pc: u64, seq: u64, arg: u64) -> [u64; 4] {
-        [
-            TAG_LONG << TAG_SHIFT | u64::from(kind),
-            addr,
-            pc,
-            seq | arg << 40,
-        ]
+    fn long(kind: Kind, addr: u64, pc: u64, seq: u64, extra: &[u64]) -> Vec<u64> {
+        let w = encode_long(kind, 0, false, addr, pc, seq, 0, extra);
+        w[..1 + kind.payload()].to_vec()
     }
 
     fn file(dir: &Path, name: &str, words: &[u64], extra: &[u8]) {
@@ -351,74 +518,109 @@ mod tests {
 
     fn merged(dir: &Path) -> Result<Vec<Event>> {
         let mut out = Vec::new();
-        merge(dir, |e| {
+        merge(dir, |e, _| {
             out.push(*e);
             Ok(())
         })?;
         Ok(out)
     }
 
-    fn ev(tid: u32, kind: u8, addr: u64, pc: u64, arg: u32) -> Event {
-        Event {
-            addr,
-            pc,
-            tid,
-            arg,
-            kind,
-        }
+    fn short(write: bool, slot: usize, addr: u64) -> u64 {
+        access_word(write, 2, slot, addr)
     }
 
     #[test]
     fn words_decode_and_merge_in_the_global_order() {
         let dir = tempfile::tempdir().unwrap();
-        let big = 1 << 50;
-        let mut t1 = vec![pc(5, 0x1234), short(READ, 5, 0x10)];
-        t1.extend(long(ACQUIRE, 0x99, 0x1234, 0, 0));
-        t1.extend([seq(1), short(WRITE, 5, 0x10)]);
-        t1.extend(long(RELEASE, 0x99, 0x1240, 1, 0));
-        t1.extend([seq(2), pc(5, 0x1250), short(READ, 5, 0x20)]);
-        let mut t2 = vec![seq(2), pc(5, 0x2000), short(READ, 5, 0x30)];
-        t2.extend(long(SYNC_VWRITE, 0x99, 0x2010, 2, 3));
-        t2.extend([seq(3), short(READ, 5, 0x10)]);
-        t2.extend(long(WRITE, big, 0x2020, 3, 0));
-        t2.extend(long(RELEASE, 0x99, 0x2030, 3, 0));
-        // Kinds the reader does not know pass through (the namer skips them).
-        t2.extend(long(0xff, 0x99, u64::MAX, 4, 0));
-        // A long event the thread was still writing at exit: dropped.
-        t2.extend(&long(ACQUIRE, 0x99, 0x2040, 4, 0)[..2]);
+        let s = pc_slot(0x1234);
+        let mut t1 = vec![pc_word(s, 0x1234), short(false, s, 0x10)];
+        t1.extend(long(Kind::Acquire, 0x99, 0x1234, 0, &[]));
+        t1.extend([seq_word(1), short(true, s, 0x10)]);
+        t1.extend(long(Kind::Release, 0x99, 0x1240, 1, &[]));
+        t1.extend([seq_word(2), short(false, s, 0x20)]);
+        let s2 = pc_slot(0x2000);
+        let mut t2 = vec![seq_word(2), pc_word(s2, 0x2000), short(false, s2, 0x30)];
+        t2.extend(long(Kind::Release, 0x99, 0x2030, 3, &[]));
+        // A pending acquire followed by more: void.
+        let p = encode_long(Kind::Acquire, 0, true, 0x77, 0x2040, 0, 0, &[]);
+        t2.extend(&p[..4]);
+        t2.extend([seq_word(4), short(true, s2, 0x40)]);
+        // A pending acquire at the end: a request, after everything.
+        t2.extend(&p[..4]);
         file(dir.path(), "t1.bin", &t1, &[]);
-        // A partial word at the end: dropped.
         file(dir.path(), "t2.bin", &t2, &[1, 2, 3]);
         file(dir.path(), "t0.bin", &[], &[]);
-        std::fs::write(dir.path().join("modules"), "not an event file").unwrap();
+        let got = merged(dir.path()).unwrap();
+        let brief: Vec<(u32, u64)> = got.iter().map(|e| (e.tid, e.addr)).collect();
         assert_eq!(
-            merged(dir.path()).unwrap(),
+            brief,
             [
-                ev(1, READ, 0x10, 0x1234, 0),
-                ev(1, ACQUIRE, 0x99, 0x1234, 0),
-                ev(1, WRITE, 0x10, 0x1234, 0),
-                ev(1, RELEASE, 0x99, 0x1240, 0),
-                // seq 2 on both threads: thread by thread.
-                ev(1, READ, 0x20, 0x1250, 0),
-                ev(2, READ, 0x30, 0x2000, 0),
-                ev(2, SYNC_VWRITE, 0x99, 0x2010, 3),
-                ev(2, READ, 0x10, 0x2000, 0),
-                ev(2, WRITE, big, 0x2020, 0),
-                // Synchronization event 3 after the accesses carrying 3.
-                ev(2, RELEASE, 0x99, 0x2030, 0),
-                ev(2, 0xff, 0x99, u64::MAX, 0),
+                (1, 0x10),
+                (1, 0x99),
+                (1, 0x10),
+                (1, 0x99),
+                (1, 0x20),
+                (2, 0x30),
+                (2, 0x99),
+                (2, 0x40),
+                (2, 0x77)
             ]
+        );
+        assert!(matches!(got[8].what, What::Request(_)));
+        assert!(matches!(
+            got[2].what,
+            What::Access {
+                write: true,
+                size: 4
+            }
+        ));
+    }
+
+    #[test]
+    fn chunks_skip_to_the_next_boundary_and_stacks_are_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = pc_slot(0x500);
+        let mut t = vec![node_word(0), 0x400, stack_word(1), pc_word(s, 0x500)];
+        t.push(short(false, s, 0x8));
+        t.push(TAG_SKIP << TAG_SHIFT);
+        t.resize(CHUNK_WORDS, 0);
+        t.extend([node_word(1), 0x410, stack_word(2), short(true, s, 0x10)]);
+        file(dir.path(), "t3.bin", &t, &[]);
+        let mut u = vec![node_word(0), 0x400, stack_word(1), pc_word(s, 0x500)];
+        u.push(short(false, s, 0x18));
+        file(dir.path(), "t4.bin", &u, &[]);
+        let mut events = Vec::new();
+        let stacks = merge(dir.path(), |e, _| {
+            events.push(*e);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(events.len(), 3);
+        assert_eq!(
+            events[0].stack, events[2].stack,
+            "one stack for both threads"
+        );
+        assert_eq!(stacks.pcs(events[1].stack), [0x410, 0x400]);
+    }
+
+    #[test]
+    fn a_corrupt_word_is_an_error_naming_the_file_and_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        file(dir.path(), "t3.bin", &[seq_word(0), stack_word(7)], &[]);
+        let err = format!("{:#}", merged(dir.path()).unwrap_err());
+        assert!(
+            err.contains("t3.bin") && err.contains("byte 8") && err.contains("node 7"),
+            "{err}"
         );
     }
 
     #[test]
     fn an_error_of_the_callback_stops_the_merge() {
         let dir = tempfile::tempdir().unwrap();
-        // More events than the batches the merge may run ahead.
-        let words = vec![short(READ, 0, 0x10); BATCH * (QUEUE + 4)];
+        let words = vec![short(false, 0, 0x10); BATCH * (QUEUE + 4)];
         file(dir.path(), "t1.bin", &words, &[]);
         let mut seen = 0;
-        let r = merge(dir.path(), |_| {
+        let r = merge(dir.path(), |_, _| {
             seen += 1;
             if seen == 10 {
                 anyhow::bail!("stop");
@@ -431,19 +633,9 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_word_is_an_error_naming_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        file(dir.path(), "t3.bin", &[seq(0), 9 << TAG_SHIFT], &[]);
-        let err = format!("{:#}", merged(dir.path()).unwrap_err());
-        assert!(
-            err.contains("t3.bin") && err.contains("byte 8") && err.contains("tag 9"),
-            "{err}"
-        );
-    }
-
-    #[test]
     fn modules_of_another_format_are_refused() {
-        assert_eq!(segments("cprace-events 2\na b c d\n").unwrap(), "a b c d\n");
+        let ok = format!("{}\na b c d\n", cprace_events::FORMAT);
+        assert_eq!(segments(&ok).unwrap(), "a b c d\n");
         assert!(segments("1000 2000 1000 /bin/prog\n").is_err());
         assert!(segments("").is_err());
     }

@@ -1,36 +1,41 @@
 //! Recording real C/C++ programs: `cprace cc` builds them against the
 //! recorder runtime (`recorder/`, libcprace_rt.so), `cprace record` runs them
-//! and turns the runtime's per-thread event files into an STD trace.
+//! and turns the runtime's per-thread event files ([`events`]) into trace
+//! events ([`lower`]) and a trace file ([`write`]).
 
 pub mod cc;
-pub mod events;
+pub(crate) mod cpt;
+pub(crate) mod events;
+pub(crate) mod lower;
 mod shadow;
-pub mod symbols;
-pub mod write;
+pub(crate) mod symbols;
+pub(crate) mod write;
+
+pub use write::Counts;
+
+/// Call depth recorded by default (as ThreadSanitizer's).
+pub const DEFAULT_STACK_DEPTH: u32 = cprace_events::DEFAULT_STACK_DEPTH;
 
 use std::ffi::OsString;
 use std::io::{Seek, SeekFrom, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::analyze::Relation;
-
-/// Arguments of `cprace cc`.
-#[derive(clap::Args, Debug)]
-pub struct CcArgs {
-    /// The compiler to run (gcc, clang, g++, ...).
-    pub compiler: OsString,
-    /// The compiler's arguments, passed through.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub args: Vec<OsString>,
-}
-
 /// The trace formats `cprace record` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum OutFormat {
-    /// STD text (`T1|w(x)|prog.c:12`).
+    /// cprace's binary format: numeric ids, byte masks, call stacks and what
+    /// reports describe (the default; `convert --to std` gives RAPID's STD).
+    Cprace,
+    /// cprace's binary format compressed with zstd.
+    #[cfg_attr(feature = "clap", value(name = "cprace-zstd"))]
+    CpraceZstd,
+    /// STD text (`T1|w(x)|prog.c:12`), which RAPID reads (variables by
+    /// address, no stacks).
     Std,
     /// STD text compressed with zstd (every cprace command reads it).
     Zstd,
@@ -38,58 +43,71 @@ pub enum OutFormat {
     /// `TRACE.names.json`; zstd-compressed STD instead when the run does not
     /// fit RapidBin (volatile accesses, over 1024 threads or 32,767
     /// locations).
-    #[value(name = "rapidbin")]
+    #[cfg_attr(feature = "clap", value(name = "rapidbin"))]
     RapidBin,
 }
 
 impl OutFormat {
-    /// The format an output's name asks for: `.bin`/`.rapidbin` RapidBin,
-    /// `.zst`/`.zstd` zstd-compressed STD, anything else STD.
+    /// The format an output's name asks for: `.std` STD, `.std.zst` or
+    /// `.zst` zstd-compressed STD, `.bin`/`.rapidbin` RapidBin, `.cpt.zst`
+    /// zstd-compressed cprace binary, anything else (`.cpt`) cprace binary.
     pub fn for_path(p: &std::path::Path) -> OutFormat {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        if name.ends_with(".cpt.zst") || name.ends_with(".cpt.zstd") {
+            return OutFormat::CpraceZstd;
+        }
         match p.extension().and_then(|e| e.to_str()) {
+            Some("std") => OutFormat::Std,
             Some("bin" | "rapidbin") => OutFormat::RapidBin,
             Some("zst" | "zstd") => OutFormat::Zstd,
-            _ => OutFormat::Std,
+            _ => OutFormat::Cprace,
         }
     }
 }
 
-/// Arguments of `cprace record`.
-#[derive(clap::Args, Debug)]
-pub struct RecordArgs {
-    /// The trace to write (replaced only when the recording succeeds), in
-    /// the format `--format` names, by default the one its name asks for:
-    /// `.bin` RapidBin (the fastest: 8 bytes an event), `.zst` zstd-compressed
-    /// STD, anything else STD text.
-    #[arg(short, long)]
-    pub output: PathBuf,
-    /// The trace's format, whatever its name.
-    #[arg(long, value_enum)]
-    pub format: Option<OutFormat>,
-    /// Analyze the trace with this relation right away and print the report
-    /// (exit status then that of `cprace analyze`).
-    #[arg(long, value_enum)]
-    pub analyze: Option<Relation>,
+/// Where a recording's events come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// Run this program (built with `cprace cc`) with these arguments.
+    Program(Vec<OsString>),
     /// Convert the event files a run left in this directory (made by running
-    /// a `cprace cc` program with CPRACE_RECORD_DIR=DIR) instead of running a
-    /// program: measures the trace writing alone.
-    #[arg(long, value_name = "DIR", conflicts_with = "program")]
-    pub from_events: Option<PathBuf>,
-    /// The program and its arguments (after `--`).
-    #[arg(
-        required_unless_present = "from_events",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
-    pub program: Vec<OsString>,
+    /// a `cprace cc` program with CPRACE_RECORD_DIR=DIR).
+    Events(PathBuf),
 }
 
-impl RecordArgs {
-    /// The output format: `--format`, else the one the output's name asks for.
-    pub fn out_format(&self) -> OutFormat {
-        self.format
-            .unwrap_or_else(|| OutFormat::for_path(&self.output))
-    }
+/// A recording to make: where the events come from and the trace to write.
+#[derive(Clone, Debug)]
+pub struct Recording {
+    /// The program to run, or the event files to convert.
+    pub source: Source,
+    /// The trace to write (replaced only when the recording succeeds).
+    pub output: PathBuf,
+    /// The trace's format.
+    pub format: OutFormat,
+    /// Stop the program after this many seconds (a hang, a deadlock); the
+    /// events recorded until then become the trace.
+    pub timeout: Option<f64>,
+    /// Deepest call stack recorded per event.
+    pub stack_depth: u32,
+}
+
+/// What a recording wrote.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// The trace written.
+    pub trace: PathBuf,
+    /// Its format: the one asked for, or zstd-compressed STD when the run
+    /// did not fit RapidBin.
+    pub format: OutFormat,
+    /// What it holds.
+    pub counts: write::Counts,
+    /// The program's exit status (0 when converting event files).
+    pub exit_code: i32,
+    /// How the program ended (None when converting event files).
+    pub ending: Option<Ending>,
 }
 
 /// A child's exit status as a shell reports it (128 + signal when killed).
@@ -100,47 +118,165 @@ pub fn exit_code(st: ExitStatus) -> i32 {
         .unwrap_or(2)
 }
 
-/// `cprace cc COMPILER ARGS...`.
-pub fn run_cc(args: &CcArgs) -> Result<i32> {
-    cc::run(&args.compiler, &args.args)
+/// How a recorded program ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited with this status.
+    Exited(i32),
+    /// A signal killed it.
+    Signal(i32),
+    /// `record --timeout` stopped it.
+    TimedOut,
 }
 
-/// `cprace record -o TRACE [--analyze REL] -- PROGRAM [ARGS]`: returns the
-/// program's exit status (or the analysis's with `--analyze`).
-pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
-    if let Some(dir) = &args.from_events {
+impl Ending {
+    /// The status a shell would report (128 + signal when killed).
+    pub fn code(self) -> i32 {
+        match self {
+            Ending::Exited(c) => c,
+            Ending::Signal(s) => 128 + s,
+            Ending::TimedOut => 128 + libc::SIGKILL,
+        }
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Ending::Exited(c) => write!(f, "exited with status {c}"),
+            Ending::Signal(s) => write!(f, "was killed by signal {} ({s})", signal_name(s)),
+            Ending::TimedOut => write!(f, "was stopped by --timeout"),
+        }
+    }
+}
+
+fn signal_name(s: i32) -> String {
+    // SAFETY: strsignal returns a static or thread-local string.
+    let p = unsafe { libc::strsignal(s) };
+    if p.is_null() {
+        return format!("signal {s}");
+    }
+    // SAFETY: a NUL-terminated string from libc.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The child a running `record` waits for: SIGINT and SIGTERM sent to
+/// `record` go to it (the recording is written once it has ended).
+static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = CHILD.load(std::sync::atomic::Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// Runs `prog` with the recorder on, until it ends or `timeout` passes.
+fn run_program(
+    prog: &OsString,
+    args: &[OsString],
+    dir: &Path,
+    stack_depth: u32,
+    timeout: Option<f64>,
+) -> Result<Ending> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = std::process::Command::new(prog)
+        .args(args)
+        .env("CPRACE_RECORD_DIR", dir)
+        .env("CPRACE_STACK_DEPTH", stack_depth.to_string())
+        .spawn()
+        .with_context(|| format!("cannot run `{}`", prog.to_string_lossy()))?;
+    CHILD.store(child.id() as i32, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: installing a handler that only calls kill.
+    let old: Vec<_> = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+        .iter()
+        .map(|&s| {
+            // SAFETY: `forward` only calls kill, which is async-signal-safe.
+            (s, unsafe {
+                libc::signal(s, forward as *const () as libc::sighandler_t)
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().context("cannot wait for the program")? {
+            break Ok(st);
+        }
+        if let Some(t) = timeout
+            && started.elapsed() >= Duration::from_secs_f64(t)
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            break Err(Ending::TimedOut);
+        }
+        std::thread::sleep(
+            Duration::from_millis(5).min(started.elapsed() / 4 + Duration::from_micros(200)),
+        );
+    };
+    CHILD.store(0, std::sync::atomic::Ordering::Relaxed);
+    for (s, h) in old {
+        // SAFETY: restoring the previous handler.
+        unsafe { libc::signal(s, h) };
+    }
+    Ok(match status {
+        Ok(st) => match (st.code(), st.signal()) {
+            (Some(c), _) => Ending::Exited(c),
+            (None, Some(s)) => Ending::Signal(s),
+            _ => Ending::Exited(2),
+        },
+        Err(e) => e,
+    })
+}
+
+/// `cprace record -o TRACE -- PROGRAM [ARGS]`: runs the program (or reads
+/// the event files of a run) and writes its trace.
+pub fn record(args: &Recording) -> Result<Recorded> {
+    // Before running anything: an output that cannot be written would
+    // lose the whole run.
+    crate::output::check_output_path(&args.output)?;
+    if let Source::Events(dir) = &args.source {
         let listing = std::fs::read_to_string(dir.join("modules"))
             .with_context(|| format!("{} holds no recording", dir.display()))?;
-        let c = write_trace(dir, &listing, &args.output, args.out_format())?;
+        let (c, format) = write_trace(dir, &listing, &args.output, args.format)?;
         eprintln!(
             "cprace record: {} events ({} threads) written to {}",
             c.events,
             c.threads,
             args.output.display()
         );
-        return Ok(0);
+        return Ok(Recorded {
+            trace: args.output.clone(),
+            format,
+            counts: c,
+            exit_code: 0,
+            ending: None,
+        });
     }
+    let Source::Program(program) = &args.source else {
+        unreachable!("event files are converted above")
+    };
+    let Some((prog, prog_args)) = program.split_first() else {
+        bail!("no program to record");
+    };
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let (prog, prog_args) = args.program.split_first().expect("clap requires a program");
-    let st = std::process::Command::new(prog)
-        .args(prog_args)
-        .env("CPRACE_RECORD_DIR", dir.path())
-        .status()
-        .with_context(|| format!("cannot run `{}`", prog.to_string_lossy()))?;
-    let code = exit_code(st);
+    let ending = run_program(prog, prog_args, dir.path(), args.stack_depth, args.timeout)?;
+    let code = ending.code();
     if let Ok(msg) = std::fs::read_to_string(dir.path().join("error")) {
         bail!("recording `{}` failed: {msg}", prog.to_string_lossy());
     }
     let listing = std::fs::read_to_string(dir.path().join("modules")).unwrap_or_default();
     if listing.is_empty() {
         bail!(
-            "`{}` recorded nothing (exit status {code}): build it with `cprace cc`, and let it exit normally (not by a signal, abort or _exit)",
+            "`{}` recorded nothing ({ending}): build it with `cprace cc`",
             prog.to_string_lossy()
         );
     }
-    let counts = write_trace(dir.path(), &listing, &args.output, args.out_format())?;
+    let (counts, format) = write_trace(dir.path(), &listing, &args.output, args.format)?;
     eprintln!(
-        "cprace record: {} events ({} threads; {} accesses, {} volatile, {} lock, {} fork/join) written to {}; `{}` exited with status {code}",
+        "cprace record: {} events ({} threads; {} accesses, {} atomic, {} lock, {} fork/join) written to {}; `{}` {ending}",
         counts.events,
         counts.threads,
         counts.accesses,
@@ -150,31 +286,54 @@ pub fn run_record(args: &RecordArgs, out: &mut impl Write) -> Result<i32> {
         args.output.display(),
         prog.to_string_lossy(),
     );
-    match args.analyze {
-        None => Ok(code),
-        Some(rel) => {
-            let cli = <crate::cli::Cli as clap::Parser>::try_parse_from([
-                OsString::from("cprace"),
-                "analyze".into(),
-                args.output.clone().into_os_string(),
-                "--relation".into(),
-                rel.name().into(),
-            ])?;
-            crate::cli::run(cli, out)
-        }
+    Ok(Recorded {
+        trace: args.output.clone(),
+        format,
+        counts,
+        exit_code: code,
+        ending: Some(ending),
+    })
+}
+
+/// Reads the event files in `dir` in the global order, lowers them, and
+/// hands every trace event (with the lowerer, for its tables) to `f`;
+/// returns the lowerer and the run's call stacks. Tells on standard error
+/// what it had to drop to keep the trace well formed.
+pub fn lower_all(
+    dir: &Path,
+    mut f: impl FnMut(&lower::Lowerer, &lower::Lowered, &events::Stacks) -> Result<()>,
+) -> Result<(lower::Lowerer, events::Stacks)> {
+    let mut low = lower::Lowerer::default();
+    let mut buf = Vec::new();
+    let stacks = events::merge(dir, |e, stacks| {
+        buf.clear();
+        low.event(e, &mut |l| buf.push(l));
+        buf.iter().try_for_each(|l| f(&low, l, stacks))
+    })?;
+    let d = low.dropped;
+    if d.total() > 0 {
+        eprintln!(
+            "cprace record: warning: dropped {} events the recording could not hold in a well-formed trace ({} releases of locks not held, {} acquires of locks held by another thread, {} repeated forks or joins, {} events after a join)",
+            d.total(),
+            d.releases,
+            d.acquires,
+            d.forks_joins,
+            d.after_join
+        );
     }
+    Ok((low, stacks))
 }
 
 /// Merges the event files in `dir` (with `listing`, the run's `modules`
 /// file) into the trace `output` in `format` (written to a temporary file
-/// next to it, renamed over it only when complete). RapidBin that the run does not fit becomes zstd-compressed STD,
-/// with a note on stderr.
+/// next to it, renamed over it only when complete). RapidBin that the run
+/// does not fit becomes zstd-compressed STD, with a note on stderr.
 pub fn write_trace(
-    dir: &std::path::Path,
+    dir: &Path,
     listing: &str,
-    output: &std::path::Path,
+    output: &Path,
     format: OutFormat,
-) -> Result<write::Counts> {
+) -> Result<(write::Counts, OutFormat)> {
     let listing = events::segments(listing)?;
     let parent = match output.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -186,9 +345,39 @@ pub fn write_trace(
     let cannot = || format!("cannot write {}", output.display());
     let side = crate::trace::rapid_bin::side_path(output);
     let mut format = format;
-    let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
+    if matches!(format, OutFormat::Cprace | OutFormat::CpraceZstd) {
+        let sym = symbols::Symbolizer::from_listing(listing);
+        let events;
+        if format == OutFormat::CpraceZstd {
+            let mut z = zstd::stream::Encoder::new(tmp.as_file(), 3).with_context(cannot)?;
+            let _ = z.multithread(1);
+            let mut w = cpt::CptWriter::new(z, sym).with_context(cannot)?;
+            let (low, stacks) = lower_all(dir, |low, l, stacks| {
+                w.event(low, l, stacks).with_context(cannot)
+            })?;
+            events = w.events;
+            let z = w.finish(&low, &stacks).with_context(cannot)?;
+            z.finish().with_context(cannot)?;
+            tmp.persist(output).with_context(cannot)?;
+            let _ = std::fs::remove_file(&side);
+            return Ok((counts_of(&low, events), format));
+        }
+        let out = write::ThreadWriter::new(tmp.as_file().try_clone().with_context(cannot)?)
+            .with_context(cannot)?;
+        let mut w = cpt::CptWriter::new(out, sym).with_context(cannot)?;
+        let (low, stacks) = lower_all(dir, |low, l, stacks| {
+            w.event(low, l, stacks).with_context(cannot)
+        })?;
+        events = w.events;
+        let mut out = w.finish(&low, &stacks).with_context(cannot)?;
+        out.finish().with_context(cannot)?;
+        tmp.persist(output).with_context(cannot)?;
+        let _ = std::fs::remove_file(&side);
+        return Ok((counts_of(&low, events), format));
+    }
     if format == OutFormat::RapidBin {
-        match write_rapidbin(dir, &mut n, tmp.as_file()).with_context(cannot)? {
+        let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
+        match write_rapidbin(dir, &mut n, tmp.as_file(), output)? {
             Ok(()) => {
                 let side_tmp = crate::output::output_builder()
                     .tempfile_in(&parent)
@@ -202,7 +391,7 @@ pub fn write_trace(
                     .persist(&side)
                     .with_context(|| format!("cannot write {}", side.display()))?;
                 tmp.persist(output).with_context(cannot)?;
-                return Ok(n.counts);
+                return Ok((n.counts, format));
             }
             Err(why) => {
                 eprintln!(
@@ -210,7 +399,6 @@ pub fn write_trace(
                     output.display()
                 );
                 format = OutFormat::Zstd;
-                n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
                 tmp.as_file().set_len(0).with_context(cannot)?;
                 tmp.as_file()
                     .seek(SeekFrom::Start(0))
@@ -218,51 +406,69 @@ pub fn write_trace(
             }
         }
     }
+    let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
     let mut w = write::StdWriter::default();
-    let mut each = |n: &mut write::Namer, out: &mut dyn Write| -> Result<()> {
-        events::merge(dir, |e| {
-            if let Some(e) = n.event(e) {
-                w.event(n, e, &mut *out)?;
+    let mut each = |out: &mut dyn Write| -> Result<()> {
+        lower_all(dir, |low, l, _| {
+            if let Some(e) = n.event(low, l) {
+                w.event(&n, e, &mut *out).with_context(cannot)?;
             }
             Ok(())
         })?;
-        w.finish(&mut *out)?;
+        w.finish(&mut *out).with_context(cannot)?;
         Ok(())
     };
     if format == OutFormat::Zstd {
         let mut z = zstd::stream::Encoder::new(tmp.as_file(), 1).with_context(cannot)?;
         // Compression on a thread of its own, beside the formatting.
         let _ = z.multithread(1);
-        each(&mut n, &mut z).with_context(cannot)?;
+        each(&mut z)?;
         z.finish().with_context(cannot)?;
     } else {
         let mut out = write::ThreadWriter::new(tmp.as_file().try_clone().with_context(cannot)?)
             .with_context(cannot)?;
-        each(&mut n, &mut out).with_context(cannot)?;
+        each(&mut out)?;
         out.finish().with_context(cannot)?;
     }
     tmp.persist(output).with_context(cannot)?;
     // A side file left from an earlier RapidBin trace of this name no longer
     // belongs to it.
     let _ = std::fs::remove_file(&side);
-    Ok(n.counts)
+    Ok((n.counts, format))
+}
+
+/// The summary counts of a lowered recording of `events` trace events.
+fn counts_of(low: &lower::Lowerer, events: u64) -> write::Counts {
+    write::Counts {
+        events,
+        threads: low.thread_tids.len() as u64,
+        accesses: low.counts.accesses,
+        volatiles: low.counts.atomics,
+        locks: low.counts.locks,
+        forks_joins: low.counts.forks_joins,
+        allocations: low.blocks.len() as u64,
+    }
 }
 
 /// Writes the events in `dir` as RapidBin to `file`; the inner error says why
 /// the run does not fit RapidBin.
 fn write_rapidbin(
-    dir: &std::path::Path,
+    dir: &Path,
     n: &mut write::Namer,
     mut file: &std::fs::File,
+    output: &Path,
 ) -> Result<Result<(), String>> {
+    let cannot = || format!("cannot write {}", output.display());
     let mut w = write::RapidBinWriter::default();
-    file.write_all(&write::RapidBinWriter::header(n, 0))?;
-    let mut out = write::ThreadWriter::new(file.try_clone()?)?;
+    file.write_all(&write::RapidBinWriter::header(n, 0))
+        .with_context(cannot)?;
+    let mut out =
+        write::ThreadWriter::new(file.try_clone().with_context(cannot)?).with_context(cannot)?;
     let mut unfit = None;
-    let r = events::merge(dir, |e| {
-        if let Some(e) = n.event(e) {
+    let r = lower_all(dir, |low, l, _| {
+        if let Some(e) = n.event(low, l) {
             match w.event(n, e, &mut out) {
-                Ok(r) => r?,
+                Ok(r) => r.with_context(cannot)?,
                 Err(why) => {
                     unfit = Some(why);
                     anyhow::bail!("unfit");
@@ -275,9 +481,10 @@ fn write_rapidbin(
         return Ok(Err(why));
     }
     r?;
-    w.finish(&mut out)?;
-    out.finish()?;
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(&write::RapidBinWriter::header(n, n.counts.events))?;
+    w.finish(&mut out).with_context(cannot)?;
+    out.finish().with_context(cannot)?;
+    file.seek(SeekFrom::Start(0)).with_context(cannot)?;
+    file.write_all(&write::RapidBinWriter::header(n, n.counts.events))
+        .with_context(cannot)?;
     Ok(Ok(()))
 }

@@ -21,7 +21,7 @@ const BYTES: usize = 1 << LINE_BITS;
 const PARTS: usize = 8;
 
 /// Ids (plus one; 0 is none) by byte address.
-pub struct Shadow {
+pub(crate) struct Shadow {
     /// Page number -> index into `pages`.
     index: FxHashMap<u64, u32>,
     /// The page numbers present, in order, for clearing freed ranges.
@@ -64,7 +64,7 @@ impl Shadow {
 
     /// The id at `addr` (looked up for thread `tid`), if one is set.
     #[inline(always)]
-    pub fn get(&mut self, addr: u64, tid: u32) -> Option<u32> {
+    pub(super) fn get(&mut self, addr: u64, tid: u32) -> Option<u32> {
         let p = self.page(addr, tid)?;
         let l = self.pages[p][(addr as usize >> LINE_BITS) & (LINES - 1)];
         if l == 0 {
@@ -74,7 +74,7 @@ impl Shadow {
     }
 
     /// Sets the id at `addr` (looked up for thread `tid`) to `id`.
-    pub fn set(&mut self, addr: u64, tid: u32, id: u32) {
+    pub(super) fn set(&mut self, addr: u64, tid: u32, id: u32) {
         let p = match self.page(addr, tid) {
             Some(p) => p,
             None => {
@@ -98,7 +98,7 @@ impl Shadow {
 
     /// Forgets the ids of the bytes in `start..end`. Costs the lines present
     /// in the range, not its length.
-    pub fn clear(&mut self, start: u64, end: u64) {
+    pub(super) fn clear(&mut self, start: u64, end: u64) {
         if start >= end {
             return;
         }

@@ -23,7 +23,7 @@ struct Object {
 }
 
 /// Maps the recorded run's addresses to names.
-pub struct Symbolizer {
+pub(crate) struct Symbolizer {
     segments: Vec<Segment>,
     objects: Vec<Object>,
     locations: FxHashMap<u64, String>,
@@ -32,7 +32,7 @@ pub struct Symbolizer {
 impl Symbolizer {
     /// Reads the runtime's `modules` listing (`start end base path`, hex).
     /// Objects that cannot be read (the vdso, deleted files) give addresses.
-    pub fn from_listing(listing: &str) -> Symbolizer {
+    pub(crate) fn from_listing(listing: &str) -> Symbolizer {
         let mut segments = Vec::new();
         let mut objects: Vec<Object> = Vec::new();
         let mut by_path: FxHashMap<String, usize> = FxHashMap::default();
@@ -77,7 +77,7 @@ impl Symbolizer {
     /// Appends to `out` the `file:line` of the instruction before return
     /// address `pc` (the call into the runtime); `function+0xoff` or
     /// `object+0xoff` without debug info; nothing for 0.
-    pub fn location(&mut self, pc: u64, out: &mut Vec<u8>) {
+    pub(crate) fn location(&mut self, pc: u64, out: &mut Vec<u8>) {
         match self.locations.get(&pc) {
             Some(l) => out.extend_from_slice(l.as_bytes()),
             None => {
@@ -115,14 +115,106 @@ impl Symbolizer {
         format!("{}+{rel:#x}", obj.short)
     }
 
+    /// The code address `pc` (a return address: the instruction before it)
+    /// symbolized: its object, offset, and source positions innermost
+    /// inlined function first, named as ThreadSanitizer names them (the
+    /// outermost function demangled with its parameters, inlined ones by
+    /// their name).
+    pub fn frame(&self, pc: u64) -> crate::trace::recorded::Frame {
+        use crate::trace::recorded::{Frame, FrameLine};
+        let probe = pc.saturating_sub(1);
+        let Some(seg) = self.segment(probe) else {
+            return Frame {
+                pc,
+                module: String::new(),
+                offset: probe,
+                lines: Vec::new(),
+            };
+        };
+        let obj = &self.objects[seg.object];
+        let rel = probe - seg.base;
+        let mut lines = Vec::new();
+        if let Some(l) = &obj.loader {
+            if let Ok(mut frames) = l.find_frames(rel) {
+                while let Ok(Some(f)) = frames.next() {
+                    let function = f
+                        .function
+                        .as_ref()
+                        .and_then(|n| n.demangle().ok())
+                        .map(|n| n.into_owned())
+                        .unwrap_or_default();
+                    let (file, line, column) = f.location.map_or((String::new(), 0, 0), |loc| {
+                        (
+                            loc.file.unwrap_or_default().to_string(),
+                            loc.line.unwrap_or(0),
+                            loc.column.unwrap_or(0),
+                        )
+                    });
+                    lines.push(FrameLine {
+                        function,
+                        file,
+                        line,
+                        column,
+                    });
+                }
+            }
+            // The outermost function by its symbol, demangled with its
+            // parameters (as TSan prints it); inlined ones by their name.
+            if let Some(sym) = l.find_symbol(rel) {
+                let name = addr2line::demangle_auto(sym.into(), None).into_owned();
+                match lines.last_mut() {
+                    Some(last) => last.function = name,
+                    None => lines.push(FrameLine {
+                        function: name,
+                        ..FrameLine::default()
+                    }),
+                }
+            }
+            let n = lines.len();
+            for l in lines.iter_mut().take(n.saturating_sub(1)) {
+                if let Some(i) = l.function.find('(') {
+                    l.function.truncate(i);
+                }
+            }
+        }
+        Frame {
+            pc,
+            module: obj.short.clone(),
+            offset: rel,
+            lines,
+        }
+    }
+
+    /// True when `addr` lies in a loaded object (code or its globals).
+    pub fn in_object(&self, addr: u64) -> bool {
+        self.segment(addr).is_some()
+    }
+
+    /// The global variable holding `addr`: its symbol, run address, size,
+    /// object and offset in the object.
+    pub fn global_info(&self, addr: u64) -> Option<crate::trace::recorded::Global> {
+        let seg = self.segment(addr)?;
+        let obj = &self.objects[seg.object];
+        let rel = addr - seg.base;
+        let i = obj.data.partition_point(|d| d.0 <= rel);
+        let (start, size, name) = obj.data.get(i.checked_sub(1)?)?;
+        (rel - start < *size).then(|| crate::trace::recorded::Global {
+            name: name.clone(),
+            addr: seg.base + start,
+            size: *size,
+            module: obj.short.clone(),
+            offset: *start,
+        })
+    }
+
     /// The global variable holding `addr` (`name` or `name+offset`), if any.
-    pub fn global(&self, addr: u64) -> Option<String> {
+    pub(crate) fn global(&self, addr: u64) -> Option<String> {
         let mut out = String::new();
         self.global_into(addr, &mut out).then_some(out)
     }
 
     /// Appends the global variable holding `addr` to `out`; false if none.
-    pub fn global_into(&self, addr: u64, out: &mut String) -> bool {
+    pub(crate) fn global_into(&self, addr: u64, out: &mut String) -> bool {
         let Some(seg) = self.segment(addr) else {
             return false;
         };

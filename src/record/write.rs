@@ -1,15 +1,21 @@
-//! Recorded events to a trace: thread, lock and variable names and locations
-//! ([`Namer`]), written as STD lines ([`StdWriter`]) or RapidBin
-//! ([`RapidBinWriter`]).
+//! Lowered events to a trace file: names for threads, locks, variables and
+//! locations ([`Namer`]), written as STD lines ([`StdWriter`]) or RapidBin
+//! ([`RapidBinWriter`]), the formats RAPID reads.
+//!
+//! STD and RapidBin name a variable, not bytes of it: a memory cell's
+//! variable is named by the address of the first byte an access touches
+//! (its global, else the address in hex, then `~N` when the memory was
+//! freed or allocated N times before), so accesses to distinct fields of
+//! one 8-byte word stay distinct variables, and accesses that overlap
+//! without starting at the same address are distinct too (cprace's own
+//! format keeps the bytes).
 
-use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::Result;
 use rustc_hash::FxHashMap;
 
-use super::events::{self, Event};
-use super::shadow::Shadow;
+use super::lower::{LOp, Lowered, Lowerer, Var};
 use super::symbols::Symbolizer;
 use crate::trace::intern::Arena;
 
@@ -22,14 +28,15 @@ pub struct Counts {
     pub threads: u64,
     /// Data reads and writes.
     pub accesses: u64,
-    /// Volatile reads and writes (atomics, semaphores, barriers, ...).
+    /// Atomic reads and writes (atomics, semaphores, barriers, mutex
+    /// objects, ...).
     pub volatiles: u64,
     /// Acquires and releases.
     pub locks: u64,
     /// Forks and joins.
     pub forks_joins: u64,
-    /// Heap blocks freed (not trace events).
-    pub frees: u64,
+    /// Heap blocks allocated.
+    pub allocations: u64,
 }
 
 /// An event with its names as ids into [`Namer`]'s tables.
@@ -38,7 +45,8 @@ pub struct Named {
     /// Thread id (index into `threads`).
     pub thread: u32,
     /// Operation: RapidBin's code (0 acq, 1 rel, 2 r, 3 w, 4 fork, 5 join),
-    /// or 6 volatile read, 7 volatile write (which RapidBin cannot hold).
+    /// or 6 volatile read, 7 volatile write, 8 relaxed atomic read, 9
+    /// relaxed atomic write (which RapidBin cannot hold).
     pub op: u8,
     /// Lock, variable or thread id, by operation.
     pub target: u32,
@@ -50,6 +58,10 @@ pub struct Named {
 pub const OP_VREAD: u8 = 6;
 /// See [`OP_VREAD`].
 pub const OP_VWRITE: u8 = 7;
+/// See [`OP_VREAD`].
+pub const OP_AREAD: u8 = 8;
+/// See [`OP_VREAD`].
+pub const OP_AWRITE: u8 = 9;
 
 /// Appends `0x` and `v` in lowercase hex without leading zeros (as `{v:#x}`).
 fn push_hex(out: &mut String, v: u64) {
@@ -62,34 +74,23 @@ fn push_hex(out: &mut String, v: u64) {
 }
 
 /// Names the run's threads, locks, variables and locations once each, and
-/// turns events into ids into its tables: the work every output format shares.
+/// turns lowered events into ids into its tables: the work every text
+/// output format shares.
 pub struct Namer {
     sym: Symbolizer,
-    /// Freed heap ranges: start -> (end, number of the free), disjoint; a
-    /// later free replaces the parts of earlier ones it covers. A variable
-    /// is its address plus the number of the last free covering it, so a
-    /// reused block never shares variables with the object freed before.
-    freed: BTreeMap<u64, (u64, u64)>,
-    thread_ids: Vec<u32>,
-    /// The last (recorder thread, id) an event came from: most events come
-    /// from the thread of the one before.
-    last_thread: Option<(u32, u32)>,
-    lock_ids: FxHashMap<u64, u32>,
-    /// Memory variables by address (the ids of a freed range are cleared:
-    /// the next access there names a new variable).
-    shadow: Shadow,
-    /// A synchronization object's variables, by (address, `arg`).
-    sync_ids: FxHashMap<(u64, u32), u32>,
+    /// (variable, first byte) -> name id.
+    shapes: FxHashMap<(u32, u8), u32>,
+    /// Locks named per address.
+    lock_gens: FxHashMap<u64, u32>,
+    /// Thread ids of the lowerer -> name.
+    pub threads: Vec<String>,
+    /// Lock names, by lowerer lock id.
+    pub locks: Vec<String>,
+    /// Variable names, by id, back to back.
+    pub variables: Arena,
     loc_ids: FxHashMap<u64, u32>,
     /// Direct-mapped cache in front of `loc_ids`: (pc, id).
     loc_cache: Vec<(u64, u32)>,
-    /// Thread names, by id.
-    pub threads: Vec<String>,
-    /// Lock names, by id.
-    pub locks: Vec<String>,
-    /// Variable names, by id, back to back (a run names millions; two ids
-    /// may share a name: then they are one variable of the trace, as in STD).
-    pub variables: Arena,
     /// Location texts, by id; 0 is the empty location.
     pub locations: Vec<String>,
     /// Totals so far.
@@ -103,45 +104,15 @@ impl Namer {
         loc_ids.insert(0, 0);
         Namer {
             sym,
-            freed: BTreeMap::new(),
-            thread_ids: Vec::new(),
-            last_thread: None,
-            lock_ids: FxHashMap::default(),
-            shadow: Shadow::default(),
-            sync_ids: FxHashMap::default(),
-            loc_ids,
-            loc_cache: vec![(u64::MAX, 0); LOC_CACHE],
+            shapes: FxHashMap::default(),
+            lock_gens: FxHashMap::default(),
             threads: Vec::new(),
             locks: Vec::new(),
             variables: Arena::default(),
+            loc_ids,
+            loc_cache: vec![(u64::MAX, 0); LOC_CACHE],
             locations: vec![String::new()],
             counts: Counts::default(),
-        }
-    }
-
-    fn thread(&mut self, tid: u32) -> u32 {
-        let i = tid as usize;
-        if self.thread_ids.len() <= i {
-            self.thread_ids.resize(i + 1, u32::MAX);
-        }
-        if self.thread_ids[i] == u32::MAX {
-            self.thread_ids[i] = self.threads.len() as u32;
-            self.threads.push(format!("T{tid}"));
-            self.counts.threads = self.threads.len() as u64;
-        }
-        self.thread_ids[i]
-    }
-
-    /// The id of the thread that made an event.
-    #[inline(always)]
-    fn event_thread(&mut self, tid: u32) -> u32 {
-        match self.last_thread {
-            Some((t, id)) if t == tid => id,
-            _ => {
-                let id = self.thread(tid);
-                self.last_thread = Some((tid, id));
-                id
-            }
         }
     }
 
@@ -152,74 +123,70 @@ impl Namer {
             .unwrap_or_else(|| format!("{addr:#x}"))
     }
 
-    fn lock(&mut self, addr: u64) -> u32 {
-        if let Some(&id) = self.lock_ids.get(&addr) {
-            return id;
+    fn thread(&mut self, low: &Lowerer, id: u32) -> u32 {
+        while self.threads.len() <= id as usize {
+            let tid = low.thread_tids[self.threads.len()];
+            self.threads.push(format!("T{tid}"));
         }
-        let id = self.locks.len() as u32;
-        self.locks.push(self.object_name(addr));
-        self.lock_ids.insert(addr, id);
+        self.counts.threads = self.threads.len() as u64;
         id
     }
 
-    /// The number of the last free covering `addr` (0: none).
-    #[inline]
-    fn generation(&self, addr: u64) -> u64 {
-        if self.freed.is_empty() {
-            return 0;
+    fn lock(&mut self, low: &Lowerer, id: u32) -> u32 {
+        while self.locks.len() <= id as usize {
+            let addr = low.locks[self.locks.len()];
+            let mut name = self.object_name(addr);
+            // A robust mutex taken from a dead owner goes on as a new lock.
+            let g = self.lock_gens.entry(addr).or_insert(0);
+            let again = *g;
+            *g += 1;
+            if again != 0 {
+                name.push_str(&format!("~{again}"));
+            }
+            self.locks.push(name);
         }
-        match self.freed.range(..=addr).next_back() {
-            Some((_, &(end, n))) if addr < end => n,
-            _ => 0,
-        }
+        id
     }
 
-    /// The id of the memory variable at `addr`, accessed by recorder
-    /// thread `tid`.
-    #[inline(always)]
-    fn memory(&mut self, addr: u64, tid: u32) -> u32 {
-        match self.shadow.get(addr, tid) {
-            Some(id) => id,
-            None => self.new_memory(addr, tid),
+    /// The id of the variable name of `var` touched at the bytes of `mask`.
+    fn variable(&mut self, low: &Lowerer, var: u32, mask: u8) -> u32 {
+        let first = mask.trailing_zeros().min(7) as u8;
+        if let Some(&id) = self.shapes.get(&(var, first)) {
+            return id;
         }
-    }
-
-    /// Names the memory variable at `addr`: its global, else its address,
-    /// then `~N` when free number N last covered it.
-    #[inline(never)]
-    fn new_memory(&mut self, addr: u64, tid: u32) -> u32 {
-        let n = self.generation(addr);
         let sym = &self.sym;
-        let id = self.variables.push_with(|text| {
-            if !sym.global_into(addr, text) {
-                push_hex(text, addr);
+        let rw_name = |lock: u64| sym.global(lock).unwrap_or_else(|| format!("{lock:#x}"));
+        let id = match low.vars[var as usize] {
+            Var::Cell { addr, generation } => {
+                let a = addr + u64::from(first);
+                self.variables.push_with(|text| {
+                    if !sym.global_into(a, text) {
+                        push_hex(text, a);
+                    }
+                    if generation != 0 {
+                        let _ = std::fmt::Write::write_fmt(text, format_args!("~{generation}"));
+                    }
+                })
             }
-            if n != 0 {
-                let _ = std::fmt::Write::write_fmt(text, format_args!("~{n}"));
+            Var::Key(k) => self.variables.push_with(|text| {
+                text.push_str("key:");
+                push_hex(text, k);
+            }),
+            Var::RwWriter(l) => {
+                let n = rw_name(l);
+                self.variables.push_with(|text| {
+                    text.push_str(&n);
+                    text.push_str(".w");
+                })
             }
-        });
-        self.shadow.set(addr, tid, id);
-        id
-    }
-
-    /// The id of a synchronization object's variable (`arg` 0: the object,
-    /// 1: its writers' side, t + 2: thread t's reads).
-    fn sync_variable(&mut self, addr: u64, arg: u32) -> u32 {
-        if let Some(&id) = self.sync_ids.get(&(addr, arg)) {
-            return id;
-        }
-        let name = self.object_name(addr);
-        let id = self.variables.push_with(|text| {
-            text.push_str(&name);
-            match arg {
-                0 => {}
-                1 => text.push_str(".w"),
-                t => {
-                    let _ = std::fmt::Write::write_fmt(text, format_args!(".r.T{}", t - 2));
-                }
+            Var::RwReader(l, t) => {
+                let n = rw_name(l);
+                self.variables.push_with(|text| {
+                    let _ = std::fmt::Write::write_fmt(text, format_args!("{n}.r.T{t}"));
+                })
             }
-        });
-        self.sync_ids.insert((addr, arg), id);
+        };
+        self.shapes.insert((var, first), id);
         id
     }
 
@@ -247,57 +214,22 @@ impl Namer {
         id
     }
 
-    fn free(&mut self, addr: u64, size: u64) {
-        self.counts.frees += 1;
-        let n = self.counts.frees;
-        let end = addr.saturating_add(size);
-        if end == addr {
-            return;
-        }
-        if let Some((&s, &(e, k))) = self.freed.range(..addr).next_back()
-            && e > addr
-        {
-            self.freed.insert(s, (addr, k));
-            if e > end {
-                self.freed.insert(end, (e, k));
-            }
-        }
-        let inside: Vec<u64> = self.freed.range(addr..end).map(|(&s, _)| s).collect();
-        for s in inside {
-            if let Some((e, k)) = self.freed.remove(&s)
-                && e > end
-            {
-                self.freed.insert(end, (e, k));
-            }
-        }
-        self.freed.insert(addr, (end, n));
-        self.shadow.clear(addr, end);
-    }
-
-    /// The trace event `e` is, or None (FREE notes and unknown kinds).
+    /// The named trace event `e` is, or None (a request, which STD and
+    /// RapidBin cannot hold).
     #[inline(always)]
-    pub fn event(&mut self, e: &Event) -> Option<Named> {
-        let (op, target) = match e.kind {
-            events::READ | events::WRITE | events::VREAD | events::VWRITE => {
-                let op = match e.kind {
-                    events::READ => 2,
-                    events::WRITE => 3,
-                    events::VREAD => OP_VREAD,
-                    _ => OP_VWRITE,
-                };
-                (op, self.memory(e.addr, e.tid))
-            }
-            events::SYNC_VREAD => (OP_VREAD, self.sync_variable(e.addr, e.arg)),
-            events::SYNC_VWRITE => (OP_VWRITE, self.sync_variable(e.addr, e.arg)),
-            events::ACQUIRE => (0, self.lock(e.addr)),
-            events::RELEASE => (1, self.lock(e.addr)),
-            events::FORK => (4, self.thread(e.addr as u32)),
-            events::JOIN => (5, self.thread(e.addr as u32)),
-            events::FREE => {
-                self.free(e.addr, e.pc);
-                return None;
-            }
-            _ => return None,
+    pub fn event(&mut self, low: &Lowerer, e: &Lowered) -> Option<Named> {
+        let (op, target) = match e.op {
+            LOp::Read => (2, self.variable(low, e.target, e.mask)),
+            LOp::Write => (3, self.variable(low, e.target, e.mask)),
+            LOp::VolatileRead => (OP_VREAD, self.variable(low, e.target, e.mask)),
+            LOp::AtomicRead => (OP_AREAD, self.variable(low, e.target, e.mask)),
+            LOp::VolatileWrite => (OP_VWRITE, self.variable(low, e.target, e.mask)),
+            LOp::AtomicWrite => (OP_AWRITE, self.variable(low, e.target, e.mask)),
+            LOp::Acquire => (0, self.lock(low, e.target)),
+            LOp::Release => (1, self.lock(low, e.target)),
+            LOp::Fork => (4, self.thread(low, e.target)),
+            LOp::Join => (5, self.thread(low, e.target)),
+            LOp::Request => return None,
         };
         match op {
             2 | 3 => self.counts.accesses += 1,
@@ -306,7 +238,7 @@ impl Namer {
             _ => self.counts.volatiles += 1,
         }
         self.counts.events += 1;
-        let thread = self.event_thread(e.tid);
+        let thread = self.thread(low, e.thread);
         let loc = self.location(e.pc);
         Some(Named {
             thread,
@@ -365,8 +297,9 @@ impl StdWriter {
         target: &[u8],
         out: &mut W,
     ) -> std::io::Result<()> {
-        const OPS: [&[u8]; 8] = [
-            b"|acq(", b"|rel(", b"|r(", b"|w(", b"|fork(", b"|join(", b"|vr(", b"|vw(",
+        const OPS: [&[u8]; 10] = [
+            b"|acq(", b"|rel(", b"|r(", b"|w(", b"|fork(", b"|join(", b"|vr(", b"|vw(", b"|ar(",
+            b"|aw(",
         ];
         let b = &mut self.buf;
         b.extend_from_slice(n.threads[e.thread as usize].as_bytes());
@@ -549,24 +482,49 @@ impl Drop for ThreadWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::events::{Event, What};
+    use cprace_events::{Kind, Long};
 
-    fn ev(tid: u32, kind: u8, addr: u64, pc: u64) -> Event {
+    fn access(tid: u32, write: bool, addr: u64, size: u8) -> Event {
         Event {
             tid,
-            kind,
-            arg: 0,
+            what: What::Access { write, size },
             addr,
-            pc,
+            pc: 0,
+            stack: 0,
+        }
+    }
+
+    fn long(tid: u32, kind: Kind, flags: u16, addr: u64, arg: u32, extra: u64) -> Event {
+        Event {
+            tid,
+            what: What::Long(Long {
+                kind,
+                flags,
+                pending: false,
+                addr,
+                pc: 0,
+                arg,
+                extra: [extra, 0, 0],
+            }),
+            addr,
+            pc: 0,
+            stack: 0,
         }
     }
 
     fn lines(events: &[Event]) -> Vec<String> {
+        let mut low = Lowerer::default();
         let mut n = Namer::new(Symbolizer::from_listing(""));
         let mut w = StdWriter::default();
         let mut out = Vec::new();
         for e in events {
-            if let Some(e) = n.event(e) {
-                w.event(&n, e, &mut out).unwrap();
+            let mut lowered = Vec::new();
+            low.event(e, &mut |l| lowered.push(l));
+            for l in lowered {
+                if let Some(e) = n.event(&low, &l) {
+                    w.event(&n, e, &mut out).unwrap();
+                }
             }
         }
         w.finish(&mut out).unwrap();
@@ -597,17 +555,21 @@ mod tests {
     }
 
     #[test]
-    fn a_freed_and_reused_block_holds_new_variables() {
+    fn a_free_writes_its_block_and_a_new_allocation_holds_new_variables() {
         let got = lines(&[
-            ev(1, events::WRITE, 0x1000, 0),
-            ev(1, events::WRITE, 0x1008, 0),
-            ev(1, events::WRITE, 0x2000, 0),
-            ev(1, events::FREE, 0x1000, 16),
-            ev(2, events::WRITE, 0x1000, 0),
-            ev(2, events::READ, 0x1008, 0),
-            ev(2, events::READ, 0x2000, 0),
-            ev(2, events::FREE, 0x1000, 16),
-            ev(3, events::READ, 0x1000, 0),
+            access(1, true, 0x1000, 8),
+            access(1, true, 0x1008, 4),
+            access(1, true, 0x2000, 8),
+            long(1, Kind::Free, 0, 0x1000, 0, 16),
+            long(2, Kind::Alloc, 0, 0x1000, 0, 16),
+            access(2, true, 0x1000, 8),
+            access(2, false, 0x100c, 4),
+            access(2, false, 0x2000, 8),
+            long(2, Kind::Free, 0, 0x1000, 0, 16),
+            // A use after the free is the freed block's variable.
+            access(3, false, 0x1000, 8),
+            long(3, Kind::Alloc, 0, 0x1000, 0, 16),
+            access(3, false, 0x1000, 8),
         ]);
         assert_eq!(
             got,
@@ -615,29 +577,78 @@ mod tests {
                 "T1|w(0x1000)|",
                 "T1|w(0x1008)|",
                 "T1|w(0x2000)|",
+                "T1|w(0x1000)|",
+                "T1|w(0x1008)|",
                 "T2|w(0x1000~1)|",
-                "T2|r(0x1008~1)|",
+                "T2|r(0x100c~1)|",
                 "T2|r(0x2000)|",
+                "T2|w(0x1000~1)|",
+                "T2|w(0x1008~1)|",
+                "T3|r(0x1000~1)|",
                 "T3|r(0x1000~2)|",
             ]
         );
     }
 
     #[test]
-    fn sync_objects_name_their_volatile_variables() {
-        let mut e = ev(1, events::SYNC_VWRITE, 0x40, 0);
-        let mut r = ev(2, events::SYNC_VREAD, 0x40, 0);
-        let mut got = lines(&[e, r]);
-        e.arg = 1;
-        r.arg = 3;
-        got.extend(lines(&[e, r]));
+    fn accesses_are_split_by_cell_and_locks_read_their_object() {
+        let got = lines(&[
+            access(1, true, 0x1006, 4),
+            long(1, Kind::Acquire, 0, 0x40, 0, 0),
+            long(1, Kind::Release, 0, 0x40, 0, 0),
+            long(1, Kind::Release, 0, 0x40, 0, 0),
+        ]);
         assert_eq!(
             got,
             [
-                "T1|vw(0x40)|",
-                "T2|vr(0x40)|",
-                "T1|vw(0x40.w)|",
-                "T2|vr(0x40.r.T1)|"
+                "T1|w(0x1006)|",
+                "T1|w(0x1008)|",
+                "T1|ar(0x40)|",
+                "T1|acq(0x40)|",
+                "T1|ar(0x40)|",
+                "T1|rel(0x40)|",
+                // A release of a lock not held is dropped (its object
+                // access stays).
+                "T1|ar(0x40)|",
+            ]
+        );
+    }
+
+    #[test]
+    fn sync_objects_name_their_volatile_variables() {
+        let got = lines(&[
+            long(1, Kind::SyncWrite, 0, 0x40, cprace_events::SYNC_KEY, 0),
+            long(2, Kind::SyncRead, 0, 0x40, cprace_events::SYNC_KEY, 0),
+            long(
+                1,
+                Kind::Acquire,
+                cprace_events::LOCK_RW | cprace_events::LOCK_SHARED,
+                0x80,
+                0,
+                0,
+            ),
+            long(
+                1,
+                Kind::Release,
+                cprace_events::LOCK_RW | cprace_events::LOCK_SHARED,
+                0x80,
+                0,
+                0,
+            ),
+            long(2, Kind::Acquire, cprace_events::LOCK_RW, 0x80, 0, 0),
+        ]);
+        assert_eq!(
+            got,
+            [
+                "T1|vw(key:0x40)|",
+                "T2|vr(key:0x40)|",
+                "T1|ar(0x80)|",
+                "T1|vr(0x80.w)|",
+                "T1|ar(0x80)|",
+                "T1|vw(0x80.r.T1)|",
+                "T2|ar(0x80)|",
+                "T2|acq(0x80)|",
+                "T2|vr(0x80.r.T1)|",
             ]
         );
     }

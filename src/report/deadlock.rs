@@ -233,7 +233,7 @@ fn write_block(d: &Deadlock, names: &Names, out: &mut dyn Write) -> io::Result<(
     }
     if let Some(w) = &d.witness {
         writeln!(out)?;
-        writeln!(out, "  Witness: {}", crate::witness::compact(Some(w)))?;
+        writeln!(out, "  Witness: {}", crate::report::text::compact(Some(w)))?;
     }
     writeln!(out, "{SEPARATOR}")
 }
@@ -310,8 +310,8 @@ pub fn to_json(d: &Deadlock, names: &Names) -> Value {
 pub fn report_json(r: &Report, names: &Names) -> Value {
     let count = |k| r.deadlocks.iter().filter(|d| d.kind == k).count();
     json!({
-        "relation": r.relation,
-        "engine": r.engine,
+        "relation": r.relation.name(),
+        "engine": r.engine.name(),
         "window": r.window,
         "events": r.events,
         "actual": count(DeadlockKind::Actual),
@@ -476,8 +476,8 @@ fn to_sarif(r: &Report, names: &Names) -> Value {
             }},
             "results": results,
             "properties": {
-                "relation": r.relation,
-                "engine": r.engine,
+                "relation": r.relation.name(),
+                "engine": r.engine.name(),
                 "window": r.window,
                 "events": r.events,
                 "notes": r.notes,

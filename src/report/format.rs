@@ -9,7 +9,8 @@ use super::{Race, Report};
 use crate::trace::{EventId, Names};
 
 /// Output formats of `analyze`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum OutputFormat {
     /// One report per location pair (ThreadSanitizer style) and a SUMMARY.
     Text,
@@ -46,8 +47,8 @@ pub struct Layout {
 /// reports with millions of races print in constant extra memory).
 pub(super) fn json_view<'a>(r: &'a Report, names: &'a Names) -> JsonReport<'a> {
     JsonReport {
-        relation: &r.relation,
-        engine: &r.engine,
+        relation: r.relation.name(),
+        engine: r.engine.name(),
         window: r.window,
         max_distance: r.max_distance,
         events: r.events,
@@ -71,7 +72,7 @@ pub(super) fn json_view<'a>(r: &'a Report, names: &'a Names) -> JsonReport<'a> {
 pub(super) fn write_json(r: &Report, names: &Names, out: &mut dyn Write) -> io::Result<()> {
     if r.is_spilled() {
         // One document: read the races back into a collected copy.
-        let mut c = Report::new(&r.relation, &r.engine, r.window, r.events);
+        let mut c = Report::new(r.relation, r.engine, r.window, r.events);
         r.each_race(|x| {
             c.races.push(*x);
             Ok(())
@@ -88,8 +89,8 @@ pub(super) fn write_json(r: &Report, names: &Names, out: &mut dyn Write) -> io::
 pub(super) fn write_jsonl(r: &Report, names: &Names, out: &mut dyn Write) -> io::Result<()> {
     r.each_race(|race| {
         let row = JsonlRow {
-            relation: &r.relation,
-            engine: &r.engine,
+            relation: r.relation.name(),
+            engine: r.engine.name(),
             window: r.window,
             max_distance: r.max_distance,
             race: JsonRace::new(race, names),
@@ -101,7 +102,7 @@ pub(super) fn write_jsonl(r: &Report, names: &Names, out: &mut dyn Write) -> io:
 
 /// CSV columns: the race, then its provenance, so files of several runs can
 /// be concatenated (the window is a number, empty for none).
-pub const CSV_HEADER: [&str; 14] = [
+pub(crate) const CSV_HEADER: [&str; 14] = [
     "first",
     "second",
     "variable",
@@ -135,8 +136,8 @@ pub(super) fn write_csv(r: &Report, names: &Names, out: &mut dyn Write) -> io::R
             names.thread(race.second.thread),
             race.second.op.as_str(),
             names.loc(race.second.loc),
-            &r.relation,
-            &r.engine,
+            r.relation.name(),
+            r.engine.name(),
             &window,
             &distance,
         ])

@@ -25,24 +25,21 @@
 //! asks); its `--first-race` mode simply stops calling back after the first.
 
 pub mod deadlock;
-pub mod format;
-pub mod sarif;
-pub mod spill;
-pub mod text;
+pub(crate) mod format;
+pub(crate) mod sarif;
+pub(crate) mod spill;
+pub(crate) mod text;
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
 use serde_json::{Map, Value};
 
+use crate::relation::{Engine, Relation};
 use crate::trace::{Event, EventId, Names, Op, ThreadId};
 
 pub use deadlock::{Deadlock, DeadlockKind, DeadlockLink, Holder, Site};
 pub use format::{Layout, OutputFormat};
-
-/// The relation name of a deadlock report (`cprace deadlocks`), whose
-/// findings are [`Report::deadlocks`] rather than races.
-pub const DEADLOCK: &str = "deadlock";
 
 /// One side of a race.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -91,7 +88,7 @@ impl Race {
     }
 
     /// The unordered pair of the two accesses' locations, smaller id first.
-    pub fn location_pair(&self) -> (u32, u32) {
+    pub(crate) fn location_pair(&self) -> (u32, u32) {
         let (a, b) = (self.first.loc, self.second.loc);
         (a.min(b), a.max(b))
     }
@@ -229,12 +226,12 @@ pub enum Keep {
 }
 
 /// What an engine found.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Report {
-    /// Relation name (`hb`, `cp`, `wcp`, `lockset`, ...).
-    pub relation: String,
-    /// Engine name.
-    pub engine: String,
+    /// The relation.
+    pub relation: Relation,
+    /// The engine that computed it.
+    pub engine: Engine,
     /// Window K bounding CP's reasoning (rule (w)), or None: exact (and for
     /// every relation other than CP).
     pub window: Option<u64>,
@@ -253,10 +250,18 @@ pub struct Report {
     /// reordering prefix after which both events are enabled, or None when
     /// none was found (see [`crate::witness`]).
     pub witnesses: Option<Vec<Option<Vec<EventId>>>>,
-    /// The deadlocks of a deadlock report (relation [`DEADLOCK`]).
+    /// The deadlocks of a deadlock report (relation [`Relation::Deadlock`]).
     pub deadlocks: Vec<Deadlock>,
     /// Where pushed races go instead of `races`, when not collected.
     kept: Option<Kept>,
+}
+
+/// An empty report standing for none: what `std::mem::take` leaves in an
+/// engine that hands its report on.
+impl Default for Report {
+    fn default() -> Report {
+        Report::new(Relation::Po, Engine::Stream, None, 0)
+    }
 }
 
 /// Races kept elsewhere than [`Report::races`].
@@ -277,8 +282,8 @@ impl Clone for Report {
             "a spilled or counted report cannot be cloned"
         );
         Report {
-            relation: self.relation.clone(),
-            engine: self.engine.clone(),
+            relation: self.relation,
+            engine: self.engine,
             window: self.window,
             max_distance: self.max_distance,
             events: self.events,
@@ -306,7 +311,7 @@ pub struct Tally {
 impl Report {
     /// The witness of race `r` (a race of this collected report), when
     /// witnesses were attached: `Some(None)` when none was found.
-    pub fn witness_of(&self, r: &Race) -> Option<Option<&[EventId]>> {
+    pub(crate) fn witness_of(&self, r: &Race) -> Option<Option<&[EventId]>> {
         let ws = self.witnesses.as_ref()?;
         let i = self
             .races
@@ -316,26 +321,32 @@ impl Report {
     }
 
     /// An empty report for `relation` computed by `engine`.
-    pub fn new(relation: &str, engine: &str, window: Option<u64>, events: u64) -> Report {
+    pub fn new(relation: Relation, engine: Engine, window: Option<u64>, events: u64) -> Report {
         Report {
-            relation: relation.into(),
-            engine: engine.into(),
+            relation,
+            engine,
             window,
+            max_distance: None,
             events,
-            ..Report::default()
+            races: Vec::new(),
+            stats: Map::new(),
+            notes: Vec::new(),
+            witnesses: None,
+            kept: None,
+            deadlocks: Vec::new(),
         }
     }
 
     /// From now on, write pushed races to a temporary file instead of
     /// collecting them (see the module docs). Call before the first push.
-    pub fn spill_races(&mut self) -> io::Result<()> {
+    pub(crate) fn spill_races(&mut self) -> io::Result<()> {
         debug_assert!(self.races.is_empty(), "spill before the first race");
         self.kept = Some(Kept::Spilled(spill::Spill::new()?));
         Ok(())
     }
 
     /// Keep the races as `keep` says (before the first race).
-    pub fn keep_races(&mut self, keep: Keep) -> io::Result<()> {
+    pub(crate) fn keep_races(&mut self, keep: Keep) -> io::Result<()> {
         debug_assert!(self.races.is_empty(), "choose before the first race");
         match keep {
             Keep::Collect => {}
@@ -438,7 +449,7 @@ impl Report {
     /// Sort witnesses by racy event (one per racy event); engines call this
     /// before returning. A spilled report is already in order: its file is
     /// flushed here.
-    pub fn normalize(&mut self) {
+    pub(crate) fn normalize(&mut self) {
         match &mut self.kept {
             Some(Kept::Spilled(s)) => return s.finish(),
             Some(Kept::Counted(_)) => return,
@@ -473,7 +484,7 @@ impl Report {
         if let Some(Kept::Spilled(s)) = &self.kept {
             s.check()?;
         }
-        if self.relation == DEADLOCK {
+        if self.relation == Relation::Deadlock {
             return deadlock::write(self, names, format, out);
         }
         match format {
@@ -551,8 +562,8 @@ mod tests {
         let races: Vec<Race> = (0..1000)
             .map(|i| race(2 * i, 2 * i + 1, i % 7, (i % 3, 5)))
             .collect();
-        let mut collected = Report::new("hb", "vc", None, 2000);
-        let mut spilled = Report::new("hb", "vc", None, 2000);
+        let mut collected = Report::new(Relation::Hb, Engine::Vc, None, 2000);
+        let mut spilled = Report::new(Relation::Hb, Engine::Vc, None, 2000);
         spilled.spill_races().unwrap();
         for r in &races {
             collected.push(*r);

@@ -9,25 +9,26 @@ use serde_json::{Value, json};
 
 use super::text::{describe, groups, plural};
 use super::{Access, Report};
+use crate::relation::Relation;
 use crate::trace::Names;
 
 /// The rule id of races under `relation`, e.g. `race/cp`.
-pub fn rule_id(relation: &str) -> String {
+pub(crate) fn rule_id(relation: Relation) -> String {
     format!("race/{relation}")
 }
 
-fn rule(relation: &str) -> Value {
+fn rule(relation: Relation) -> Value {
     let what = match relation {
-        "hb" => "happens-before (Java memory model)",
-        "cp" => "causally-precedes (Smaragdakis, Evans, Sadowski, Yi, Flanagan; POPL 2012)",
-        "wcp" => "weak-causally-precedes (Kini, Mathur, Viswanathan; PLDI 2017)",
-        "lockset" => "Eraser's locking discipline (unsound: violations, not proven races)",
-        "po" => "thread order only (every conflicting cross-thread pair)",
-        other => other,
+        Relation::Hb => "happens-before (Java memory model)",
+        Relation::Cp => "causally-precedes (Smaragdakis, Evans, Sadowski, Yi, Flanagan; POPL 2012)",
+        Relation::Wcp => "weak-causally-precedes (Kini, Mathur, Viswanathan; PLDI 2017)",
+        Relation::Lockset => "Eraser's locking discipline (unsound: violations, not proven races)",
+        Relation::Po => "thread order only (every conflicting cross-thread pair)",
+        Relation::Shb | Relation::Syncp | Relation::Deadlock => relation.name(),
     };
     json!({
         "id": rule_id(relation),
-        "name": format!("DataRace{}", relation.to_uppercase()),
+        "name": format!("DataRace{}", relation.name().to_uppercase()),
         "shortDescription": {"text": format!("Data race predicted by {relation}")},
         "fullDescription": {"text": format!(
             "Two conflicting accesses (same variable, different threads, at least one a write) \
@@ -85,7 +86,7 @@ fn location(a: &Access, names: &Names, message: Option<String>) -> Value {
 }
 
 /// The SARIF log of `report`.
-pub fn to_sarif(report: &Report, names: &Names) -> io::Result<Value> {
+pub(crate) fn to_sarif(report: &Report, names: &Names) -> io::Result<Value> {
     let mut results = Vec::new();
     for g in groups(report)? {
         let r = &g.first;
@@ -99,7 +100,7 @@ pub fn to_sarif(report: &Report, names: &Names) -> io::Result<Value> {
             g.kinds().join(", ")
         );
         let mut result = json!({
-            "ruleId": rule_id(&report.relation),
+            "ruleId": rule_id(report.relation),
             "level": "warning",
             "message": {"text": text},
         });
@@ -133,12 +134,12 @@ pub fn to_sarif(report: &Report, names: &Names) -> io::Result<Value> {
             "tool": {"driver": {
                 "name": "cprace",
                 "version": env!("CARGO_PKG_VERSION"),
-                "rules": [rule(&report.relation)],
+                "rules": [rule(report.relation)],
             }},
             "results": results,
             "properties": {
-                "relation": report.relation,
-                "engine": report.engine,
+                "relation": report.relation.name(),
+                "engine": report.engine.name(),
                 "window": report.window,
                 "max_distance": report.max_distance,
                 "events": report.events,
@@ -149,7 +150,7 @@ pub fn to_sarif(report: &Report, names: &Names) -> io::Result<Value> {
 }
 
 /// Write the SARIF log of `report`.
-pub fn write(report: &Report, names: &Names, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write(report: &Report, names: &Names, out: &mut dyn Write) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, &to_sarif(report, names)?)?;
     writeln!(out)
 }

@@ -8,12 +8,28 @@ use super::{Access, Race};
 use crate::trace::Op;
 
 /// Bytes per record: two accesses (id, thread, loc: 3 × u32 each), the
-/// variable (u32) and one byte holding both accesses' read/write flags.
+/// variable (u32) and one byte holding both accesses' ops (a nibble each,
+/// the op's index in [`OPS`]).
 const RECORD: usize = 6 * 4 + 4 + 1;
+
+/// The ops an access of a race can have.
+const OPS: [Op; 6] = [
+    Op::Read,
+    Op::Write,
+    Op::VolatileRead,
+    Op::VolatileWrite,
+    Op::AtomicRead,
+    Op::AtomicWrite,
+];
+
+/// Nibble of `op` (its index in [`OPS`]).
+fn nibble(op: Op) -> u8 {
+    OPS.iter().position(|&o| o == op).unwrap_or(0) as u8
+}
 
 /// An append-only file of races, read back in the order written.
 #[derive(Debug)]
-pub struct Spill {
+pub(crate) struct Spill {
     out: BufWriter<File>,
     len: u64,
     /// The first write error; pushes after it are dropped and every read
@@ -23,7 +39,7 @@ pub struct Spill {
 
 impl Spill {
     /// A new, empty spill file (removed by the OS when dropped).
-    pub fn new() -> io::Result<Spill> {
+    pub(crate) fn new() -> io::Result<Spill> {
         let file = tempfile::tempfile().map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -38,17 +54,12 @@ impl Spill {
     }
 
     /// Races written so far.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
-    /// Whether no race was written.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Append one race.
-    pub fn push(&mut self, r: &Race) {
+    pub(crate) fn push(&mut self, r: &Race) {
         if self.error.is_some() {
             return;
         }
@@ -65,7 +76,7 @@ impl Spill {
         for (i, w) in words.iter().enumerate() {
             rec[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
         }
-        rec[RECORD - 1] = u8::from(r.first.op.is_write()) | (u8::from(r.second.op.is_write()) << 1);
+        rec[RECORD - 1] = nibble(r.first.op) | nibble(r.second.op) << 4;
         match self.out.write_all(&rec) {
             Ok(()) => self.len += 1,
             Err(e) => self.error = Some(e),
@@ -73,7 +84,7 @@ impl Spill {
     }
 
     /// Flush the buffered records (call once every race is pushed).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.error.is_none()
             && let Err(e) = self.out.flush()
         {
@@ -82,7 +93,7 @@ impl Spill {
     }
 
     /// The first write error, if any.
-    pub fn check(&self) -> io::Result<()> {
+    pub(crate) fn check(&self) -> io::Result<()> {
         match &self.error {
             Some(e) => Err(io::Error::new(
                 e.kind(),
@@ -93,7 +104,7 @@ impl Spill {
     }
 
     /// Call `f` on every race in the order written.
-    pub fn each(&self, mut f: impl FnMut(&Race) -> io::Result<()>) -> io::Result<()> {
+    pub(crate) fn each(&self, mut f: impl FnMut(&Race) -> io::Result<()>) -> io::Result<()> {
         self.check()?;
         let mut file = self.out.get_ref();
         file.seek(SeekFrom::Start(0))?;
@@ -102,20 +113,20 @@ impl Spill {
         for _ in 0..self.len {
             input.read_exact(&mut rec)?;
             let w = |i: usize| u32::from_le_bytes(rec[4 * i..4 * i + 4].try_into().unwrap());
-            let op = |write: bool| if write { Op::Write } else { Op::Read };
-            let flags = rec[RECORD - 1];
+            let op = |n: u8| OPS.get(n as usize).copied().unwrap_or(Op::Read);
+            let ops = rec[RECORD - 1];
             f(&Race {
                 first: Access {
                     id: w(0),
                     thread: w(1),
                     loc: w(2),
-                    op: op(flags & 1 != 0),
+                    op: op(ops & 15),
                 },
                 second: Access {
                     id: w(3),
                     thread: w(4),
                     loc: w(5),
-                    op: op(flags & 2 != 0),
+                    op: op(ops >> 4),
                 },
                 variable: w(6),
             })?;

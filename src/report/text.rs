@@ -8,13 +8,13 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::{Access, Layout, Race, Report, Tally, printable};
-use crate::trace::{Names, ThreadId};
+use crate::trace::{EventId, Names, ThreadId};
 
 const SEPARATOR: &str = "==================";
 
 /// The races of one location pair: its first occurrence and what followed.
 #[derive(Clone, Debug)]
-pub struct Group {
+pub(crate) struct Group {
     /// The witness of the pair's first racy event.
     pub first: Race,
     /// Racy events with this pair.
@@ -29,7 +29,7 @@ pub struct Group {
 
 impl Group {
     /// The kinds seen, in a fixed order.
-    pub fn kinds(&self) -> Vec<&'static str> {
+    pub(crate) fn kinds(&self) -> Vec<&'static str> {
         [(1, "write-write"), (2, "write-read"), (4, "read-write")]
             .into_iter()
             .filter(|(b, _)| self.kinds & b != 0)
@@ -50,7 +50,7 @@ fn kind_bit(r: &Race) -> u8 {
 /// occurrence. Races whose two accesses both lack a location are grouped by
 /// variable instead (a trace without locations still reads per variable).
 /// Memory: one entry per group, whatever the number of races.
-pub fn groups(report: &Report) -> io::Result<Vec<Group>> {
+pub(crate) fn groups(report: &Report) -> io::Result<Vec<Group>> {
     let mut map: IndexMap<(u32, u32, u32), Group, rustc_hash::FxBuildHasher> = IndexMap::default();
     report.each_race(|r| {
         let (a, b) = r.location_pair();
@@ -77,7 +77,7 @@ pub fn groups(report: &Report) -> io::Result<Vec<Group>> {
 }
 
 /// `n thing` or `n things`.
-pub fn plural(n: u64, thing: &str) -> String {
+pub(crate) fn plural(n: u64, thing: &str) -> String {
     if n == 1 {
         format!("1 {thing}")
     } else {
@@ -86,8 +86,13 @@ pub fn plural(n: u64, thing: &str) -> String {
 }
 
 /// One side of a race, e.g. `previous write by thread T1 (event 3) at a.java:1`.
-pub fn describe(a: &Access, names: &Names, prefix: &str) -> String {
-    let what = if a.op.is_write() { "write" } else { "read" };
+pub(crate) fn describe(a: &Access, names: &Names, prefix: &str) -> String {
+    let what = match (a.op.is_atomic(), a.op.is_write()) {
+        (false, true) => "write",
+        (false, false) => "read",
+        (true, true) => "atomic write",
+        (true, false) => "atomic read",
+    };
     let loc = names.loc(a.loc);
     let at = if loc.is_empty() {
         String::new()
@@ -106,7 +111,7 @@ fn write_block(
     r: &Race,
     names: &Names,
     group: Option<&Group>,
-    witness: Option<Option<&[crate::trace::EventId]>>,
+    witness: Option<Option<&[EventId]>>,
 ) -> io::Result<()> {
     writeln!(out, "{SEPARATOR}")?;
     writeln!(
@@ -118,7 +123,7 @@ fn write_block(
     writeln!(out, "  {}", describe(&r.second, names, ""))?;
     writeln!(out, "  {}", describe(&r.first, names, "previous "))?;
     if let Some(w) = witness {
-        writeln!(out, "  witness: {}", crate::witness::compact(w))?;
+        writeln!(out, "  witness: {}", compact(w))?;
     }
     if let Some(g) = group {
         let threads: Vec<String> = g
@@ -145,7 +150,7 @@ fn write_block(
 }
 
 /// The grouped (or, with `layout.all`, per-event) report and the SUMMARY.
-pub fn write(
+pub(crate) fn write(
     report: &Report,
     names: &Names,
     layout: &Layout,
@@ -189,7 +194,11 @@ pub fn write(
 }
 
 /// The SUMMARY line and the engine counters, as plain text.
-pub fn write_summary(report: &Report, _names: &Names, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write_summary(
+    report: &Report,
+    _names: &Names,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let Tally {
         racy_events,
         racy_variables,
@@ -239,6 +248,36 @@ fn plain(v: &Value) -> String {
         Value::String(s) => printable(s).into_owned(),
         other => other.to_string(),
     }
+}
+
+/// A witness printed compactly: runs of consecutive ids as `a-b`.
+pub(crate) fn compact(w: Option<&[EventId]>) -> String {
+    let Some(w) = w else {
+        return "none found".into();
+    };
+    if w.is_empty() {
+        return "[] (both events are enabled at the start)".into();
+    }
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < w.len() {
+        let mut j = i;
+        while j + 1 < w.len() && w[j + 1] == w[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            w[i].to_string()
+        } else {
+            format!("{}-{}", w[i], w[j])
+        });
+        i = j + 1;
+    }
+    let n = w.len();
+    format!(
+        "[{}] ({n} event{})",
+        parts.join(" "),
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 #[cfg(test)]

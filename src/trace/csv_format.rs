@@ -52,14 +52,9 @@ fn find_columns<S: AsRef<str>>(header: &[S]) -> Result<Columns, String> {
     }
 }
 
-/// True when a header row names the columns this format needs.
-pub fn is_header<S: AsRef<str>>(cells: &[S]) -> bool {
-    find_columns(cells).is_ok()
-}
-
 /// True when a row reads like an attempt at our header: it names at least one
 /// of the columns (so a header missing some gets a precise error).
-pub fn looks_like_header<S: AsRef<str>>(cells: &[S]) -> bool {
+pub(crate) fn looks_like_header<S: AsRef<str>>(cells: &[S]) -> bool {
     cells.iter().any(|c| {
         ["thread", "op", "target"]
             .iter()
@@ -69,7 +64,7 @@ pub fn looks_like_header<S: AsRef<str>>(cells: &[S]) -> bool {
 
 /// Splits one CSV line into trimmed fields, reusing its buffers.
 #[derive(Default)]
-pub struct Splitter {
+pub(crate) struct Splitter {
     /// Unquoted field text when the line has quotes.
     scratch: String,
     /// Field ranges into the line (no quotes) or into `scratch`.
@@ -80,7 +75,7 @@ pub struct Splitter {
 impl Splitter {
     /// Split `line`; afterwards [`Splitter::len`] and [`Splitter::field`] give
     /// the fields (pass the same `line` to `field`).
-    pub fn split(&mut self, line: &str) -> Result<(), &'static str> {
+    pub(crate) fn split(&mut self, line: &str) -> Result<(), &'static str> {
         self.ranges.clear();
         let bytes = line.as_bytes();
         // Fast path, no quotes: one pass over short lines beats memchr calls.
@@ -147,17 +142,12 @@ impl Splitter {
     }
 
     /// Number of fields of the last line split.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.ranges.len()
     }
 
-    /// True when the last line split had no fields (never: a line has one).
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-    }
-
     /// Field `i` of `line` (the line last split).
-    pub fn field<'s>(&'s self, line: &'s str, i: usize) -> &'s str {
+    pub(crate) fn field<'s>(&'s self, line: &'s str, i: usize) -> &'s str {
         let (a, b) = self.ranges[i];
         if self.quoted {
             &self.scratch[a..b]
@@ -167,7 +157,7 @@ impl Splitter {
     }
 
     /// True when every field of the last line is empty (a row to skip).
-    pub fn all_empty(&self) -> bool {
+    pub(crate) fn all_empty(&self) -> bool {
         self.ranges.iter().all(|(a, b)| a == b)
     }
 }
@@ -184,7 +174,7 @@ fn trim_range(s: &[u8], mut from: usize, mut to: usize) -> (usize, usize) {
 }
 
 /// Parse our CSV schema from `r`.
-pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
+pub(crate) fn parse<R: Read, S: FnMut(EventId, &Event)>(
     r: R,
     b: &mut Builder<'_, S>,
 ) -> Result<(), LoadError> {
@@ -322,6 +312,7 @@ fn fast_row(bytes: &[u8], start: usize, c: &Columns, need: usize) -> Option<Plai
         return None;
     }
     Some(PlainLine {
+        start,
         thread,
         op: Op::parse_bytes(&bytes[op.0..op.1])?,
         target,
@@ -333,7 +324,7 @@ fn fast_row(bytes: &[u8], start: usize, c: &Columns, need: usize) -> Option<Plai
 
 /// Append `field` to `out`, quoted when a reader would otherwise misread it.
 /// `first` marks the first field of a line (a leading `#` would be a comment).
-pub fn push_field(out: &mut Vec<u8>, field: &str, first: bool) {
+pub(crate) fn push_field(out: &mut Vec<u8>, field: &str, first: bool) {
     let needs = field
         .bytes()
         .any(|c| matches!(c, b',' | b'"' | b'\n' | b'\r'))
@@ -355,7 +346,7 @@ pub fn push_field(out: &mut Vec<u8>, field: &str, first: bool) {
 
 /// Write `trace` in our CSV schema (quoting where needed; lossless for every
 /// trace a loader produced: names never contain line breaks or edge spaces).
-pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
     let n = &trace.names;
     write_lines(out, b"thread,op,target,loc\n", &trace.events, |buf, ev| {
         push_field(buf, n.thread(ev.thread), true);
@@ -373,7 +364,7 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::Rng;
+    use crate::tools::generate::Rng;
     use crate::trace::lines::for_each_line;
     use crate::trace::testing::{pick, tables};
 

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 
 /// A compression format cprace reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Compression {
+pub(crate) enum Compression {
     /// gzip (RFC 1952), including concatenated members (`cat a.gz b.gz`).
     Gzip,
     /// Zstandard, including concatenated frames.
@@ -23,7 +23,7 @@ pub enum Compression {
 
 impl Compression {
     /// The format's usual name, for messages.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
@@ -33,7 +33,7 @@ impl Compression {
 
     /// The compression whose magic bytes start `prefix`, if any. Needs at
     /// least [`MAGIC_LEN`] bytes unless the input is shorter.
-    pub fn sniff(prefix: &[u8]) -> Option<Compression> {
+    pub(crate) fn sniff(prefix: &[u8]) -> Option<Compression> {
         if prefix.starts_with(&[0x1F, 0x8B]) {
             Some(Compression::Gzip)
         } else if prefix.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) {
@@ -47,7 +47,7 @@ impl Compression {
 }
 
 /// Bytes [`Compression::sniff`] looks at.
-pub const MAGIC_LEN: usize = 6;
+pub(crate) const MAGIC_LEN: usize = 6;
 
 /// Decompressed bytes handed over at a time.
 const BLOCK: usize = 1 << 18;
@@ -73,7 +73,9 @@ fn read_prefix(r: &mut impl Read, n: usize) -> io::Result<Vec<u8>> {
 /// `input` as it should be parsed: decompressed on a thread of its own when
 /// its first bytes are a gzip, zstd or xz magic number, unchanged otherwise.
 /// Returns the reader and the compression found.
-pub fn open(mut input: Box<dyn Read + Send>) -> io::Result<(Box<dyn Read>, Option<Compression>)> {
+pub(crate) fn open(
+    mut input: Box<dyn Read + Send>,
+) -> io::Result<(Box<dyn Read>, Option<Compression>)> {
     let magic = read_prefix(&mut input, MAGIC_LEN)?;
     let kind = Compression::sniff(&magic);
     let raw = Cursor::new(magic).chain(input);

@@ -25,7 +25,7 @@ use std::hash::Hasher;
 use rustc_hash::FxHasher;
 
 /// Longest name kept inline.
-pub const INLINE: usize = 24;
+pub(crate) const INLINE: usize = 24;
 
 /// `MASKS[len]` keeps the first `len` bytes of three little-endian words.
 const MASKS: [[u64; 3]; INLINE + 1] = {
@@ -49,21 +49,21 @@ const MASKS: [[u64; 3]; INLINE + 1] = {
 
 /// A short name as three little-endian words, zero-padded, plus its length.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Key {
+pub(crate) struct Key {
     words: [u64; 3],
     len: u32,
 }
 
 impl Key {
     /// A key no name has (its length is out of range).
-    pub const NONE: Key = Key {
+    pub(crate) const NONE: Key = Key {
         words: [0; 3],
         len: u32::MAX,
     };
 
     /// The key of `name`, or None when it is longer than [`INLINE`] bytes.
     #[inline]
-    pub fn new(name: &[u8]) -> Option<Key> {
+    pub(crate) fn new(name: &[u8]) -> Option<Key> {
         if name.len() > INLINE {
             return None;
         }
@@ -80,7 +80,7 @@ impl Key {
     /// of the name when `buf` has them (cheaper than copying byte by byte) and
     /// masking the extra bytes off. None when `len` > [`INLINE`].
     #[inline]
-    pub fn in_buf(buf: &[u8], start: usize, len: usize) -> Option<Key> {
+    pub(crate) fn in_buf(buf: &[u8], start: usize, len: usize) -> Option<Key> {
         if len > INLINE {
             return None;
         }
@@ -389,12 +389,12 @@ impl Interner {
 
     /// The name with id `i`.
     #[inline]
-    pub fn get_index(&self, i: usize) -> Option<&str> {
+    pub(crate) fn get_index(&self, i: usize) -> Option<&str> {
         self.arena.get(i)
     }
 
     /// The id of `name`, if it has one.
-    pub fn get_index_of(&self, name: &str) -> Option<usize> {
+    pub(crate) fn get_index_of(&self, name: &str) -> Option<usize> {
         let b = name.as_bytes();
         if let Some(k) = Key::new(b)
             && let Some((fk, at)) = family_of(&k, b)
@@ -423,12 +423,12 @@ impl Interner {
     }
 
     /// The id of `name`, giving it the next one if it is new.
-    pub fn intern(&mut self, name: &str) -> u32 {
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
         self.insert_full(name).0 as u32
     }
 
     /// The id of `name` and whether it is new (it gets the next id).
-    pub fn insert_full(&mut self, name: &str) -> (usize, bool) {
+    pub(crate) fn insert_full(&mut self, name: &str) -> (usize, bool) {
         let before = self.len();
         let b = name.as_bytes();
         let id = self.intern_keyed(Key::new(b), b);
@@ -443,7 +443,7 @@ impl Interner {
     /// The loaders' hot path: the id of `name` (UTF-8 bytes; `key` its
     /// [`Key`] when it is short, None when it is longer than [`INLINE`]).
     #[inline(always)]
-    pub fn intern_keyed(&mut self, key: Option<Key>, name: &[u8]) -> u32 {
+    pub(crate) fn intern_keyed(&mut self, key: Option<Key>, name: &[u8]) -> u32 {
         if let Some(k) = key {
             debug_assert_eq!(Some(k), Key::new(name));
             // Two ways of a line of the cache: the most recent first.
@@ -605,7 +605,7 @@ impl Interner {
 /// name costs no allocation of its own (traces and recordings name
 /// millions). No lookup by name: [`Interner`] adds that.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct Arena {
+pub(crate) struct Arena {
     text: String,
     /// Where name `i` ends in `text` (it starts where name `i - 1` ends).
     ends: Vec<usize>,
@@ -614,18 +614,18 @@ pub struct Arena {
 impl Arena {
     /// Number of names.
     #[inline]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.ends.len()
     }
 
     /// True when there are no names.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
 
     /// Name `i`.
     #[inline]
-    pub fn get(&self, i: usize) -> Option<&str> {
+    pub(crate) fn get(&self, i: usize) -> Option<&str> {
         let end = *self.ends.get(i)?;
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         self.text.get(start..end)
@@ -633,7 +633,7 @@ impl Arena {
 
     /// A new name, the next id: what `write` appends to the text.
     #[inline]
-    pub fn push_with(&mut self, write: impl FnOnce(&mut String)) -> u32 {
+    pub(crate) fn push_with(&mut self, write: impl FnOnce(&mut String)) -> u32 {
         write(&mut self.text);
         self.ends.push(self.text.len());
         self.ends.len() as u32 - 1

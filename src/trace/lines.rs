@@ -8,13 +8,13 @@ use super::error::LoadError;
 use super::model::Event;
 
 /// Longest line accepted, in bytes.
-pub const MAX_LINE: usize = 1 << 20;
+pub(crate) const MAX_LINE: usize = 1 << 20;
 
 /// Bytes asked of the reader at a time.
 const CHUNK: usize = 1 << 18;
 
 /// True for lines that carry no event: blank or `#` comments.
-pub fn is_blank_or_comment(line: &[u8]) -> bool {
+pub(crate) fn is_blank_or_comment(line: &[u8]) -> bool {
     let t = line.trim_ascii_start();
     t.is_empty() || t[0] == b'#'
 }
@@ -31,7 +31,7 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 /// numbers, terminators removed, a leading UTF-8 byte-order mark dropped).
 /// Stops at the first error `f` returns. Lines that are not UTF-8 or longer
 /// than [`MAX_LINE`] are errors naming `file`, unless an earlier line failed.
-pub fn for_each_line(
+pub(crate) fn for_each_line(
     file: &str,
     r: impl Read,
     mut f: impl FnMut(u64, &str) -> Result<(), LoadError>,
@@ -46,7 +46,7 @@ pub fn for_each_line(
 /// `line_no` by the number of lines it consumes (see [`next_line`]) and report
 /// lines longer than [`MAX_LINE`]. The last block may lack a final `\n`.
 /// For parsers that scan a block in one pass instead of line by line.
-pub fn for_each_block(
+pub(crate) fn for_each_block(
     file: &str,
     mut r: impl Read,
     mut g: impl FnMut(&mut u64, &str) -> Result<(), LoadError>,
@@ -106,28 +106,7 @@ pub fn for_each_block(
                 }
             }
         };
-        let block = &data[..complete];
-        match std::str::from_utf8(block) {
-            Ok(s) => g(&mut line_no, s)?,
-            Err(e) => {
-                // Lines before the bad one come first: an earlier error wins.
-                let bad = e.valid_up_to();
-                let line_start = memchr::memrchr(b'\n', &block[..bad]).map_or(0, |i| i + 1);
-                let good = std::str::from_utf8(&block[..line_start]).unwrap_or("");
-                g(&mut line_no, good)?;
-                let rest = &block[line_start..];
-                let line = strip_cr(memchr::memchr(b'\n', rest).map_or(rest, |i| &rest[..i]));
-                return Err(LoadError::new(
-                    file,
-                    line_no + 1,
-                    line,
-                    format!(
-                        "byte {} of the line is not valid UTF-8; expected UTF-8 text",
-                        bad - line_start + 1
-                    ),
-                ));
-            }
-        }
+        utf8_block(file, &data[..complete], &mut line_no, &mut g)?;
         start += complete;
         if eof {
             return Ok(());
@@ -135,7 +114,38 @@ pub fn for_each_block(
     }
 }
 
-fn too_long(file: &str, line: u64, text: &[u8]) -> LoadError {
+/// Hand the whole lines of `block` to `g` (see [`for_each_block`]) once they
+/// are checked to be UTF-8; when they are not, the lines before the bad one
+/// first (an earlier error wins), then the error naming it.
+pub fn utf8_block(
+    file: &str,
+    block: &[u8],
+    line_no: &mut u64,
+    g: &mut impl FnMut(&mut u64, &str) -> Result<(), LoadError>,
+) -> Result<(), LoadError> {
+    match std::str::from_utf8(block) {
+        Ok(s) => g(line_no, s),
+        Err(e) => {
+            let bad = e.valid_up_to();
+            let line_start = memchr::memrchr(b'\n', &block[..bad]).map_or(0, |i| i + 1);
+            let good = std::str::from_utf8(&block[..line_start]).unwrap_or("");
+            g(line_no, good)?;
+            let rest = &block[line_start..];
+            let line = strip_cr(memchr::memchr(b'\n', rest).map_or(rest, |i| &rest[..i]));
+            Err(LoadError::new(
+                file,
+                *line_no + 1,
+                line,
+                format!(
+                    "byte {} of the line is not valid UTF-8; expected UTF-8 text",
+                    bad - line_start + 1
+                ),
+            ))
+        }
+    }
+}
+
+pub(crate) fn too_long(file: &str, line: u64, text: &[u8]) -> LoadError {
     LoadError::new(
         file,
         line,
@@ -163,7 +173,7 @@ fn lines(
 /// The line of `block` starting at byte `pos` (terminator removed) and where
 /// the next one starts; counts it in `line_no` and rejects it when it is longer
 /// than [`MAX_LINE`].
-pub fn next_line<'s>(
+pub(crate) fn next_line<'s>(
     file: &str,
     block: &'s str,
     pos: usize,
@@ -187,7 +197,7 @@ pub fn next_line<'s>(
 /// Write `header`, then one line per event to `out`: `row` appends an
 /// event's line (with its `\n`) to a buffer written out in blocks of about
 /// 64 KiB, then flush. The writers of every format share it.
-pub fn write_lines(
+pub(crate) fn write_lines(
     out: &mut impl Write,
     header: &[u8],
     events: &[Event],

@@ -6,11 +6,13 @@ use std::path::Path;
 
 use super::error::LoadError;
 use super::model::{Event, EventId, LoadStats, Names, Trace};
+use super::recorded::Recording;
 use super::validate::{Builder, Check};
-use super::{csv_format, rapid_bin, rapid_csv, std_format};
+use super::{cprace_bin, csv_format, rapid_bin, rapid_csv, std_format};
 
 /// Input trace formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// cprace's CSV schema (`thread,op,target,loc` header).
     Csv,
@@ -20,8 +22,11 @@ pub enum Format {
     RapidCsv,
     /// RAPID's binary format (RapidBin), with cprace's side file of names
     /// (`TRACE.names.json`) when present.
-    #[value(name = "rapidbin")]
+    #[cfg_attr(feature = "clap", value(name = "rapidbin"))]
     RapidBin,
+    /// cprace's binary format (what `cprace record` writes): numeric ids,
+    /// byte masks, call stacks and what reports describe.
+    Cprace,
 }
 
 /// How much of the input detection may look at.
@@ -112,7 +117,7 @@ pub fn stream(
 
 /// [`stream`], failing on the first event `check` refuses (with the file and
 /// line, like a malformed line).
-pub fn stream_checked(
+pub(crate) fn stream_checked(
     path: &Path,
     format: Option<Format>,
     check: Option<Check<'_>>,
@@ -127,7 +132,55 @@ pub fn stream_checked(
     let (input, _) = super::decompress::open(input)
         .map_err(|e| LoadError::new(&name, 0, b"", format!("read error: {e}")))?;
     let side = (path.as_os_str() != "-").then(|| rapid_bin::side_path(path));
-    read(&name, input, format, side.as_deref(), check, sink)
+    read(&name, input, format, side.as_deref(), check, None, sink)
+}
+
+/// [`stream`], also returning what a recorded program's trace carries
+/// beside its events (empty for other formats); with `keep_stacks`, the
+/// stack of every event too.
+pub fn stream_recorded(
+    path: &Path,
+    format: Option<Format>,
+    keep_stacks: bool,
+    sink: impl FnMut(EventId, &Event),
+) -> Result<(Names, LoadStats, Format, Recording), LoadError> {
+    let name = if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.to_string_lossy().into_owned()
+    };
+    let input = open(path, &name)?;
+    let (input, _) = super::decompress::open(input)
+        .map_err(|e| LoadError::new(&name, 0, b"", format!("read error: {e}")))?;
+    let side = (path.as_os_str() != "-").then(|| rapid_bin::side_path(path));
+    let mut rec = Recording::default();
+    let (names, stats, format) = read(
+        &name,
+        input,
+        format,
+        side.as_deref(),
+        None,
+        Some((&mut rec, keep_stacks)),
+        sink,
+    )?;
+    Ok((names, stats, format, rec))
+}
+
+/// [`load`], also returning what a recorded program's trace carries beside
+/// its events, the stack of every event included.
+pub fn load_recorded(path: &Path, format: Option<Format>) -> Result<(Trace, Recording), LoadError> {
+    crate::progress::phase("loading");
+    let mut events = Vec::new();
+    let (names, stats, _, rec) = stream_recorded(path, format, true, |_, ev| events.push(*ev))?;
+    events.shrink_to_fit();
+    Ok((
+        Trace {
+            events,
+            names,
+            stats,
+        },
+        rec,
+    ))
 }
 
 /// Like [`stream`], reading from any reader; `name` is used in errors.
@@ -137,7 +190,7 @@ pub fn stream_reader(
     format: Option<Format>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
-    read(name, input, format, None, None, sink)
+    read(name, input, format, None, None, None, sink)
 }
 
 /// `sink` with the progress hook, called once per block of 65,536 events.
@@ -158,6 +211,7 @@ fn read(
     format: Option<Format>,
     side: Option<&Path>,
     check: Option<Check<'_>>,
+    rec: Option<(&mut Recording, bool)>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
     // Read enough to see the first significant line whole (detection decides
@@ -172,9 +226,25 @@ fn read(
             .map_err(|e| LoadError::new(name, 0, b"", format!("read error: {e}")))?;
         eof = prefix.len() - before < PEEK;
         // Binary: no lines to look for.
-        if format.map_or(rapid_bin::looks_like(&prefix), |f| f == Format::RapidBin) {
+        if format.map_or(
+            rapid_bin::looks_like(&prefix) || cprace_bin::looks_like(&prefix),
+            |f| matches!(f, Format::RapidBin | Format::Cprace),
+        ) {
             break;
         }
+    }
+    if format.map_or(cprace_bin::looks_like(&prefix), |f| f == Format::Cprace) {
+        let mut own = Recording::default();
+        let (rec, keep) = match rec {
+            Some((r, k)) => (r, k),
+            None => (&mut own, false),
+        };
+        crate::progress::start_reading();
+        let mut b = Builder::new(name, counted(sink)).with_check(check);
+        cprace_bin::parse(Cursor::new(prefix).chain(input), &mut b, rec, keep)?;
+        crate::progress::done_reading(b.count());
+        let (names, stats) = b.finish();
+        return Ok((names, stats, Format::Cprace));
     }
     if format.map_or(rapid_bin::looks_like(&prefix), |f| f == Format::RapidBin) {
         let side = match side.filter(|p| p.is_file()) {
@@ -242,7 +312,7 @@ fn read(
     match format {
         Format::Std => std_format::parse(reader, &mut b)?,
         Format::Csv => csv_format::parse(reader, &mut b)?,
-        Format::RapidCsv | Format::RapidBin => rapid_csv::parse(reader, &mut b)?,
+        Format::RapidCsv | Format::RapidBin | Format::Cprace => rapid_csv::parse(reader, &mut b)?,
     }
     crate::progress::done_reading(b.count());
     let (names, stats) = b.finish();
@@ -255,7 +325,7 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Trace, LoadError> {
 }
 
 /// [`load`], failing on the first event `check` refuses.
-pub fn load_checked(
+pub(crate) fn load_checked(
     path: &Path,
     format: Option<Format>,
     check: Option<Check<'_>>,

@@ -1,19 +1,23 @@
 //! Traces: the event model, the three input formats, validation and interning.
 
+pub mod cprace_bin;
 pub mod csv_format;
-pub mod decompress;
-pub mod error;
+pub(crate) mod decompress;
+pub(crate) mod error;
 pub(crate) mod intern;
-pub mod lines;
+pub mod lenient;
+pub(crate) mod lines;
 pub mod load;
 pub mod model;
+pub(crate) mod parallel;
 pub mod rapid_bin;
 pub mod rapid_csv;
+pub mod recorded;
 pub(crate) mod scan;
 pub mod std_format;
 #[cfg(test)]
 mod testing;
-pub mod validate;
+pub(crate) mod validate;
 
 pub use error::LoadError;
 pub use load::{Format, load, load_str, stream};

@@ -31,6 +31,11 @@ pub enum Op {
     ReentrantAcquire,
     /// The release matching a [`Op::ReentrantAcquire`]; ignored by analyses.
     ReentrantRelease,
+    /// Relaxed atomic read (`ar`): an access that synchronizes nothing and
+    /// conflicts only with plain writes (C/C++ `memory_order_relaxed`).
+    AtomicRead,
+    /// Relaxed atomic write (`aw`): conflicts only with plain accesses.
+    AtomicWrite,
     /// A blocked lock request (`req`): the thread asked for lock `target` and
     /// the trace ended before it got it (a recorder stopped a hung program).
     /// Only legal as a thread's last event. The deadlock analysis reads it;
@@ -46,7 +51,7 @@ impl Op {
 
     /// [`Op::parse`] on bytes.
     #[inline]
-    pub fn parse_bytes(s: &[u8]) -> Option<Op> {
+    pub(crate) fn parse_bytes(s: &[u8]) -> Option<Op> {
         Some(match s {
             b"r" => Op::Read,
             b"w" => Op::Write,
@@ -56,6 +61,8 @@ impl Op {
             b"join" => Op::Join,
             b"vr" => Op::VolatileRead,
             b"vw" => Op::VolatileWrite,
+            b"ar" => Op::AtomicRead,
+            b"aw" => Op::AtomicWrite,
             b"req" => Op::Request,
             _ => return None,
         })
@@ -72,29 +79,52 @@ impl Op {
             Op::Join => "join",
             Op::VolatileRead => "vr",
             Op::VolatileWrite => "vw",
+            Op::AtomicRead => "ar",
+            Op::AtomicWrite => "aw",
             Op::Request => "req",
         }
     }
 
-    /// Data (non-volatile) access: the events races are reported on.
+    /// Plain data access (`r`, `w`): the accesses that race with any
+    /// conflicting access.
     pub fn is_access(self) -> bool {
         matches!(self, Op::Read | Op::Write)
     }
 
-    /// Writes (data or volatile).
+    /// Atomic access (`vr`, `vw`, `ar`, `aw`): races only with a
+    /// conflicting plain access, never with another atomic one.
+    pub fn is_atomic(self) -> bool {
+        matches!(
+            self,
+            Op::VolatileRead | Op::VolatileWrite | Op::AtomicRead | Op::AtomicWrite
+        )
+    }
+
+    /// Any access of a variable, plain or atomic: the events races are
+    /// reported on.
+    pub fn is_memory(self) -> bool {
+        self.is_access() || self.is_atomic()
+    }
+
+    /// Writes (plain, volatile or relaxed atomic).
     pub fn is_write(self) -> bool {
-        matches!(self, Op::Write | Op::VolatileWrite)
+        matches!(self, Op::Write | Op::VolatileWrite | Op::AtomicWrite)
     }
 
     /// Volatile access.
-    pub fn is_volatile(self) -> bool {
+    pub(crate) fn is_volatile(self) -> bool {
         matches!(self, Op::VolatileRead | Op::VolatileWrite)
     }
 
     /// Which name table `target` indexes.
     pub fn target_kind(self) -> TargetKind {
         match self {
-            Op::Read | Op::Write | Op::VolatileRead | Op::VolatileWrite => TargetKind::Variable,
+            Op::Read
+            | Op::Write
+            | Op::VolatileRead
+            | Op::VolatileWrite
+            | Op::AtomicRead
+            | Op::AtomicWrite => TargetKind::Variable,
             Op::Acquire
             | Op::Release
             | Op::ReentrantAcquire
@@ -127,12 +157,38 @@ pub struct Event {
     pub loc: u32,
     /// The operation.
     pub op: Op,
+    /// For an access, the bytes of its variable it touches (bit i: byte i
+    /// of an 8-byte memory cell, in traces of recorded C/C++ programs); 0
+    /// means the whole variable (every text format).
+    pub mask: u8,
+}
+
+impl Event {
+    /// The bytes touched, 0xff for the whole variable.
+    #[inline(always)]
+    pub fn bytes(&self) -> u8 {
+        if self.mask == 0 { 0xff } else { self.mask }
+    }
+
+    /// True when `self` and `other` conflict: accesses of one variable by
+    /// different threads, touching a common byte, at least one a write, not
+    /// both atomic (two atomic accesses never race).
+    #[inline]
+    pub fn conflicts(&self, other: &Event) -> bool {
+        self.op.is_memory()
+            && other.op.is_memory()
+            && self.thread != other.thread
+            && self.target == other.target
+            && self.bytes() & other.bytes() != 0
+            && (self.op.is_write() || other.op.is_write())
+            && !(self.op.is_atomic() && other.op.is_atomic())
+    }
 }
 
 pub use super::intern::Interner;
 
 /// Intern `name` in `table`, returning its dense id.
-pub fn intern(table: &mut Interner, name: &str) -> u32 {
+pub(crate) fn intern(table: &mut Interner, name: &str) -> u32 {
     table.intern(name)
 }
 

@@ -23,18 +23,18 @@ use super::model::{Event, Interner, Names, Op, TargetKind, Trace, intern};
 use super::validate::Builder;
 
 /// Bytes of the header.
-pub const HEADER_LEN: usize = 18;
+pub(crate) const HEADER_LEN: usize = 18;
 /// Threads the 10-bit thread field can name.
-pub const MAX_THREADS: usize = 1 << 10;
+pub(crate) const MAX_THREADS: usize = 1 << 10;
 /// Locations the 15-bit location field can name.
-pub const MAX_LOCATIONS: usize = 1 << 15;
+pub(crate) const MAX_LOCATIONS: usize = 1 << 15;
 /// Lock, variable or thread ids the 34-bit decoration can name.
-pub const MAX_DECORATION: u64 = 1 << 34;
+pub(crate) const MAX_DECORATION: u64 = 1 << 34;
 
 /// True when `prefix` (the first bytes of a decompressed input) is RapidBin
 /// rather than text: the header's thread count is at most 1024, so the first
 /// byte is 0 to 4, a control character no text trace starts with.
-pub fn looks_like(prefix: &[u8]) -> bool {
+pub(crate) fn looks_like(prefix: &[u8]) -> bool {
     prefix.first().is_some_and(|&b| b <= 4)
 }
 
@@ -47,7 +47,7 @@ pub fn side_path(trace: &Path) -> PathBuf {
 
 /// The name tables of a RapidBin trace: entry i names id i.
 #[derive(Serialize, Deserialize, Debug, Default, PartialEq)]
-pub struct SideNames {
+pub(crate) struct SideNames {
     /// Marks the file as cprace's, with the layout's version.
     pub cprace_rapidbin_names: u32,
     /// Thread names.
@@ -93,7 +93,7 @@ pub fn write_side<S: Serialize, V: Serialize + ?Sized>(
 
 impl SideNames {
     /// Read the side file at `path`; errors name it.
-    pub fn read(path: &Path) -> Result<SideNames, LoadError> {
+    pub(crate) fn read(path: &Path) -> Result<SideNames, LoadError> {
         let name = path.to_string_lossy();
         let text = std::fs::read(path)
             .map_err(|e| LoadError::new(&name, 0, b"", format!("cannot read: {e}")))?;
@@ -200,7 +200,7 @@ fn fill(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 /// Parse a RapidBin stream into `b`, naming ids from `side` when given.
-pub fn parse<S: FnMut(u32, &Event)>(
+pub(crate) fn parse<S: FnMut(u32, &Event)>(
     mut r: impl Read,
     side: Option<&SideNames>,
     b: &mut Builder<'_, S>,
@@ -367,9 +367,9 @@ pub fn word(thread: u32, code: u64, decoration: u32, loc: u32) -> u64 {
 }
 
 /// RapidBin's operation code for `op` (re-entrant acquires and releases are
-/// acquires and releases), or None for a volatile access or a blocked
-/// request, which it has no code for.
-pub fn op_code(op: Op) -> Option<u64> {
+/// acquires and releases), or None for a volatile or atomic access or a
+/// blocked request, which it has no code for.
+pub(crate) fn op_code(op: Op) -> Option<u64> {
     match op {
         Op::Acquire | Op::ReentrantAcquire => Some(0),
         Op::Release | Op::ReentrantRelease => Some(1),
@@ -377,7 +377,9 @@ pub fn op_code(op: Op) -> Option<u64> {
         Op::Write => Some(3),
         Op::Fork => Some(4),
         Op::Join => Some(5),
-        Op::VolatileRead | Op::VolatileWrite | Op::Request => None,
+        Op::VolatileRead | Op::VolatileWrite | Op::AtomicRead | Op::AtomicWrite | Op::Request => {
+            None
+        }
     }
 }
 

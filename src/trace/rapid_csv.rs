@@ -7,17 +7,12 @@ use std::io::{Read, Write};
 use super::csv_format::{Splitter, push_field};
 use super::error::LoadError;
 use super::lines::{for_each_line, is_blank_or_comment, write_lines};
-use super::model::{Event, EventId, Op, Trace};
+use super::model::{Event, EventId, Trace};
 use super::std_format::split_op_target;
 use super::validate::Builder;
 
-/// True when `cell` reads as `op(target)` with a known op.
-pub fn looks_like_event(cell: &str) -> bool {
-    split_op_target(cell).is_ok_and(|(op, _)| Op::parse(op).is_some())
-}
-
 /// Parse RAPID CSV from `r`.
-pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
+pub(crate) fn parse<R: Read, S: FnMut(EventId, &Event)>(
     r: R,
     b: &mut Builder<'_, S>,
 ) -> Result<(), LoadError> {
@@ -85,7 +80,7 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
 /// Write `trace` as RAPID CSV: a header row of thread names, then one row per
 /// event with the cell `op(target)` in its thread's column. Locations are lost
 /// (the format has none). Fails when a name cannot be represented.
-pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
     let n = &trace.names;
     for (what, table) in [
         ("thread", &n.threads),
@@ -94,14 +89,16 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
     ] {
         for name in table {
             if name.contains(['(', ')', '\n', '\r']) || name.trim_ascii() != name {
-                anyhow::bail!(
+                return Err(crate::Error::Usage(format!(
                     "{what} name `{name}` cannot be written in RAPID CSV: it contains `(`, `)`, a line break or edge spaces"
-                );
+                )));
             }
         }
     }
     if n.threads.is_empty() {
-        anyhow::bail!("an empty trace cannot be written in RAPID CSV (it would be an empty file)");
+        return Err(crate::Error::Usage(
+            "an empty trace cannot be written in RAPID CSV (it would be an empty file)".into(),
+        ));
     }
     let mut header = Vec::new();
     for (i, t) in n.threads.iter().enumerate() {

@@ -13,14 +13,14 @@ const LOW7: u64 = ONES * 0x7f;
 /// High bit set in every byte of `w` equal to `c` (exact: no false positives
 /// from borrows, unlike the shorter `(x - ONES) & !x` test).
 #[inline(always)]
-pub fn eq_bytes(w: u64, c: u8) -> u64 {
+pub(crate) fn eq_bytes(w: u64, c: u8) -> u64 {
     let x = w ^ (ONES * c as u64);
     !((x & LOW7).wrapping_add(LOW7) | x | LOW7)
 }
 
 /// Whether `bytes[s..e]` is not empty and has no surrounding ASCII spaces.
 #[inline(always)]
-pub fn trimmed(bytes: &[u8], s: usize, e: usize) -> bool {
+pub(crate) fn trimmed(bytes: &[u8], s: usize, e: usize) -> bool {
     match (bytes.get(s), e.checked_sub(1).and_then(|l| bytes.get(l))) {
         (Some(a), Some(z)) => e > s && !a.is_ascii_whitespace() && !z.is_ascii_whitespace(),
         _ => false,
@@ -30,7 +30,7 @@ pub fn trimmed(bytes: &[u8], s: usize, e: usize) -> bool {
 /// The positions of the special bytes of `bytes` from some start on, in order;
 /// `F` maps a word to the high bits of its special bytes (built from
 /// [`eq_bytes`]; zero bytes must not be special: they pad the last word).
-pub struct Specials<'a, F: Fn(u64) -> u64> {
+pub(crate) struct Specials<'a, F: Fn(u64) -> u64> {
     bytes: &'a [u8],
     /// Start of the current word.
     base: usize,
@@ -42,7 +42,7 @@ pub struct Specials<'a, F: Fn(u64) -> u64> {
 impl<'a, F: Fn(u64) -> u64> Specials<'a, F> {
     /// Scan `bytes` from `start`.
     #[inline(always)]
-    pub fn new(bytes: &'a [u8], start: usize, specials: F) -> Specials<'a, F> {
+    pub(crate) fn new(bytes: &'a [u8], start: usize, specials: F) -> Specials<'a, F> {
         Specials {
             bytes,
             base: start,

@@ -3,13 +3,14 @@
 use std::io::{Read, Write};
 
 use super::error::LoadError;
-use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line, write_lines};
+use super::lines::{MAX_LINE, is_blank_or_comment, next_line, write_lines};
 use super::model::{Event, EventId, Op, Trace};
+use super::parallel::Scanned;
 use super::scan::{Specials, eq_bytes, trimmed};
-use super::validate::{Builder, PlainLine};
+use super::validate::{Builder, PlainLine, Push, TextEvent};
 
 /// Split `op(target)` into its two parts.
-pub fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
+pub(crate) fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
     let s = s.trim_ascii();
     let bytes = s.as_bytes();
     // One pass: where the parentheses are (names are short, memchr is slower).
@@ -45,13 +46,21 @@ pub fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
     ))
 }
 
-/// Parse STD text from `r`, feeding each line to `b`.
-pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
+/// Parse STD text from `r`, feeding each line to `b`. Large inputs are
+/// parsed on every core ([`super::parallel`]); the events, names and errors
+/// are those of a line-by-line pass.
+pub(crate) fn parse<R: Read, S: FnMut(EventId, &Event)>(
     r: R,
     b: &mut Builder<'_, S>,
 ) -> Result<(), LoadError> {
-    let file = b.file().to_string();
-    for_each_block(&file, r, |line_no, block| {
+    super::parallel::parse(r, b, &StdLines)
+}
+
+/// The line scanner of STD text.
+pub(crate) struct StdLines;
+
+impl super::parallel::Scan for StdLines {
+    fn scan<P: Push>(&self, file: &str, block: &str, line_no: &mut u64, p: &mut P) -> Scanned {
         let bytes = block.as_bytes();
         let mut pos = 0;
         while pos < bytes.len() {
@@ -59,21 +68,23 @@ pub fn parse<R: Read, S: FnMut(EventId, &Event)>(
             // trim, comments, errors, CRLF) takes the general path below.
             if let Some(f) = fast_line(bytes, pos) {
                 *line_no += 1;
-                b.push_plain(bytes, pos, *line_no, &f)?;
+                p.push_line(bytes, *line_no, &f)?;
                 pos = f.next;
                 continue;
             }
-            let (text, next) = next_line(&file, block, pos, line_no)?;
-            parse_line(b, &file, *line_no, text)?;
+            let (text, next) = next_line(file, block, pos, line_no)?;
+            parse_line(p, pos, file, *line_no, text)?;
             pos = next;
         }
         Ok(())
-    })
+    }
 }
 
-/// One line, by the general rules (trimming, comments, precise errors).
-fn parse_line<S: FnMut(EventId, &Event)>(
-    b: &mut Builder<'_, S>,
+/// One line, by the general rules (trimming, comments, precise errors);
+/// `start` is where it starts in its block.
+fn parse_line<P: Push>(
+    b: &mut P,
+    start: usize,
     file: &str,
     line: u64,
     text: &str,
@@ -92,7 +103,13 @@ fn parse_line<S: FnMut(EventId, &Event)>(
         None => (rest, ""),
     };
     let (op, target) = split_op_target(optarget).map_err(err)?;
-    b.push(thread, op, target, loc).map_err(|p| err(&p))
+    let e = TextEvent {
+        thread,
+        op,
+        target,
+        loc,
+    };
+    b.push_at(start, e).map_err(|p| err(&p))
 }
 
 /// High bit set in every byte of `w` that is `|`, `(`, `)` or `\n`.
@@ -143,6 +160,7 @@ fn fast_line(bytes: &[u8], start: usize) -> Option<PlainLine> {
         return None;
     }
     Some(PlainLine {
+        start,
         thread: (start, bar),
         op,
         target: (open + 1, close),
@@ -168,7 +186,7 @@ pub(crate) fn std_problem(name: &str, is_loc: bool, is_thread: bool) -> Option<&
 }
 
 /// Write `trace` in STD. Fails when a name cannot be represented.
-pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
     let n = &trace.names;
     for (what, table, is_loc) in [
         ("thread", &n.threads, false),
@@ -178,7 +196,9 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> anyhow::Result<()> {
     ] {
         for name in table {
             if let Some(p) = std_problem(name, is_loc, what == "thread") {
-                anyhow::bail!("{what} name `{name}` cannot be written in STD: it contains {p}");
+                return Err(crate::Error::Usage(format!(
+                    "{what} name `{name}` cannot be written in STD: it contains {p}"
+                )));
             }
         }
     }
@@ -211,7 +231,7 @@ pub(crate) fn write_events(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::Rng;
+    use crate::tools::generate::Rng;
     use crate::trace::lines::for_each_line;
     use crate::trace::testing::{pick, tables};
 
@@ -230,7 +250,7 @@ mod tests {
     fn general(text: &[u8]) -> Parsed {
         let mut events = Vec::new();
         let mut b = Builder::new("f", |_, ev: &Event| events.push(*ev));
-        for_each_line("f", text, |line, t| parse_line(&mut b, "f", line, t))?;
+        for_each_line("f", text, |line, t| parse_line(&mut b, 0, "f", line, t))?;
         let names = tables(&b.names);
         drop(b);
         Ok((events, names))
@@ -304,6 +324,86 @@ mod tests {
         }
         // Both outcomes must be well represented for the test to mean much.
         assert!(ok > 300 && failed > 300, "ok {ok}, failed {failed}");
+    }
+
+    /// Parse `text` with blocks of `block` bytes on `workers` workers.
+    fn blocks(text: &[u8], block: usize, workers: usize, local: usize) -> Parsed {
+        let mut events = Vec::new();
+        let mut b = Builder::new("f", |_, ev: &Event| events.push(*ev));
+        crate::trace::parallel::parse_with(text, &mut b, &StdLines, (block, workers, local))?;
+        let names = tables(&b.names);
+        drop(b);
+        Ok((events, names))
+    }
+
+    /// A trace of mostly well-formed lines (accesses, critical sections,
+    /// blank lines, comments, long and non-ASCII names), with now and then
+    /// an edge-case line or an invalid UTF-8 byte.
+    fn mostly_good(r: &mut Rng, n: usize) -> Vec<u8> {
+        let mut text = Vec::new();
+        let mut held = [false; 4];
+        if r.below(10) == 0 {
+            text.extend_from_slice(b"\xEF\xBB\xBF");
+        }
+        for _ in 0..n {
+            let t = r.below(4) as usize;
+            let line = match r.below(60) {
+                0 => line(r),
+                1 => String::new(),
+                2 => "# comment".into(),
+                3 => format!(
+                    "T{t}|w(v{}.a-very-long-field-name-here)|L{}",
+                    r.below(50),
+                    r.below(9)
+                ),
+                4 => format!("T{t}|r(é{})|ü", r.below(5)),
+                5 if r.below(20) == 0 => {
+                    text.extend_from_slice(b"T0|r(\xFF)|1\n");
+                    continue;
+                }
+                6..=9 => {
+                    held[t] = !held[t];
+                    let op = if held[t] { "acq" } else { "rel" };
+                    format!("T{t}|{op}(L{t})|{}", r.below(100))
+                }
+                _ => format!(
+                    "T{t}|{}(x{})|{}",
+                    ["r", "w", "vr", "vw"][r.below(4) as usize],
+                    r.below(300),
+                    r.below(1000)
+                ),
+            };
+            text.extend_from_slice(line.as_bytes());
+            text.push(b'\n');
+        }
+        if r.below(2) == 0 {
+            text.pop();
+        }
+        text
+    }
+
+    #[test]
+    fn parallel_reader_equals_one_pass() {
+        let mut r = Rng::new(0x005E_ED0F_B10C);
+        let (mut ok, mut failed) = (0, 0);
+        for case in 0..400 {
+            let n = 1 + r.below(300) as usize;
+            let text = mostly_good(&mut r, n);
+            let want = blocks(&text, 1 << 20, 1, usize::MAX);
+            for (block, workers, local) in
+                [(1, 2, 9), (7, 3, 40), (64, 2, usize::MAX), (1000, 2, 30)]
+            {
+                let got = blocks(&text, block, workers, local);
+                assert_eq!(
+                    got,
+                    want,
+                    "case {case}, blocks of {block} on {workers}: {:?}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
+            if want.is_ok() { ok += 1 } else { failed += 1 }
+        }
+        assert!(ok > 40 && failed > 40, "ok {ok}, failed {failed}");
     }
 
     #[test]

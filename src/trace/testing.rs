@@ -2,7 +2,7 @@
 //! the general one on random edge-case input.
 
 use super::Names;
-use crate::generate::Rng;
+use crate::tools::generate::Rng;
 
 /// One of `good` mostly, sometimes one of `odd`: the fast-path tests build
 /// lines from such choices.

@@ -10,7 +10,7 @@ use super::model::{Event, EventId, LoadStats, Names, Op, TargetKind};
 
 /// A check every event must pass besides well-formedness (e.g. an output
 /// format's limits); its error is reported like a malformed line.
-pub type Check<'a> = &'a dyn Fn(&Event, &Names) -> Result<(), String>;
+pub(crate) type Check<'a> = &'a dyn Fn(&Event, &Names) -> Result<(), String>;
 
 #[derive(Clone, Default)]
 struct ThreadState {
@@ -31,7 +31,7 @@ struct LockState {
 }
 
 /// Interns names, validates and numbers events, handing each to a sink.
-pub struct Builder<'a, S: FnMut(EventId, &Event)> {
+pub(crate) struct Builder<'a, S: FnMut(EventId, &Event)> {
     file: &'a str,
     /// The name tables built so far.
     pub names: Names,
@@ -40,11 +40,7 @@ pub struct Builder<'a, S: FnMut(EventId, &Event)> {
     threads: Vec<ThreadState>,
     locks: Vec<LockState>,
     next_id: u64,
-    /// The key and id of the last thread seen (short names only; at first
-    /// [`Key::NONE`]). Two plain fields rather than an `Option` of a pair:
-    /// rebuilding that on every thread switch stalled on store forwarding.
-    last_thread_key: Key,
-    last_thread: u32,
+    namer: Namer,
     check: Option<Check<'a>>,
     sink: S,
 }
@@ -54,7 +50,7 @@ pub struct Builder<'a, S: FnMut(EventId, &Event)> {
 /// Bytes, not `&str`, so that the hot path never re-checks char boundaries:
 /// only a name seen for the first time is converted.
 #[derive(Clone, Copy)]
-struct Named<'s> {
+pub(crate) struct Named<'s> {
     /// The name.
     name: &'s [u8],
     /// Its key.
@@ -64,14 +60,16 @@ struct Named<'s> {
 impl<'s> Named<'s> {
     /// Pair `name` with `key`.
     #[inline]
-    fn new(name: &'s [u8], key: Option<Key>) -> Named<'s> {
+    pub(crate) fn new(name: &'s [u8], key: Option<Key>) -> Named<'s> {
         Named { name, key }
     }
 }
 
 /// Where the fields of one plain line lie in its block, as a loader's fast
 /// path found them (byte ranges; the op already parsed).
-pub struct PlainLine {
+pub(crate) struct PlainLine {
+    /// Where the line starts.
+    pub start: usize,
     /// Thread name.
     pub thread: (usize, usize),
     /// The operation.
@@ -86,6 +84,12 @@ pub struct PlainLine {
     pub next: usize,
 }
 
+/// `s` with its interning key.
+#[inline]
+pub(crate) fn named(s: &str) -> Named<'_> {
+    Named::new(s.as_bytes(), Key::new(s.as_bytes()))
+}
+
 fn is_name_ok(s: &str) -> bool {
     !s.is_empty()
 }
@@ -98,9 +102,123 @@ fn kind_name(op: Op) -> &'static str {
     }
 }
 
+/// The op of a general-path line, once its thread and target are known to
+/// be non-empty; else what is wrong (the caller adds file, line and text).
+pub(crate) fn check_fields(thread: &str, op: &str, target: &str) -> Result<Op, String> {
+    let Some(op) = Op::parse(op) else {
+        return Err(if op.is_empty() {
+            "empty op; expected one of r, w, acq, rel, fork, join, vr, vw, ar, aw, req".to_string()
+        } else {
+            format!(
+                "unknown op `{op}`; expected one of r, w, acq, rel, fork, join, vr, vw, ar, aw, req"
+            )
+        });
+    };
+    if !is_name_ok(thread) {
+        return Err("empty thread name; expected a thread id".into());
+    }
+    if !is_name_ok(target) {
+        return Err(format!(
+            "empty target for `{}`; expected a {} name",
+            op.as_str(),
+            kind_name(op)
+        ));
+    }
+    Ok(op)
+}
+
+/// Turns an event's names into dense ids, in order of first appearance: the
+/// thread, then the location, then the target (the order every loader and
+/// the parallel reader's merge rely on).
+#[derive(Clone)]
+pub(crate) struct Namer {
+    /// The key and id of the last thread seen (short names only; at first
+    /// [`Key::NONE`]). Two plain fields rather than an `Option` of a pair:
+    /// rebuilding that on every thread switch stalled on store forwarding.
+    last_thread_key: Key,
+    last_thread: u32,
+}
+
+impl Default for Namer {
+    fn default() -> Self {
+        Namer {
+            last_thread_key: Key::NONE,
+            last_thread: 0,
+        }
+    }
+}
+
+impl Namer {
+    /// The ids of an event's thread, target and location in `n`.
+    #[inline(always)]
+    pub(crate) fn ids(
+        &mut self,
+        n: &mut Names,
+        thread: Named<'_>,
+        op: Op,
+        target: Named<'_>,
+        loc: Named<'_>,
+    ) -> (u32, u32, u32) {
+        // Consecutive events of one thread are common: skip even the cache.
+        let t = match thread.key {
+            Some(k) if k == self.last_thread_key => self.last_thread,
+            key => {
+                let id = n.threads.intern_keyed(key, thread.name);
+                if let Some(k) = key {
+                    self.last_thread_key = k;
+                    self.last_thread = id;
+                }
+                id
+            }
+        };
+        let loc = if loc.name.is_empty() {
+            0
+        } else {
+            n.locs.intern_keyed(loc.key, loc.name)
+        };
+        let target = match op.target_kind() {
+            TargetKind::Variable => n.vars.intern_keyed(target.key, target.name),
+            TargetKind::Lock => n.locks.intern_keyed(target.key, target.name),
+            TargetKind::Thread => n.threads.intern_keyed(target.key, target.name),
+        };
+        (t, target, loc)
+    }
+}
+
+/// An event as the fields of a general-path line.
+#[derive(Clone, Copy)]
+pub(crate) struct TextEvent<'s> {
+    pub thread: &'s str,
+    pub op: &'s str,
+    pub target: &'s str,
+    pub loc: &'s str,
+}
+
+/// What a text format's line scanner hands its events to: the validating
+/// [`Builder`], or a worker of the parallel reader that only names them.
+pub(crate) trait Push {
+    /// An event given as text, from the line starting at byte `start` of the
+    /// block; Err says what is wrong with it.
+    fn push_at(&mut self, start: usize, e: TextEvent<'_>) -> Result<(), String>;
+    /// The plain line `f` of `block`, numbered `line`.
+    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<(), LoadError>;
+}
+
+impl<S: FnMut(EventId, &Event)> Push for Builder<'_, S> {
+    #[inline]
+    fn push_at(&mut self, _start: usize, e: TextEvent<'_>) -> Result<(), String> {
+        self.push(e.thread, e.op, e.target, e.loc)
+    }
+
+    #[inline]
+    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<(), LoadError> {
+        self.push_plain(block, f.start, line, f)
+    }
+}
+
 impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
     /// A builder reporting errors against `file`.
-    pub fn new(file: &'a str, sink: S) -> Self {
+    pub(crate) fn new(file: &'a str, sink: S) -> Self {
         Builder {
             file,
             names: Names::default(),
@@ -108,70 +226,51 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             threads: Vec::new(),
             locks: Vec::new(),
             next_id: 0,
-            last_thread_key: Key::NONE,
-            last_thread: 0,
+            namer: Namer::default(),
             check: None,
             sink,
         }
     }
 
     /// Run `check` on every event before it is accepted.
-    pub fn with_check(mut self, check: Option<Check<'a>>) -> Self {
+    pub(crate) fn with_check(mut self, check: Option<Check<'a>>) -> Self {
         self.check = check;
         self
     }
 
     /// The error for `line` of this file.
-    pub fn error(&self, line: u64, text: &[u8], problem: impl Into<String>) -> LoadError {
+    pub(crate) fn error(&self, line: u64, text: &[u8], problem: impl Into<String>) -> LoadError {
         LoadError::new(self.file, line, text, problem)
     }
 
     /// The file name errors report.
-    pub fn file(&self) -> &'a str {
+    pub(crate) fn file(&self) -> &'a str {
         self.file
     }
 
     /// Number of events accepted so far.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.next_id
     }
 
     /// Add one event given as text, or say what is wrong with it (the caller
     /// adds the file, line and text: see [`Builder::error`]).
-    pub fn push(&mut self, thread: &str, op: &str, target: &str, loc: &str) -> Result<(), String> {
-        let Some(op) = Op::parse(op) else {
-            return Err(if op.is_empty() {
-                "empty op; expected one of r, w, acq, rel, fork, join, vr, vw, req".to_string()
-            } else {
-                format!(
-                    "unknown op `{op}`; expected one of r, w, acq, rel, fork, join, vr, vw, req"
-                )
-            });
-        };
-        if !is_name_ok(thread) {
-            return Err("empty thread name; expected a thread id".into());
-        }
-        if !is_name_ok(target) {
-            return Err(format!(
-                "empty target for `{}`; expected a {} name",
-                op.as_str(),
-                kind_name(op)
-            ));
-        }
-        let key = |s: &str| Key::new(s.as_bytes());
-        self.push_keyed(
-            Named::new(thread.as_bytes(), key(thread)),
-            op,
-            Named::new(target.as_bytes(), key(target)),
-            Named::new(loc.as_bytes(), key(loc)),
-        )
+    pub(crate) fn push(
+        &mut self,
+        thread: &str,
+        op: &str,
+        target: &str,
+        loc: &str,
+    ) -> Result<(), String> {
+        let op = check_fields(thread, op, target)?;
+        self.push_keyed(named(thread), op, named(target), named(loc))
     }
 
     /// Add the plain line found at `start` of `block` (valid UTF-8, fields at
     /// ASCII boundaries), numbered `line`: names are keyed straight from the
     /// block. Errors name the file, line and line text.
     #[inline]
-    pub fn push_plain(
+    pub(crate) fn push_plain(
         &mut self,
         block: &[u8],
         start: usize,
@@ -198,36 +297,14 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                 u32::MAX
             ));
         }
-        let n = &mut self.names;
-        // Consecutive events of one thread are common: skip even the cache.
-        let t = match thread.key {
-            Some(k) if k == self.last_thread_key => self.last_thread,
-            key => {
-                let id = n.threads.intern_keyed(key, thread.name);
-                if let Some(k) = key {
-                    self.last_thread_key = k;
-                    self.last_thread = id;
-                }
-                id
-            }
-        };
-        let loc = if loc.name.is_empty() {
-            0
-        } else {
-            n.locs.intern_keyed(loc.key, loc.name)
-        };
-        let target = match op.target_kind() {
-            TargetKind::Variable => n.vars.intern_keyed(target.key, target.name),
-            TargetKind::Lock => n.locks.intern_keyed(target.key, target.name),
-            TargetKind::Thread => n.threads.intern_keyed(target.key, target.name),
-        };
+        let (t, target, loc) = self.namer.ids(&mut self.names, thread, op, target, loc);
         self.accept(t, op, target, loc)
     }
 
     /// Add an event whose thread, target and location are already interned
     /// in [`Builder::names`] (loaders of formats that number their names).
     #[inline]
-    pub fn push_ids(&mut self, t: u32, op: Op, target: u32, loc: u32) -> Result<(), String> {
+    pub(crate) fn push_ids(&mut self, t: u32, op: Op, target: u32, loc: u32) -> Result<(), String> {
         if self.next_id >= u32::MAX as u64 {
             return Err(format!(
                 "trace has more than {} events; expected fewer",
@@ -237,9 +314,41 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
         self.accept(t, op, target, loc)
     }
 
+    /// [`Builder::push_ids`] of an access touching the bytes of `mask` of
+    /// its variable (0: all of them).
+    #[inline]
+    pub fn push_ids_masked(
+        &mut self,
+        t: u32,
+        op: Op,
+        target: u32,
+        loc: u32,
+        mask: u8,
+    ) -> Result<(), String> {
+        if self.next_id >= u32::MAX as u64 {
+            return Err(format!(
+                "trace has more than {} events; expected fewer",
+                u32::MAX
+            ));
+        }
+        self.accept_masked(t, op, target, loc, mask)
+    }
+
     /// Validate an interned event and hand it to the sink.
     #[inline(always)]
     fn accept(&mut self, t: u32, op: Op, target: u32, loc: u32) -> Result<(), String> {
+        self.accept_masked(t, op, target, loc, 0)
+    }
+
+    #[inline(always)]
+    fn accept_masked(
+        &mut self,
+        t: u32,
+        op: Op,
+        target: u32,
+        loc: u32,
+        mask: u8,
+    ) -> Result<(), String> {
         let nthreads = self.names.threads.len();
         if self.threads.len() < nthreads {
             self.threads.resize(nthreads, ThreadState::default());
@@ -374,6 +483,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             target,
             loc,
             op,
+            mask,
         };
         if let Some(check) = self.check {
             check(&ev, &self.names)?;
@@ -385,7 +495,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
     }
 
     /// Close the trace: count critical sections left open.
-    pub fn finish(mut self) -> (Names, LoadStats) {
+    pub(crate) fn finish(mut self) -> (Names, LoadStats) {
         self.stats.unreleased_at_end = self.threads.iter().map(|t| t.held.len() as u64).sum();
         (self.names, self.stats)
     }

@@ -3,8 +3,10 @@
 //! and is closed under
 //!
 //! - thread order (a set is a prefix of every thread),
-//! - reads-from: a read (`r` or `vr`) brings the last write to its variable
-//!   before it in the trace (`w` or `vw`),
+//! - reads-from: a read (`r`, `vr` or `ar`) brings, for each byte it
+//!   touches, the last write touching that byte before it in the trace
+//!   (`w`, `vw` or `aw`; every access of a text trace touches its whole
+//!   variable, so that is the last write to the variable),
 //! - fork / join: a thread's first event brings the fork of the thread; a join
 //!   brings every event of the joined thread,
 //! - locks: when two acquires of a lock are in the set, the release of the
@@ -26,13 +28,96 @@
 //! undone through a journal, so engines extend a long-lived closure
 //! temporarily and roll back.
 
+use rustc_hash::FxHashMap;
+
 use crate::trace::{EventId, Op, Trace};
 
 const NONE: u32 = u32::MAX;
 
+/// Whether `op` reads its variable (plain, volatile or relaxed atomic).
+#[inline]
+pub(crate) fn is_read(op: Op) -> bool {
+    matches!(op, Op::Read | Op::VolatileRead | Op::AtomicRead)
+}
+
+/// The last write of each byte of each variable, in trace order: one write
+/// per variable while every write touched all of it (every text trace), per
+/// byte for the variables a write touched only part of.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LastWrites {
+    whole: Vec<u32>,
+    bytes: FxHashMap<u32, [u32; 8]>,
+}
+
+impl LastWrites {
+    /// None yet, for `vars` variables.
+    pub(crate) fn new(vars: usize) -> LastWrites {
+        LastWrites {
+            whole: vec![NONE; vars],
+            bytes: FxHashMap::default(),
+        }
+    }
+
+    /// Write `e` touches the bytes `mask` (0xff: all) of `x`.
+    pub(crate) fn write(&mut self, x: u32, mask: u8, e: EventId) {
+        if mask == 0xff {
+            if !self.bytes.is_empty() {
+                self.bytes.remove(&x);
+            }
+            self.whole[x as usize] = e;
+            return;
+        }
+        let whole = self.whole[x as usize];
+        let per = self.bytes.entry(x).or_insert([whole; 8]);
+        for (b, w) in per.iter_mut().enumerate() {
+            if mask >> b & 1 == 1 {
+                *w = e;
+            }
+        }
+    }
+
+    /// The writes a read of the bytes `mask` of `x` reads from, per byte
+    /// (NONE: the initial value); `f` gets each distinct one.
+    pub(crate) fn each(&self, x: u32, mask: u8, mut f: impl FnMut(u32)) {
+        let per = if self.bytes.is_empty() {
+            None
+        } else {
+            self.bytes.get(&x)
+        };
+        match per {
+            None => f(self.whole[x as usize]),
+            Some(per) => {
+                let mut seen = [NONE; 8];
+                for (b, &w) in per.iter().enumerate() {
+                    if mask >> b & 1 == 1 && !seen.contains(&w) {
+                        seen[b] = w;
+                        f(w);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Per byte of `mask`, the write each reads from (NONE for bytes outside
+    /// `mask` and for the initial value).
+    pub(crate) fn of(&self, x: u32, mask: u8) -> [u32; 8] {
+        let mut out = [NONE; 8];
+        let per = match self.bytes.get(&x) {
+            Some(per) => *per,
+            None => [self.whole[x as usize]; 8],
+        };
+        for b in 0..8 {
+            if mask >> b & 1 == 1 {
+                out[b] = per[b];
+            }
+        }
+        out
+    }
+}
+
 /// Per-event facts the closure needs, computed once per trace.
 #[derive(Clone, Debug)]
-pub struct TraceIndex {
+pub(crate) struct TraceIndex {
     /// Each thread's events in trace order.
     pub per_thread: Vec<Vec<EventId>>,
     /// Position of each event in its thread.
@@ -40,8 +125,11 @@ pub struct TraceIndex {
     /// Thread of each event.
     pub thread: Vec<u32>,
     /// What each event brings in besides thread order: for a read, the write it
-    /// reads from; for an acquire, its release; NONE otherwise.
+    /// reads from (the latest, when its bytes read from several); for an
+    /// acquire, its release; NONE otherwise.
     link: Vec<u32>,
+    /// For reads whose bytes read from several writes: the others.
+    more_links: FxHashMap<u32, Vec<u32>>,
     /// Op of each event.
     op: Vec<Op>,
     /// Target of each event (lock or joined thread).
@@ -52,7 +140,7 @@ pub struct TraceIndex {
 
 impl TraceIndex {
     /// Index `trace`.
-    pub fn new(trace: &Trace) -> TraceIndex {
+    pub(crate) fn new(trace: &Trace) -> TraceIndex {
         let n = trace.len();
         let nthreads = trace.num_threads();
         let mut per_thread: Vec<Vec<EventId>> = vec![Vec::new(); nthreads];
@@ -62,7 +150,8 @@ impl TraceIndex {
         let mut op = Vec::with_capacity(n);
         let mut target = Vec::with_capacity(n);
         let mut fork_of = vec![NONE; nthreads];
-        let mut last_write: Vec<u32> = vec![NONE; trace.num_vars()];
+        let mut last_write = LastWrites::new(trace.num_vars());
+        let mut more_links: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         // Per thread, the open acquires by lock (innermost last).
         let mut open: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nthreads];
         for (i, ev) in trace.events.iter().enumerate() {
@@ -74,8 +163,22 @@ impl TraceIndex {
             op.push(ev.op);
             target.push(ev.target);
             match ev.op {
-                Op::Read | Op::VolatileRead => link[i as usize] = last_write[ev.target as usize],
-                Op::Write | Op::VolatileWrite => last_write[ev.target as usize] = i,
+                op if is_read(op) => {
+                    let mut writes: Vec<u32> = Vec::new();
+                    last_write.each(ev.target, ev.bytes(), |w| {
+                        if w != NONE {
+                            writes.push(w);
+                        }
+                    });
+                    writes.sort_unstable();
+                    if let Some(w) = writes.pop() {
+                        link[i as usize] = w;
+                    }
+                    if !writes.is_empty() {
+                        more_links.insert(i, writes);
+                    }
+                }
+                op if op.is_write() => last_write.write(ev.target, ev.bytes(), i),
                 Op::Acquire => open[t].push((ev.target, i)),
                 Op::Release => {
                     // Releases out of nesting order release their own lock.
@@ -93,6 +196,7 @@ impl TraceIndex {
             pos,
             thread,
             link,
+            more_links,
             op,
             target,
             fork_of,
@@ -100,27 +204,35 @@ impl TraceIndex {
     }
 
     /// Number of threads.
-    pub fn num_threads(&self) -> usize {
+    pub(crate) fn num_threads(&self) -> usize {
         self.per_thread.len()
     }
 
-    /// The write read `e` reads from in the trace (None for a non-read or a
-    /// read of the initial value).
-    pub fn reads_from(&self, e: EventId) -> Option<EventId> {
-        matches!(self.op[e as usize], Op::Read | Op::VolatileRead)
-            .then_some(self.link[e as usize])
-            .filter(|&w| w != NONE)
+    /// The writes read `e` reads from in the trace, its bytes' last writes
+    /// (none for a non-read or a read of initial values).
+    pub(crate) fn reads_from(&self, e: EventId) -> impl Iterator<Item = EventId> + '_ {
+        let w = self.link[e as usize];
+        let read = is_read(self.op[e as usize]);
+        let more = if read && !self.more_links.is_empty() {
+            self.more_links.get(&e).map(Vec::as_slice)
+        } else {
+            None
+        };
+        (read && w != NONE)
+            .then_some(w)
+            .into_iter()
+            .chain(more.unwrap_or(&[]).iter().copied())
     }
 }
 
 /// The closure could not be formed: it would hold a lock's critical section
 /// that is never released together with a later acquire of that lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Unclosable;
+pub(crate) struct Unclosable;
 
 /// A sync-preserving closed set of events, grown incrementally.
 #[derive(Clone, Debug)]
-pub struct Closure {
+pub(crate) struct Closure {
     /// Per thread, how many of its first events are in the set.
     len: Vec<u32>,
     /// Per lock, the trace-latest acquire in the set (NONE: none).
@@ -133,7 +245,7 @@ pub struct Closure {
 
 impl Closure {
     /// The empty set for a trace with `threads` threads and `locks` locks.
-    pub fn new(threads: usize, locks: usize) -> Closure {
+    pub(crate) fn new(threads: usize, locks: usize) -> Closure {
         Closure {
             len: vec![0; threads],
             latest: vec![NONE; locks],
@@ -143,26 +255,29 @@ impl Closure {
         }
     }
 
+    #[cfg(test)] // only the syncp reference engine undoes
     /// How many of thread `t`'s first events are in the set.
     #[inline]
-    pub fn len(&self, t: u32) -> u32 {
+    pub(crate) fn len(&self, t: u32) -> u32 {
         self.len[t as usize]
     }
 
     /// Whether event `e` is in the set.
     #[inline]
-    pub fn contains(&self, idx: &TraceIndex, e: EventId) -> bool {
+    pub(crate) fn contains(&self, idx: &TraceIndex, e: EventId) -> bool {
         idx.pos[e as usize] < self.len[idx.thread[e as usize] as usize]
     }
 
+    #[cfg(test)] // only the syncp reference engine undoes
     /// Start recording changes so [`Closure::rollback`] can undo them.
-    pub fn begin(&mut self) {
+    pub(crate) fn begin(&mut self) {
         debug_assert!(self.journal.is_empty());
         self.journaling = true;
     }
 
+    #[cfg(test)] // only the syncp reference engine undoes
     /// Undo every change since [`Closure::begin`] and stop recording.
-    pub fn rollback(&mut self) {
+    pub(crate) fn rollback(&mut self) {
         while let Some((is_lock, i, old)) = self.journal.pop() {
             if is_lock {
                 self.latest[i as usize] = old;
@@ -183,7 +298,7 @@ impl Closure {
     }
 
     /// Add the first `n` events of thread `t` and close the set.
-    pub fn extend(&mut self, idx: &TraceIndex, t: u32, n: u32) -> Result<(), Unclosable> {
+    pub(crate) fn extend(&mut self, idx: &TraceIndex, t: u32, n: u32) -> Result<(), Unclosable> {
         self.stack.push((t, n));
         while let Some((t, n)) = self.stack.pop() {
             let ti = t as usize;
@@ -205,9 +320,8 @@ impl Closure {
             for &e in &idx.per_thread[ti][start as usize..n as usize] {
                 let ei = e as usize;
                 match idx.op[ei] {
-                    Op::Read | Op::VolatileRead => {
-                        let w = idx.link[ei];
-                        if w != NONE {
+                    op if is_read(op) => {
+                        for w in idx.reads_from(e) {
                             self.stack
                                 .push((idx.thread[w as usize], idx.pos[w as usize] + 1));
                         }
@@ -249,7 +363,7 @@ impl Closure {
     /// Add the events that must precede `e` for it to be enabled (its thread
     /// predecessors, and its thread's fork when `e` is the thread's first
     /// event) and close the set.
-    pub fn extend_pred(&mut self, idx: &TraceIndex, e: EventId) -> Result<(), Unclosable> {
+    pub(crate) fn extend_pred(&mut self, idx: &TraceIndex, e: EventId) -> Result<(), Unclosable> {
         let (t, p) = (idx.thread[e as usize], idx.pos[e as usize]);
         if p == 0 {
             let f = idx.fork_of[t as usize];
@@ -261,7 +375,7 @@ impl Closure {
     }
 
     /// The events of the set in trace order.
-    pub fn events(&self, idx: &TraceIndex) -> Vec<EventId> {
+    pub(crate) fn events(&self, idx: &TraceIndex) -> Vec<EventId> {
         let mut v: Vec<EventId> = self
             .len
             .iter()
@@ -276,7 +390,12 @@ impl Closure {
 /// The sync-preserving closure of the thread predecessors of `e1` and `e2`,
 /// in trace order, when it holds neither event: a correct reordering prefix
 /// after which both are enabled. None otherwise.
-pub fn witness(idx: &TraceIndex, locks: usize, e1: EventId, e2: EventId) -> Option<Vec<EventId>> {
+pub(crate) fn witness(
+    idx: &TraceIndex,
+    locks: usize,
+    e1: EventId,
+    e2: EventId,
+) -> Option<Vec<EventId>> {
     let mut c = Closure::new(idx.num_threads(), locks);
     c.extend_pred(idx, e1).ok()?;
     c.extend_pred(idx, e2).ok()?;

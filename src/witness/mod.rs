@@ -8,20 +8,21 @@
 //! tests check it); for `hb`, `cp` and `wcp` races it is tried and may be
 //! missing. [`verify`] checks a witness against the trace alone.
 
-pub mod closure;
+pub(crate) mod closure;
 pub mod deadlock;
-pub mod search;
+pub(crate) mod search;
 pub mod verify;
 
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result};
-
+use crate::relation::Relation;
 use crate::report::Report;
 use crate::trace::{EventId, Trace};
+use crate::{Error, Result};
 
-pub use closure::{Closure, TraceIndex};
+pub(crate) use closure::Closure;
+pub(crate) use closure::TraceIndex;
 
 /// Fill `report.witnesses` (one per race) and add notes saying what was found.
 ///
@@ -68,12 +69,12 @@ pub fn attach(report: &mut Report, trace: &Trace) {
     }
     if let Some((i, s)) = first_missing {
         let r = &report.races[i];
-        let rel = report.relation.as_str();
+        let rel = report.relation;
         let why = match (&s, rel, i) {
-            (search::Search::None, "hb" | "cp" | "wcp", 0) => format!(
+            (search::Search::None, Relation::Hb | Relation::Cp | Relation::Wcp, 0) => format!(
                 "; no correct reordering exhibits it, and it is the first race, so by the {} soundness theorem \
                  the trace has a predictable deadlock",
-                rel.to_uppercase()
+                rel.name().to_uppercase()
             ),
             (search::Search::None, _, _) => {
                 "; no correct reordering exhibits it (a race after the first may be a consequence of an earlier one)"
@@ -90,40 +91,10 @@ pub fn attach(report: &mut Report, trace: &Trace) {
     report.witnesses = Some(ws);
 }
 
-/// A witness printed compactly: runs of consecutive ids as `a-b`.
-pub fn compact(w: Option<&[EventId]>) -> String {
-    let Some(w) = w else {
-        return "none found".into();
-    };
-    if w.is_empty() {
-        return "[] (both events are enabled at the start)".into();
-    }
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < w.len() {
-        let mut j = i;
-        while j + 1 < w.len() && w[j + 1] == w[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j == i {
-            w[i].to_string()
-        } else {
-            format!("{}-{}", w[i], w[j])
-        });
-        i = j + 1;
-    }
-    let n = w.len();
-    format!(
-        "[{}] ({n} event{})",
-        parts.join(" "),
-        if n == 1 { "" } else { "s" }
-    )
-}
-
 /// `--witness-out DIR`: one STD file per race with a witness,
 /// `race-E1-E2.std`, holding the witness events then e1 and e2.
-pub fn write_dir(report: &Report, trace: &Trace, dir: &Path) -> Result<usize> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+pub(crate) fn write_dir(report: &Report, trace: &Trace, dir: &Path) -> Result<usize> {
+    std::fs::create_dir_all(dir).map_err(Error::io(format!("cannot create {}", dir.display())))?;
     let Some(ws) = &report.witnesses else {
         return Ok(0);
     };
@@ -149,7 +120,7 @@ pub fn write_dir(report: &Report, trace: &Trace, dir: &Path) -> Result<usize> {
         std::fs::File::create(&tmp)
             .and_then(|mut f| f.write_all(&buf))
             .and_then(|_| std::fs::rename(&tmp, &path))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .map_err(Error::io(format!("cannot write {}", path.display())))?;
         written += 1;
     }
     Ok(written)

@@ -4,21 +4,21 @@
 //!
 //! Depth-first over correct reordering prefixes, stopping when both racy
 //! events are next. A state is
-//! the per-thread positions plus the last write of every variable (the lock
-//! holders follow from the positions); states are visited once, up to a
-//! budget. When the budget is not exhausted the answer is exact for such
+//! the per-thread positions plus the last write of every variable, of every
+//! byte when some access touches part of a variable (the lock holders follow
+//! from the positions); states are visited once, up to a budget. When the budget is not exhausted the answer is exact for such
 //! prefixes: no witness exists among them.
 
 use std::collections::HashSet;
 
 use crate::trace::{EventId, Op, Trace};
 
-use super::closure::TraceIndex;
+use super::closure::{LastWrites, TraceIndex, is_read};
 
 /// What the search found.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Search {
+pub(crate) enum Search {
     /// A witness.
     Found(Vec<EventId>),
     /// No correct reordering prefix enables both.
@@ -28,16 +28,22 @@ pub enum Search {
 }
 
 /// States visited at most, per race.
-pub const BUDGET: usize = 100_000;
+pub(crate) const BUDGET: usize = 100_000;
 
 /// Whether the search is tried at all: small traces only (each state holds
 /// one position per thread and one last write per variable).
-pub fn applicable(trace: &Trace, e2: EventId) -> bool {
+pub(crate) fn applicable(trace: &Trace, e2: EventId) -> bool {
     e2 < 5_000 && trace.num_vars() <= 64 && trace.num_threads() <= 16
 }
 
 /// Search a witness for (e1, e2), e1 < e2.
-pub fn search(trace: &Trace, idx: &TraceIndex, e1: EventId, e2: EventId, budget: usize) -> Search {
+pub(crate) fn search(
+    trace: &Trace,
+    idx: &TraceIndex,
+    e1: EventId,
+    e2: EventId,
+    budget: usize,
+) -> Search {
     let nt = idx.num_threads();
     // Per thread, how far it may go: the racy events stop their threads.
     // (Events after the later racy event may be needed: a section of a third
@@ -54,9 +60,35 @@ pub fn search(trace: &Trace, idx: &TraceIndex, e1: EventId, e2: EventId, budget:
             pos[t] == idx.pos[e as usize]
         })
     };
-    let sees: Vec<u32> = (0..trace.len() as u32)
-        .map(|e| idx.reads_from(e).unwrap_or(u32::MAX))
+    // Per read, the write each byte reads from; bytes are tracked apart only
+    // when some access touches part of its variable.
+    let width = if trace.events.iter().any(|e| e.bytes() != 0xff) {
+        8
+    } else {
+        1
+    };
+    let mut last = LastWrites::new(trace.num_vars());
+    let sees: Vec<[u32; 8]> = trace
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, ev)| {
+            if !ev.op.is_memory() {
+                return [u32::MAX; 8];
+            }
+            let s = last.of(ev.target, ev.bytes());
+            if ev.op.is_write() {
+                last.write(ev.target, ev.bytes(), i as EventId);
+            }
+            s
+        })
         .collect();
+    let bytes = |ev: &crate::trace::Event| {
+        let (x, m) = (ev.target as usize * width, ev.bytes());
+        (0..width)
+            .filter(move |&b| width == 1 || m >> b & 1 == 1)
+            .map(move |b| (x + b, b))
+    };
     let fork_of: Vec<Option<EventId>> = {
         let mut f = vec![None; nt];
         for (i, ev) in trace.events.iter().enumerate() {
@@ -81,7 +113,7 @@ pub fn search(trace: &Trace, idx: &TraceIndex, e1: EventId, e2: EventId, budget:
     let start = State {
         pos: vec![0; nt],
         holder: vec![none; trace.num_locks()],
-        written: vec![none; trace.num_vars()],
+        written: vec![none; trace.num_vars() * width],
         prefix: Vec::new(),
     };
     let mut seen: HashSet<(Vec<u32>, Vec<u32>)> = HashSet::new();
@@ -116,12 +148,12 @@ pub fn search(trace: &Trace, idx: &TraceIndex, e1: EventId, e2: EventId, budget:
                         continue;
                     }
                 }
-                Op::Read | Op::VolatileRead
-                    if n.written[ev.target as usize] != sees[e as usize] =>
+                op if is_read(op)
+                    && bytes(&ev).any(|(k, b)| n.written[k] != sees[e as usize][b]) =>
                 {
                     continue;
                 }
-                Op::Write | Op::VolatileWrite => n.written[ev.target as usize] = e,
+                op if op.is_write() => bytes(&ev).for_each(|(k, _)| n.written[k] = e),
                 // A blocked request never runs.
                 Op::Request => continue,
                 _ => {}

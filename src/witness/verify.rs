@@ -1,10 +1,16 @@
 //! An independent checker of race witnesses: replays the listed events against
-//! the trace alone, with no relation, engine or closure code involved.
+//! the trace alone, with no relation, engine or closure code involved (only
+//! the bookkeeping of which write each byte holds last).
 //!
 //! A witness for a race (e1, e2) is a list of event ids that, executed in the
-//! listed order, is a correct reordering prefix of the trace (see SEMANTICS.md)
-//! after which e1 and e2 are the next events of their threads.
+//! listed order, is a correct reordering prefix of the trace (README,
+//! "Semantic decisions") after which e1 and e2 are the next events of their
+//! threads. Reads-from is per byte: every read (`r`, `vr`, `ar`) must see,
+//! for each byte it touches, the write it saw in the trace.
 
+use rustc_hash::FxHashMap;
+
+use super::closure::LastWrites;
 use crate::trace::{EventId, Op, Trace};
 
 /// What a valid witness additionally is.
@@ -71,12 +77,18 @@ pub fn replay(trace: &Trace, witness: &[EventId]) -> Result<Replayed, String> {
     }
 
     // Facts of the trace: each event's position in its thread, each thread's
-    // events, which thread each fork starts, and the write each read sees.
+    // events, which thread each fork starts, and the writes each listed read
+    // sees (per byte).
+    let reads = |op: Op| matches!(op, Op::Read | Op::VolatileRead | Op::AtomicRead);
     let mut pos = vec![0u32; n];
     let mut per_thread: Vec<Vec<EventId>> = vec![Vec::new(); nt];
     let mut fork_of: Vec<Option<EventId>> = vec![None; nt];
-    let mut sees: Vec<Option<EventId>> = vec![None; n];
-    let mut last_write: Vec<Option<EventId>> = vec![None; trace.num_vars()];
+    let mut sees: FxHashMap<EventId, [u32; 8]> = witness
+        .iter()
+        .filter(|&&e| reads(ev[e as usize].op))
+        .map(|&e| (e, [0; 8]))
+        .collect();
+    let mut last_write = LastWrites::new(trace.num_vars());
     for (i, e) in ev.iter().enumerate() {
         let th = &mut per_thread[e.thread as usize];
         pos[i] = th.len() as u32;
@@ -85,8 +97,12 @@ pub fn replay(trace: &Trace, witness: &[EventId]) -> Result<Replayed, String> {
             Op::Fork if fork_of[e.target as usize].is_none() => {
                 fork_of[e.target as usize] = Some(i as EventId)
             }
-            Op::Read | Op::VolatileRead => sees[i] = last_write[e.target as usize],
-            Op::Write | Op::VolatileWrite => last_write[e.target as usize] = Some(i as EventId),
+            op if reads(op) => {
+                if let Some(s) = sees.get_mut(&(i as EventId)) {
+                    *s = last_write.of(e.target, e.bytes());
+                }
+            }
+            op if op.is_write() => last_write.write(e.target, e.bytes(), i as EventId),
             _ => {}
         }
     }
@@ -101,7 +117,7 @@ pub fn replay(trace: &Trace, witness: &[EventId]) -> Result<Replayed, String> {
         holder: vec![None; trace.num_locks()],
         sync_preserving: true,
     };
-    let mut written: Vec<Option<EventId>> = vec![None; trace.num_vars()];
+    let mut written = LastWrites::new(trace.num_vars());
     let mut last_acquire: Vec<Option<EventId>> = vec![None; trace.num_locks()];
     for (k, &e) in witness.iter().enumerate() {
         let x = ev[e as usize];
@@ -147,20 +163,25 @@ pub fn replay(trace: &Trace, witness: &[EventId]) -> Result<Replayed, String> {
                 }
                 r.holder[l] = None;
             }
-            Op::Read | Op::VolatileRead => {
-                let v = x.target as usize;
-                if written[v] != sees[e as usize] {
-                    let name = |w: Option<EventId>| {
-                        w.map_or("the initial value".to_string(), |w| format!("event {w}"))
+            op if reads(op) => {
+                let (now, then) = (written.of(x.target, x.bytes()), sees[&e]);
+                if let Some(b) = (0..8).find(|&b| now[b] != then[b]) {
+                    let name = |w: u32| match w {
+                        u32::MAX => "the initial value".to_string(),
+                        w => format!("event {w}"),
+                    };
+                    let byte = match x.bytes() {
+                        0xff if now.iter().all(|&w| w == now[0]) => String::new(),
+                        _ => format!(" in byte {b}"),
                     };
                     return fail(format!(
-                        "reads {} instead of {} as in the trace",
-                        name(written[v]),
-                        name(sees[e as usize])
+                        "reads {}{byte} instead of {} as in the trace",
+                        name(now[b]),
+                        name(then[b])
                     ));
                 }
             }
-            Op::Write | Op::VolatileWrite => written[x.target as usize] = Some(e),
+            op if op.is_write() => written.write(x.target, x.bytes(), e),
             Op::Request => {
                 return fail("is a blocked request (`req`), which never runs".into());
             }
@@ -188,10 +209,10 @@ pub fn check(
         }
     }
     let (a, b) = (ev[e1 as usize], ev[e2 as usize]);
-    if !(a.op.is_access() && b.op.is_access()) {
-        return Err(format!("events {e1} and {e2} are not both data accesses"));
+    if !(a.op.is_memory() && b.op.is_memory()) {
+        return Err(format!("events {e1} and {e2} are not both accesses"));
     }
-    if a.target != b.target || a.thread == b.thread || !(a.op == Op::Write || b.op == Op::Write) {
+    if !a.conflicts(&b) {
         return Err(format!("events {e1} and {e2} do not conflict"));
     }
     let r = replay(trace, witness)?;
@@ -201,123 +222,4 @@ pub fn check(
     Ok(Verdict {
         sync_preserving: r.sync_preserving,
     })
-}
-
-/// The event ids of JSON array `v` (`what` names it in errors).
-fn id_list(
-    v: Option<&serde_json::Value>,
-    file: &std::path::Path,
-    what: &str,
-) -> anyhow::Result<Vec<EventId>> {
-    let bad = || {
-        anyhow::Error::new(crate::UsageError(format!(
-            "{}: {what} is not an array of event ids",
-            file.display()
-        )))
-    };
-    let a = v.and_then(|v| v.as_array()).ok_or_else(bad)?;
-    a.iter()
-        .map(|x| match x.as_u64() {
-            Some(x) if x <= u32::MAX as u64 => Ok(x as EventId),
-            _ => Err(bad()),
-        })
-        .collect()
-}
-
-/// `cprace verify TRACE --witness FILE`: check every witness in FILE (races,
-/// or deadlocks when FILE is a `cprace deadlocks` report), print one line
-/// each, return the exit code (0 all valid, 1 some invalid).
-pub fn run_cli(
-    trace: &std::path::Path,
-    file: &std::path::Path,
-    format: Option<crate::trace::Format>,
-    out: &mut impl std::io::Write,
-) -> anyhow::Result<i32> {
-    use anyhow::{Context, bail};
-    let t = crate::trace::load(trace, format)?;
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let json: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| crate::UsageError(format!("{}: not JSON: {e}", file.display())))?;
-    let deadlocks = json.get("deadlocks").and_then(|d| d.as_array());
-    let items: Vec<&serde_json::Value> = match (deadlocks, json.get("races")) {
-        (Some(d), _) => d.iter().collect(),
-        (None, Some(serde_json::Value::Array(a))) => a.iter().collect(),
-        _ => vec![&json],
-    };
-    let id = |v: &serde_json::Value, k: &str| -> anyhow::Result<EventId> {
-        match v.get(k).and_then(|x| x.as_u64()) {
-            Some(x) if x <= u32::MAX as u64 => Ok(x as EventId),
-            _ => bail!(crate::UsageError(format!(
-                "{}: a race without a valid `{k}` event id",
-                file.display()
-            ))),
-        }
-    };
-    let (mut valid, mut invalid, mut absent) = (0, 0, 0);
-    for v in items {
-        let (what, name) = if deadlocks.is_some() {
-            let events = id_list(v.get("events"), file, "a deadlock's `events`")?;
-            let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("deadlock");
-            let list: Vec<String> = events.iter().map(|e| e.to_string()).collect();
-            (
-                Some(events),
-                format!("deadlock [{}] ({kind})", list.join(", ")),
-            )
-        } else {
-            let (e1, e2) = (id(v, "first")?, id(v, "second")?);
-            (None, format!("({e1}, {e2})"))
-        };
-        let w = match v.get("witness") {
-            Some(serde_json::Value::Null) => {
-                absent += 1;
-                writeln!(out, "{name}: no witness")?;
-                continue;
-            }
-            Some(w @ serde_json::Value::Array(_)) => {
-                id_list(Some(w), file, &format!("the witness of {name}"))?
-            }
-            _ => bail!(crate::UsageError(format!(
-                "{}: {name} has no `witness` array (run {} with --witness)",
-                file.display(),
-                if deadlocks.is_some() {
-                    "deadlocks"
-                } else {
-                    "analyze"
-                }
-            ))),
-        };
-        let verdict = match &what {
-            Some(events) => {
-                let locks: Option<Vec<String>> = v.get("locks").and_then(|l| {
-                    l.as_array()?
-                        .iter()
-                        .map(|x| x.as_str().map(String::from))
-                        .collect()
-                });
-                super::deadlock::check(&t, events, locks.as_deref(), &w)
-            }
-            None => check(&t, id(v, "first")?, id(v, "second")?, &w).map(|v| v.sync_preserving),
-        };
-        match verdict {
-            Ok(sync_preserving) => {
-                valid += 1;
-                let sp = if sync_preserving {
-                    ", sync-preserving"
-                } else {
-                    ""
-                };
-                writeln!(out, "{name}: valid ({} events{sp})", w.len())?;
-            }
-            Err(why) => {
-                invalid += 1;
-                writeln!(out, "{name}: INVALID: {why}")?;
-            }
-        }
-    }
-    writeln!(
-        out,
-        "SUMMARY: {valid} valid, {invalid} invalid, {absent} without a witness"
-    )?;
-    Ok(if invalid > 0 { 1 } else { 0 })
 }

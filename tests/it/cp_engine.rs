@@ -5,9 +5,9 @@ use crate::common;
 
 use common::oracle;
 use common::traces::dump;
-use cprace::cp::{Reporting, analyze, analyze_within};
-use cprace::generate::{Config, trace};
+use cprace::race::cp::{Reporting, analyze, analyze_within};
 use cprace::report::Keep;
+use cprace::tools::generate::{Config, trace};
 use cprace::trace::{Format, Trace, load_str};
 
 fn csv(text: &str) -> Trace {
@@ -95,7 +95,7 @@ fn windows_at_least_the_trace_length_are_no_window() {
                     dump(&t)
                 );
             }
-            let reference = cprace::reference::cp::analyze(&t, Some(k)).expect("small trace");
+            let reference = cprace::race::cp::reference::analyze(&t, Some(k)).expect("small trace");
             assert_eq!(
                 reference.racy_events(),
                 exact.racy_events(),
@@ -123,6 +123,64 @@ fn configs() -> impl Iterator<Item = Config> {
         seed,
         ..Config::default()
     })
+}
+
+/// [`configs`] with plain and atomic (relaxed and synchronizing) accesses of
+/// the same variables, every other one with random byte masks.
+fn atomic_configs() -> impl Iterator<Item = Config> {
+    configs().map(|c| Config {
+        p_atomic: 0.3,
+        masks: c.seed % 2 == 1,
+        volatiles: 0,
+        seed: c.seed + 10_000,
+        ..c
+    })
+}
+
+/// Atomics and byte masks: the engine equals the literal definition (rule (a)
+/// pairs a plain and an atomic access, HBv's hard edges join atomic ones)
+/// and the crepe reference, with and without windows and distances.
+#[test]
+fn datalog_matches_definition_and_reference_with_atomics() {
+    for cfg in atomic_configs().take(1000) {
+        let t = trace(&cfg);
+        for k in [None, Some(1), Some(3), Some(6), Some(15)] {
+            let got = engine_racy(&t, k);
+            assert_eq!(
+                got,
+                oracle_racy(&t, k),
+                "seed {} window {k:?}\n{}",
+                cfg.seed,
+                dump(&t)
+            );
+        }
+        for (k, d) in [
+            (None, None),
+            (Some(2), None),
+            (Some(5), Some(5)),
+            (None, Some(4)),
+        ] {
+            let fast = analyze_within(&t, k, d, Reporting::All);
+            let cp = oracle::cp_matrix(&t, k);
+            let got: Vec<_> = fast
+                .races
+                .iter()
+                .map(|r| (r.first.id, r.second.id))
+                .collect();
+            assert_eq!(
+                got,
+                oracle::witnesses(&t, &cp, d),
+                "seed {} {k:?} {d:?}\n{}",
+                cfg.seed,
+                dump(&t)
+            );
+            let reference =
+                cprace::race::cp::reference::analyze_within(&t, k, d).expect("small trace");
+            if let Err(diff) = cprace::engine::reference::compare(&fast, &reference) {
+                panic!("seed {} window {k:?}: {diff}\n{}", cfg.seed, dump(&t));
+            }
+        }
+    }
 }
 
 #[test]
@@ -169,8 +227,9 @@ fn datalog_matches_crepe_reference_on_generated_traces() {
             (Some(5), Some(5)),
         ] {
             let fast = analyze_within(&t, k, d, Reporting::All);
-            let reference = cprace::reference::cp::analyze_within(&t, k, d).expect("small trace");
-            if let Err(diff) = cprace::reference::compare(&fast, &reference) {
+            let reference =
+                cprace::race::cp::reference::analyze_within(&t, k, d).expect("small trace");
+            if let Err(diff) = cprace::engine::reference::compare(&fast, &reference) {
                 panic!("seed {} window {k:?}: {diff}\n{}", cfg.seed, dump(&t));
             }
         }
@@ -183,7 +242,7 @@ fn hb_datalog_closure_matches_definition_within_window() {
         let t = trace(&cfg);
         let hb = oracle::hb_matrix(&t);
         for k in [None, Some(2), Some(7)] {
-            let got = cprace::cp::hb_closure::analyze(&t, k).racy_events();
+            let got = cprace::race::hb::datalog::analyze(&t, k).racy_events();
             assert_eq!(
                 got,
                 oracle::racy(&t, &hb, k),
@@ -249,7 +308,7 @@ fn races_stream_in_trace_order_through_the_callback() {
                 let collected = analyze_within(&t, k, d, reporting);
                 let mut streamed = Vec::new();
                 let report =
-                    cprace::cp::analyze_into(&t, k, d, reporting, &mut |r| streamed.push(r));
+                    cprace::race::cp::analyze_into(&t, k, d, reporting, &mut |r| streamed.push(r));
                 assert!(report.races.is_empty(), "races went to the callback");
                 assert!(
                     streamed.windows(2).all(|w| w[0].second.id < w[1].second.id),
@@ -271,7 +330,7 @@ fn spilled_reports_read_back_the_collected_races() {
             for reporting in [Reporting::All, Reporting::FirstRace, Reporting::OrderRaces] {
                 let collected = analyze_within(&t, k, d, reporting);
                 let spilled =
-                    cprace::cp::analyze_spilled(&t, k, d, reporting, Keep::Spill).unwrap();
+                    cprace::race::cp::analyze_spilled(&t, k, d, reporting, Keep::Spill).unwrap();
                 assert!(spilled.is_spilled() && spilled.races.is_empty());
                 let mut back = Vec::new();
                 spilled
@@ -283,7 +342,7 @@ fn spilled_reports_read_back_the_collected_races() {
                 assert_eq!(back, collected.races, "seed {} {reporting:?}", cfg.seed);
                 // Counted only (summary output): the same counts.
                 let counted =
-                    cprace::cp::analyze_spilled(&t, k, d, reporting, Keep::Count).unwrap();
+                    cprace::race::cp::analyze_spilled(&t, k, d, reporting, Keep::Count).unwrap();
                 assert_eq!(counted.race_count(), collected.race_count());
                 assert_eq!(counted.tally().unwrap(), collected.tally().unwrap());
                 assert!(counted.each_race(|_| Ok(())).is_err());

@@ -1,12 +1,12 @@
-//! Streaming windowed CP (`cprace::cp::stream`) against the whole-trace
+//! Streaming windowed CP (`cprace::race::cp::stream`) against the whole-trace
 //! engine: the same racy events with the same witnesses, on the figures and
 //! on generated traces cut into stretches of a few events (so that sections,
 //! fork/join and volatile edges cross stretch boundaries everywhere), with
 //! windows from 2 to beyond the trace.
 
-use cprace::cp::stream::CpStream;
-use cprace::cp::{PassOptions, Reporting};
-use cprace::generate::{Config, trace};
+use cprace::race::cp::stream::CpStream;
+use cprace::race::cp::{PassOptions, Reporting};
+use cprace::tools::generate::{Config, trace};
 use cprace::trace::{EventId, Trace};
 
 use crate::common::query::config;
@@ -31,7 +31,8 @@ fn check(name: &str, t: &Trace, k: u64, every: usize) {
         } else {
             Reporting::All
         };
-        let whole = pairs(&cprace::cp::analyze_within(t, Some(k), max_distance, reporting).races);
+        let whole =
+            pairs(&cprace::race::cp::analyze_within(t, Some(k), max_distance, reporting).races);
         let opts = PassOptions {
             max_distance,
             first_only,
@@ -68,6 +69,26 @@ fn generated_traces_stream_like_the_whole_trace() {
         }
         let t = trace(&cfg);
         for k in [1, 2, 5, 17, 60, 500] {
+            check(&format!("seed {seed}"), &t, k, 1 + (seed as usize * 7) % 40);
+        }
+    }
+}
+
+/// Atomic accesses (hard edges and rule-(a) summaries crossing stretch
+/// boundaries) and byte masks.
+#[test]
+fn atomics_stream_like_the_whole_trace() {
+    for seed in 0..30u64 {
+        let mut cfg = config(seed + 500);
+        cfg.events = 300 + 7 * seed;
+        cfg.threads = 2 + (seed % 4) as u32;
+        cfg.p_atomic = 0.3;
+        cfg.masks = seed % 2 == 1;
+        if seed % 3 == 2 {
+            cfg.p_release = 0.02;
+        }
+        let t = trace(&cfg);
+        for k in [1, 5, 17, 500] {
             check(&format!("seed {seed}"), &t, k, 1 + (seed as usize * 7) % 40);
         }
     }
@@ -156,7 +177,7 @@ T0,w,q,o
 T0,rel,L1,p
 ";
     let t = cprace::trace::load_str(text, None).expect("trace");
-    let whole = cprace::cp::analyze_within(&t, Some(50), None, Reporting::All);
+    let whole = cprace::race::cp::analyze_within(&t, Some(50), None, Reporting::All);
     assert!(whole.races.is_empty(), "{:?}", whole.races);
     for every in 1..=16 {
         check("late edge", &t, 50, every);
@@ -177,7 +198,7 @@ fn benchmark_profiles_stream_like_the_whole_trace() {
         cfg.seed = 1;
         let t = trace(&cfg);
         for k in [1000, 10_000] {
-            let whole = cprace::cp::analyze_within(&t, Some(k), None, Reporting::All);
+            let whole = cprace::race::cp::analyze_within(&t, Some(k), None, Reporting::All);
             let mut s = CpStream::new(k, PassOptions::default());
             for (i, ev) in t.events.iter().enumerate() {
                 s.event(i as EventId, ev);

@@ -422,13 +422,30 @@ fn race_analyses_ignore_blocked_requests() {
 #[test]
 fn generated_shapes_give_the_deadlocks_they_describe() {
     let out = output(&[
-        "gen", "--profile", "small", "--deadlocks", "all", "-n", "400", "--seed", "3", "--lock-order", "ordered",
+        "gen",
+        "--profile",
+        "small",
+        "--deadlocks",
+        "all",
+        "-n",
+        "400",
+        "--seed",
+        "3",
+        "--lock-order",
+        "ordered",
     ]);
     assert!(out.status.success());
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("g.csv");
     std::fs::write(&p, &out.stdout).unwrap();
-    let v = json(&["deadlocks", p.to_str().unwrap(), "--all", "--format", "json", "--witness"]);
+    let v = json(&[
+        "deadlocks",
+        p.to_str().unwrap(),
+        "--all",
+        "--format",
+        "json",
+        "--witness",
+    ]);
     let mut got: Vec<String> = v["deadlocks"]
         .as_array()
         .unwrap()
@@ -436,7 +453,11 @@ fn generated_shapes_give_the_deadlocks_they_describe() {
         .map(|d| {
             let n = d["locks"].as_array().unwrap().len();
             let why = d.get("filtered").and_then(|f| f.as_str()).unwrap_or("");
-            format!("{} {n} {}", d["kind"].as_str().unwrap(), why.split(',').next().unwrap())
+            format!(
+                "{} {n} {}",
+                d["kind"].as_str().unwrap(),
+                why.split(',').next().unwrap()
+            )
         })
         .collect();
     got.sort();
@@ -455,11 +476,31 @@ fn generated_shapes_give_the_deadlocks_they_describe() {
     );
     let f = dir.path().join("d.json");
     std::fs::write(&f, v.to_string()).unwrap();
-    let (code, out, _) = cprace(&["verify", p.to_str().unwrap(), "--witness", f.to_str().unwrap()]);
+    let (code, out, _) = cprace(&[
+        "verify",
+        p.to_str().unwrap(),
+        "--witness",
+        f.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.ends_with("SUMMARY: 4 valid, 0 invalid, 3 without a witness\n"), "{out}");
+    assert!(
+        out.ends_with("SUMMARY: 4 valid, 0 invalid, 3 without a witness\n"),
+        "{out}"
+    );
     // Repeated, the same shapes: still one report per cycle of locks.
-    let (code, out, err) = cprace(&["gen", "--deadlocks", "philosophers", "--philosophers", "7", "--deadlock-every", "1k", "-n", "20k", "--lock-order", "ordered"]);
+    let (code, out, err) = cprace(&[
+        "gen",
+        "--deadlocks",
+        "philosophers",
+        "--philosophers",
+        "7",
+        "--deadlock-every",
+        "1k",
+        "-n",
+        "20k",
+        "--lock-order",
+        "ordered",
+    ]);
     assert_eq!(code, 0, "{err}");
     let p = dir.path().join("r.csv");
     std::fs::write(&p, out).unwrap();

@@ -206,7 +206,7 @@ fn cp_paper_figure_9_has_the_predicted_deadlock_its_race_stands_for() {
     );
     assert_eq!(r.deadlocks[0].witness.as_deref(), Some(&[0, 5][..]));
     // CP's (first) race there has no witness: the CP theorem's deadlock.
-    let mut cp = cprace::cp::analyze(&t, None, cprace::cp::Reporting::FirstRace);
+    let mut cp = cprace::race::cp::analyze(&t, None, cprace::race::cp::Reporting::FirstRace);
     cprace::witness::attach(&mut cp, &t);
     assert_eq!(cp.racy_events(), [8]);
     assert_eq!(cp.witnesses, Some(vec![None]));

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use common::oracle;
 use common::traces::figure_paths;
-use cprace::cp::{Reporting, analyze};
+use cprace::race::cp::{Reporting, analyze};
 use cprace::trace::{Trace, load};
 
 /// Every figure with its expected racy events per relation.
@@ -75,12 +75,12 @@ fn oracles_match_figures() {
 #[test]
 fn hb_engines_match_figures() {
     for (p, t, want) in figures() {
-        let vc = cprace::hb::hb_trace("vc", None, &t).unwrap();
+        let vc = crate::common::hb::run("vc", None, &t);
         assert_eq!(vc.racy_events(), want["hb"], "hb vc {}", p.display());
-        let tc = cprace::hb::hb_trace("treeclock", None, &t).unwrap();
+        let tc = crate::common::hb::run("treeclock", None, &t);
         assert_eq!(tc.races, vc.races, "hb treeclock {}", p.display());
         for engine in ["epoch", "lockset"] {
-            let r = cprace::hb::hb_trace(engine, None, &t).unwrap();
+            let r = crate::common::hb::run(engine, None, &t);
             assert_eq!(
                 r.first_race_per_variable(),
                 vc.first_race_per_variable(),
@@ -88,7 +88,7 @@ fn hb_engines_match_figures() {
                 p.display()
             );
         }
-        let closure = cprace::cp::hb_closure::analyze(&t, None);
+        let closure = cprace::race::hb::datalog::analyze(&t, None);
         assert_eq!(
             closure.racy_events(),
             want["hb"],
@@ -102,13 +102,13 @@ fn hb_engines_match_figures() {
 fn wcp_engines_match_figures() {
     for (p, t, want) in figures() {
         assert_eq!(
-            cprace::wcp::vc::analyze(&t, None).racy_events(),
+            cprace::race::wcp::vc::analyze(&t, None).racy_events(),
             want["wcp"],
             "wcp vc {}",
             p.display()
         );
         assert_eq!(
-            cprace::wcp::reference::analyze(&t, None).racy_events(),
+            cprace::race::wcp::reference::analyze(&t, None).racy_events(),
             want["wcp"],
             "wcp reference {}",
             p.display()

@@ -8,12 +8,13 @@ use std::path::Path;
 
 use clap::ValueEnum;
 use common::cli::output as cprace;
-use cprace::analyze::{Options, Relation, analyze_path};
-use cprace::generate::{self, Config, TextFormat};
+use cprace::race::{Options, analyze_path};
+use cprace::relation::Relation;
+use cprace::tools::generate::{self, Config, TextFormat};
 use cprace::trace::{Event, Format, Op, Trace, csv_format, load, load_str, rapid_csv, std_format};
 use serde_json::Value;
 
-fn write_with(t: &Trace, w: fn(&Trace, &mut Vec<u8>) -> anyhow::Result<()>) -> String {
+fn write_with(t: &Trace, w: fn(&Trace, &mut Vec<u8>) -> cprace::Result<()>) -> String {
     let mut buf = Vec::new();
     w(t, &mut buf).expect("writable names");
     String::from_utf8(buf).expect("UTF-8 output")
@@ -226,7 +227,7 @@ fn analysis(path: &Path, relation: Relation, locs: bool) -> Value {
     let opts = Options {
         relation,
         engine: None,
-        window: cprace::analyze::default_window(relation),
+        window: cprace::race::default_window(relation),
         max_distance: None,
         input_format: None,
         reporting: Default::default(),

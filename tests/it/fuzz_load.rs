@@ -4,7 +4,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use cprace::generate::{Config, Rng, trace};
+use cprace::tools::generate::{Config, Rng, trace};
 use cprace::trace::load::stream_reader;
 use cprace::trace::model::TargetKind;
 use cprace::trace::{Format, Trace, csv_format, load_str, rapid_csv, std_format};

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 
 use common::cli::output as cprace;
-use cprace::generate::{self, Config, TextFormat};
+use cprace::tools::generate::{self, Config, TextFormat};
 use cprace::trace::{Format, Op, load_str};
 use serde_json::Value;
 
@@ -318,7 +318,7 @@ fn bad_options_are_usage_errors() {
 
 #[test]
 fn closing_the_pipe_early_ends_generation_quietly() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cprace"))
+    let mut child = Command::new(crate::common::cli::BIN)
         .args(["gen", "-n", "1G", "--format", "std"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

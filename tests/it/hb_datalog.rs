@@ -2,9 +2,7 @@
 //! `datalog` closure over synchronization events agree with `vc` on small
 //! generated traces: racy events and witnesses, with and without a window.
 
-use crate::hb_common;
-
-use hb_common::{dump, generated, run};
+use crate::common::hb::{dump, generated, run};
 
 #[test]
 fn rules_and_sync_closure_agree_with_vc() {
@@ -12,12 +10,12 @@ fn rules_and_sync_closure_agree_with_vc() {
         let t = generated(seed, 15 + seed % 50);
         for window in [None, Some(3), Some(10)] {
             let vc = run("vc", window, &t);
-            let rules = cprace::reference::hb::analyze(&t, window).expect("small trace");
-            if let Err(d) = cprace::reference::compare(&vc, &rules) {
+            let rules = cprace::race::hb::reference::analyze(&t, window).expect("small trace");
+            if let Err(d) = cprace::engine::reference::compare(&vc, &rules) {
                 panic!("seed {seed} window {window:?}: {d}\n{}", dump(&t));
             }
-            let closure = cprace::cp::hb_closure::analyze(&t, window);
-            if let Err(d) = cprace::reference::compare(&vc, &closure) {
+            let closure = cprace::race::hb::datalog::analyze(&t, window);
+            if let Err(d) = cprace::engine::reference::compare(&vc, &closure) {
                 panic!("seed {seed} window {window:?}: {d}\n{}", dump(&t));
             }
         }
@@ -42,7 +40,7 @@ fn many_threads_passing_a_lock_fit_in_bounded_memory() {
     // One racy write at the end: T0 writes x again without the lock.
     text.push_str("T0|w(x)|4\n");
     std::fs::write(&trace, text).unwrap();
-    let bin = env!("CARGO_BIN_EXE_cprace");
+    let bin = crate::common::cli::BIN;
     let run = |engine: &str| {
         Command::new("sh")
             .arg("-c")

@@ -1,8 +1,7 @@
 //! Hand-written traces with known HB verdicts, run through every engine.
 
-use crate::hb_common;
-
-use hb_common::{oracle, pairs, run, tr};
+use crate::common::hb::{pairs, run, tr};
+use crate::common::oracle::hb_races as oracle;
 
 const EXACT: [&str; 4] = ["vc", "epoch", "lockset", "treeclock"];
 
@@ -179,7 +178,7 @@ fn eraser_is_a_superset_and_labelled_unsound() {
     let er = run("eraser", None, &t);
     assert_eq!(er.racy_events(), [2, 4]);
     assert!(er.notes.iter().any(|n| n.contains("UNSOUND")));
-    assert_eq!(er.relation, "lockset");
+    assert_eq!(er.relation, cprace::relation::Relation::Lockset);
     // Initialization by one thread, then unlocked reads by another: Eraser's
     // original Exclusive state would hide this real race; ours reports it.
     let t = tr("T1 w x\nT2 r x\nT2 r x");

@@ -170,7 +170,7 @@ fn figures_first_expected_races_are_predictable() {
 fn hb_first_race_pairs_are_predictable_on_generated_traces() {
     let mut with_race = 0;
     for seed in 0..300u64 {
-        let cfg = cprace::generate::Config {
+        let cfg = cprace::tools::generate::Config {
             events: 16 + seed % 30,
             threads: 2 + (seed % 3) as u32,
             locks: 2,
@@ -178,9 +178,9 @@ fn hb_first_race_pairs_are_predictable_on_generated_traces() {
             volatiles: 1,
             p_volatile: 0.15,
             seed,
-            ..cprace::generate::Config::default()
+            ..cprace::tools::generate::Config::default()
         };
-        let t = cprace::generate::trace(&cfg);
+        let t = cprace::tools::generate::trace(&cfg);
         let hb = common::oracle::hb_matrix(&t);
         let Some(&first) = common::oracle::racy(&t, &hb, None).first() else {
             continue;

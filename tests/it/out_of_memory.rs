@@ -23,7 +23,7 @@ fn allocation_failure_exits_2_with_a_sentence() {
         text.push_str(&format!("T{i}|vr(v)|2\n"));
     }
     std::fs::write(&trace, text).unwrap();
-    let bin = env!("CARGO_BIN_EXE_cprace");
+    let bin = crate::common::cli::BIN;
     let out = Command::new("sh")
         .arg("-c")
         .arg(format!(

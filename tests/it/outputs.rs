@@ -94,7 +94,7 @@ fn output_paths_are_checked_before_the_work() {
 /// Run `cprace args`, read one line of its output, close the pipe, and
 /// return its exit code and stderr.
 fn close_after_one_line(args: &[&str]) -> (Option<i32>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cprace"))
+    let mut child = Command::new(crate::common::cli::BIN)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -8,8 +8,9 @@ use std::process::Output;
 
 use crate::common;
 
-use common::sweep::{cprace, generated, stderr};
-use cprace::plot;
+use common::cli::{output as cprace, stderr};
+use common::traces::generated;
+use cprace::tools::plot;
 use serde_json::Value;
 
 fn json_rows(o: &Output) -> Vec<Value> {
@@ -268,8 +269,8 @@ fn bad_sizes_and_places_are_usage_errors_before_any_work() {
 fn coinciding_bounds_stay_apart_and_none_follows_the_largest_k() {
     // On the CP paper's Figure 1 every row is 0: HB and WCP coincide.
     let t = cprace::trace::load(Path::new("data/figures/cp-fig1.csv"), None).unwrap();
-    let s = cprace::sweep::run(&t, &[Some(2), Some(5), None], &mut |_| {}).unwrap();
-    let fig = plot::Figure::new(&s, "fig1");
+    let s = cprace::tools::sweep::run(&t, &[Some(2), Some(5), None], &mut |_| {}).unwrap();
+    let fig = plot::Figure::new(&s.series(), "fig1");
     let [hb, wcp, shb, syncp] = &fig.bounds[..] else {
         panic!("four bounds (hb, wcp, shb, syncp): {:?}", fig.bounds)
     };

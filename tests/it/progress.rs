@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cprace");
+use crate::common::cli::BIN;
 
 fn generated(dir: &Path) -> PathBuf {
     let path = dir.join("t.std");

@@ -11,12 +11,12 @@ use common::query::{
     replay_pairs, replay_races, sync_pairs_within, traces,
 };
 use common::traces::{dump, figure, figures};
-use cprace::analyze::Relation;
-use cprace::cp::Reporting;
 use cprace::facts::{Facts, Relations};
-use cprace::generate::{Config, trace};
-use cprace::query::{self, DumpFormat, is_sync_event};
-use cprace::reference::cp::CpRelations;
+use cprace::race::cp::Reporting;
+use cprace::race::cp::reference::CpRelations;
+use cprace::relation::Relation;
+use cprace::tools::generate::{Config, trace};
+use cprace::tools::query::{self, DumpFormat, is_sync_event};
 use cprace::trace::{EventId, Format, Op, Trace, load_str};
 use serde_json::Value;
 
@@ -48,7 +48,7 @@ impl Oracle<'_> {
     fn new(t: &Trace, window: Option<u64>) -> Oracle<'_> {
         Oracle {
             t,
-            r: cprace::reference::cp::derive_trace(t, window),
+            r: cprace::race::cp::reference::derive_trace(t, window),
             facts: Facts::new(t),
             window,
             hbv: true,
@@ -200,10 +200,6 @@ impl Replay for Oracle<'_> {
         self.t
     }
 
-    fn facts(&self) -> &Facts {
-        &self.facts
-    }
-
     fn relation(&self) -> Relation {
         Relation::Cp
     }
@@ -314,7 +310,7 @@ fn every_reported_race_is_unordered() {
     let mut races = 0;
     for (name, t) in traces(300, config) {
         for k in [None, Some(4), Some(1000)] {
-            let report = cprace::cp::analyze(&t, k, Reporting::All);
+            let report = cprace::race::cp::analyze(&t, k, Reporting::All);
             races += report.races.len();
             replay_races(&Oracle::new(&t, k), &name, k, &report.races);
         }
@@ -367,7 +363,7 @@ fn hb_dump_equals_the_datalog_hb_closure() {
     for seed in 0..200 {
         let t = trace(&config(seed));
         for k in [None, Some(5)] {
-            let closure = cprace::cp::hb_closure::HbClosure::new(&t, k);
+            let closure = cprace::race::hb::datalog::HbClosure::new(&t, k);
             let ev = |s: u32| closure.sync.event(s);
             let want: Vec<(u32, u32)> = closure
                 .pairs
@@ -406,17 +402,17 @@ fn facts_equal_the_papers_input_relations() {
         ];
         for (k, w) in want.into_iter().enumerate() {
             let mut got = Vec::new();
-            query::facts::for_each_tuple(&t, &facts, k, &mut |a, b| {
+            query::export::for_each_tuple(&t, &facts, k, &mut |a, b| {
                 match b {
-                    query::facts::Value::Id(b) => got.push((a, b)),
-                    query::facts::Value::Name(_) => panic!("a name in {k}"),
+                    query::export::Value::Id(b) => got.push((a, b)),
+                    query::export::Value::Name(_) => panic!("a name in {k}"),
                 }
                 Ok(())
             })
             .unwrap();
             let mut w = w.clone();
             w.sort_unstable();
-            assert_eq!(got, w, "{name}: relation {}", query::facts::RELATIONS[k].0);
+            assert_eq!(got, w, "{name}: relation {}", query::export::RELATIONS[k].0);
         }
     }
 }
@@ -549,12 +545,12 @@ fn cli_dumps_and_facts() {
         serde_json::json!([[3, 1], [6, 4]])
     );
     assert_eq!(j["ThreadName"], serde_json::json!([[0, "T1"], [1, "T2"]]));
-    assert_eq!(j.as_object().unwrap().len(), query::facts::RELATIONS.len());
+    assert_eq!(j.as_object().unwrap().len(), query::export::RELATIONS.len());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("facts");
     let out = query_text(&f, &["--facts-dir", d.to_str().unwrap()]);
     assert!(out.is_empty());
-    for (name, ..) in query::facts::RELATIONS {
+    for (name, ..) in query::export::RELATIONS {
         assert!(d.join(format!("{name}.facts")).exists(), "{name}");
     }
     let rel = std::fs::read_to_string(d.join("RelEvent.facts")).unwrap();

@@ -12,10 +12,10 @@ use common::query::{
     arr, dump_rows, id, interesting_pairs, query_json, query_text, sync_pairs_within,
 };
 use common::traces::dump;
-use cprace::analyze::Relation;
 use cprace::facts::Facts;
-use cprace::generate::{Config, trace};
-use cprace::query;
+use cprace::relation::Relation;
+use cprace::tools::generate::{Config, trace};
+use cprace::tools::query;
 use cprace::trace::{Op, Trace};
 use serde_json::Value;
 

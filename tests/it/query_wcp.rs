@@ -13,11 +13,11 @@ use common::query::{
     replay_pairs, replay_races, sync_pairs_within, traces,
 };
 use common::traces::{dump, figure, figures};
-use cprace::analyze::Relation;
 use cprace::facts::{CriticalSection, Facts};
-use cprace::generate::Config;
+use cprace::race::wcp::reference::{Derived, derive};
+use cprace::relation::Relation;
+use cprace::tools::generate::Config;
 use cprace::trace::{Op, Trace};
-use cprace::wcp::reference::{Derived, derive};
 use serde_json::{Value, json};
 
 /// Small traces with nesting, fork/join and volatiles; every other one leans
@@ -203,10 +203,6 @@ impl Replay for Oracle<'_> {
         self.t
     }
 
-    fn facts(&self) -> &Facts {
-        &self.facts
-    }
-
     fn relation(&self) -> Relation {
         Relation::Wcp
     }
@@ -359,7 +355,7 @@ fn every_reported_race_is_unordered() {
     for (name, t) in traces(250, config) {
         let o = Oracle::new(&t);
         for k in [None, Some(4)] {
-            let report = cprace::wcp::vc::analyze(&t, k);
+            let report = cprace::race::wcp::vc::analyze(&t, k);
             races += report.races.len();
             hb_ordered += replay_races(&o, &name, k, &report.races);
         }

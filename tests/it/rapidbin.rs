@@ -7,7 +7,7 @@ use crate::common;
 use std::path::Path;
 
 use common::cli::{cprace, output, with_stdin};
-use cprace::generate::{Config, trace};
+use cprace::tools::generate::{Config, trace};
 use cprace::trace::rapid_bin::{self, side_path};
 use cprace::trace::{Format, Trace, csv_format, load};
 use proptest::prelude::*;

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const CPRACE: &str = env!("CARGO_BIN_EXE_cprace");
+use crate::common::cli::BIN as CPRACE;
 
 fn source(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,7 +1,7 @@
 //! `cprace analyze` with the reference engines: wiring, default window, the
 //! size limit.
 
-use std::process::Command;
+use crate::common::cli::output;
 
 const POLAR: &str = "T1|r(count)|a\nT1|w(count)|b\nT1|acq(this)|c\nT1|w(radius)|d\nT1|rel(this)|e\n\
 T2|acq(this)|f\nT2|r(angle)|g\nT2|rel(this)|h\nT2|r(count)|i\nT2|w(count)|j\n";
@@ -10,13 +10,10 @@ fn analyze(text: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.std");
     std::fs::write(&path, text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cprace"))
-        .arg("analyze")
-        .arg(&path)
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
+    let mut all = vec!["analyze", path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let out = output(&all);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
     (out.status.code().unwrap_or(-1), json, stderr)

@@ -3,7 +3,9 @@
 //! brief (fork/join and volatile edges, unreleased critical sections, windows).
 //! `sync(n)` is the paper's shorthand for `acq(n) r(nVar) w(nVar) rel(n)`.
 
-use cprace::reference::{self, compare, cp, hb};
+use cprace::engine::reference::{self, compare};
+use cprace::race::cp::reference as cp;
+use cprace::race::hb::reference as hb;
 use cprace::report::Report;
 use cprace::trace::{EventId, Trace, load_str};
 
@@ -368,9 +370,9 @@ fn oversized_traces_are_refused() {
     let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
     let t = trace(&refs);
     let e = cp::analyze(&t, None).unwrap_err();
-    assert!(e.0.contains("--engine datalog"), "{e}");
+    assert!(e.to_string().contains("--engine datalog"), "{e}");
     let e = hb::analyze(&t, None).unwrap_err();
-    assert!(e.0.contains("--engine vc"), "{e}");
+    assert!(e.to_string().contains("--engine vc"), "{e}");
 }
 
 #[test]

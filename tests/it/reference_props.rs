@@ -7,13 +7,17 @@
 //!   `rules/hb.dl` plus `rules/cp.dl`'s volatile edges), HBv races within K ⊆
 //!   CP(K) races ⊆ exact CP races, HB races likewise on traces where HBv = HB,
 //!   CP(K) races grow with K, and CP(K) with K beyond the trace is exact CP.
+//!
+//! Every test also runs on traces mixing plain and atomic accesses of the
+//! same variables, half of them with byte masks.
 
 use crate::common;
 
 use common::laws::hbv_is_hb;
 use common::oracle;
-use cprace::generate::{Config, trace};
-use cprace::reference::{cp, hb};
+use cprace::race::cp::reference as cp;
+use cprace::race::hb::reference as hb;
+use cprace::tools::generate::{Config, trace};
 use cprace::trace::{EventId, Trace};
 
 const SEEDS: u64 = 300;
@@ -34,11 +38,35 @@ fn config(seed: u64) -> Config {
     }
 }
 
+/// The traces of the tests: [`config`]'s, then half as many more that mix
+/// plain and atomic (relaxed and synchronizing) accesses of the same
+/// variables, every other one with random byte masks (seeds from `SEEDS` on).
+fn traces() -> impl Iterator<Item = (u64, Trace)> {
+    let plain = (0..SEEDS).map(|seed| (seed, trace(&config(seed))));
+    let atomic = (SEEDS..SEEDS + SEEDS / 2).map(|seed| {
+        let cfg = Config {
+            p_atomic: 0.3,
+            masks: seed % 2 == 1,
+            volatiles: 0,
+            ..config(seed)
+        };
+        (seed, trace(&cfg))
+    });
+    plain.chain(atomic)
+}
+
 fn describe(t: &Trace) -> String {
     t.events
         .iter()
         .enumerate()
-        .map(|(i, e)| format!("{i}:T{}.{}({})", e.thread, e.op.as_str(), e.target))
+        .map(|(i, e)| {
+            let m = if e.mask == 0 {
+                String::new()
+            } else {
+                format!("[{:#04x}]", e.mask)
+            };
+            format!("{i}:T{}.{}({}){m}", e.thread, e.op.as_str(), e.target)
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -54,8 +82,7 @@ fn subset(a: &[EventId], b: &[EventId]) -> bool {
 
 #[test]
 fn hb_rules_match_brute_force_closure() {
-    for seed in 0..SEEDS {
-        let t = trace(&config(seed));
+    for (seed, t) in traces() {
         let brute = oracle::hb_matrix(&t);
         let r = hb::derive_trace(&t);
         assert!(
@@ -78,8 +105,7 @@ fn hb_rules_match_brute_force_closure() {
 #[test]
 fn cp_rules_match_brute_force_fixpoint() {
     let mut rule_b_only = 0;
-    for seed in 0..SEEDS {
-        let t = trace(&config(seed));
+    for (seed, t) in traces() {
         for window in [None, Some(4), Some(12)] {
             let brute = oracle::cp_matrix(&t, window);
             let r = cp::derive_trace(&t, window);
@@ -117,8 +143,7 @@ fn cp_rules_match_brute_force_fixpoint() {
 fn cp_laws_hold() {
     let mut strictly_more = 0;
     let mut with_extra_edges = 0;
-    for seed in 0..SEEDS {
-        let t = trace(&config(seed));
+    for (seed, t) in traces() {
         let n = t.len() as u64;
         let exact = cp::derive_trace(&t, None);
         let plain = hbv_is_hb(&t);
@@ -126,7 +151,7 @@ fn cp_laws_hold() {
         // HBv races, read off the reference's own HBv relation.
         let hbv_racy = |k: Option<u64>| -> Vec<EventId> {
             let mut v: Vec<EventId> =
-                cprace::reference::races(&t, k, |x, y| exact.hbv.contains(&(x, y)))
+                cprace::engine::reference::races(&t, k, |x, y| exact.hbv.contains(&(x, y)))
                     .iter()
                     .map(|r| r.second.id)
                     .collect();

@@ -4,24 +4,14 @@
 
 use crate::common;
 
-use std::process::Command;
-
-use common::cli::with_stdin;
+use common::cli::{cprace, with_stdin};
 use serde_json::{Value, json};
 
 fn stats(text: &str, name: &str, format: &str) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join(name);
     std::fs::write(&p, text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cprace"))
-        .args(["stats", p.to_str().unwrap(), "--format", format])
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    cprace(&["stats", p.to_str().unwrap(), "--format", format])
 }
 
 fn stats_json(text: &str, name: &str) -> Value {

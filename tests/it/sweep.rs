@@ -7,13 +7,15 @@ use crate::common;
 
 use std::process::{Command, Output};
 
-use common::sweep::{cprace, generated, stderr};
+use common::cli::{output as cprace, stderr};
 use common::traces::figure_paths as figures;
+use common::traces::generated;
 
-use cprace::analyze::{Options, Relation, analyze_trace};
-use cprace::cp::{Reporting, analyze};
-use cprace::generate::{Config, trace};
-use cprace::sweep::{self, Sweep, Windows};
+use cprace::race::cp::{Reporting, analyze};
+use cprace::race::{Options, analyze_trace};
+use cprace::relation::Relation;
+use cprace::tools::generate::{Config, trace};
+use cprace::tools::sweep::{self, Sweep, Windows};
 use cprace::trace::{Trace, load};
 use serde_json::Value;
 
@@ -512,7 +514,7 @@ fn usage_errors_exit_2_without_output() {
 fn reads_standard_input() {
     let dir = tempfile::tempdir().unwrap();
     let f = generated(dir.path(), 500, 4);
-    let o = Command::new(env!("CARGO_BIN_EXE_cprace"))
+    let o = Command::new(crate::common::cli::BIN)
         .args(["sweep", "-", "--windows", "10,none", "--format", "json"])
         .stdin(std::fs::File::open(&f).unwrap())
         .output()

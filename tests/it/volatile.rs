@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use common::cli::cprace;
 use common::oracle;
 use common::traces::dump;
-use cprace::analyze::{Options, Relation, analyze_trace};
-use cprace::cp::Reporting;
+use cprace::race::cp::Reporting;
+use cprace::race::{Options, analyze_trace};
+use cprace::relation::{Engine, Relation};
 use cprace::trace::{Op, Trace, load};
 
 /// The traces with their expected racy events per relation.
@@ -50,7 +51,7 @@ fn traces() -> Vec<(PathBuf, Trace, BTreeMap<String, Vec<u32>>)> {
 
 fn run(t: &Trace, relation: Relation, engine: &str, window: Option<u64>) -> Vec<u32> {
     let mut opts = Options::new(relation);
-    opts.engine = Some(engine.to_string());
+    opts.engine = Some(<Engine as clap::ValueEnum>::from_str(engine, false).unwrap());
     opts.window = window;
     analyze_trace(t, &opts)
         .unwrap_or_else(|e| panic!("{} {engine}: {e}", relation.name()))
@@ -71,7 +72,7 @@ fn every_engine_at_every_window_matches_the_sidecars() {
         for window in [
             None,
             Some(10),
-            Some(cprace::cp::DEFAULT_WINDOW),
+            Some(cprace::race::cp::DEFAULT_WINDOW),
             Some(1),
             Some(3),
         ] {
@@ -84,7 +85,7 @@ fn every_engine_at_every_window_matches_the_sidecars() {
             }
             for reporting in [Reporting::FirstRace, Reporting::OrderRaces] {
                 assert_eq!(
-                    cprace::cp::analyze(&t, window, reporting).racy_events(),
+                    cprace::race::cp::analyze(&t, window, reporting).racy_events(),
                     want["cp"],
                     "cp {reporting:?} K={window:?} {name}"
                 );

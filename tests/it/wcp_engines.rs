@@ -3,18 +3,23 @@
 //! threads per lock, fork/join, volatiles, re-entrant and out-of-nesting
 //! releases). Any difference is a bug in one of them.
 
-use cprace::generate::{Config, Rng, trace};
+use cprace::race::wcp::{reference, vc};
+use cprace::tools::generate::{Config, Rng, trace};
 use cprace::trace::model::TargetKind;
 use cprace::trace::{EventId, Trace, load_str};
-use cprace::wcp::{reference, vc};
 
 fn describe(t: &Trace) -> String {
     t.events
         .iter()
         .enumerate()
         .map(|(i, e)| {
+            let m = if e.mask == 0 {
+                String::new()
+            } else {
+                format!("[{:#04x}]", e.mask)
+            };
             format!(
-                "{i}:{}.{}({})",
+                "{i}:{}.{}({}){m}",
                 t.names.thread(e.thread),
                 e.op.as_str(),
                 t.names.target(e)
@@ -53,8 +58,11 @@ fn config(seed: u64) -> Config {
 }
 
 fn check(seed: u64) {
-    let cfg = config(seed);
-    let t = trace(&cfg);
+    check_trace(seed, &trace(&config(seed)));
+}
+
+fn check_trace(seed: u64, t: &Trace) {
+    let t = t.clone();
     let v = vc::analyze(&t, None);
     let d = reference::derive(&t);
     let r = reference::races(&t, &d.wcp, None);
@@ -112,6 +120,21 @@ fn compare(t: &Trace, what: &str) {
 fn vc_equals_reference_on_generated_traces() {
     for seed in 0..2500 {
         check(seed);
+    }
+}
+
+/// Plain and atomic (relaxed and synchronizing) accesses of the same
+/// variables, every other trace with random byte masks: rule (a) pairs a
+/// plain and an atomic access, HBv's hard edges join atomic ones.
+#[test]
+fn vc_equals_reference_with_atomics_and_masks() {
+    for seed in 0..1200 {
+        let cfg = Config {
+            p_atomic: 0.3,
+            masks: seed % 2 == 1,
+            ..config(seed + 10_000)
+        };
+        check_trace(cfg.seed, &trace(&cfg));
     }
 }
 

@@ -2,9 +2,9 @@
 //! states, checked on both WCP engines. Figures 2b, 3 and 4 are the paper's
 //! cases where CP misses a predictable race and WCP reports it.
 
+use cprace::race::wcp::{reference, vc};
 use cprace::report::Report;
 use cprace::trace::{Trace, load_str};
-use cprace::wcp::{reference, vc};
 
 /// Build a trace from lines `thread op target`; `sync x` expands to the paper's
 /// `acq(x) r(xVar) w(xVar) rel(x)`.

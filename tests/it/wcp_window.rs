@@ -2,8 +2,8 @@
 //! grow with K, stay inside the unwindowed set, and both engines agree for
 //! every K.
 
-use cprace::generate::{Config, trace};
-use cprace::wcp::{reference, vc};
+use cprace::race::wcp::{reference, vc};
+use cprace::tools::generate::{Config, trace};
 
 #[test]
 fn racy_events_monotone_in_window_and_within_unwindowed() {

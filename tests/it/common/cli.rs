@@ -1,14 +1,17 @@
-//! Running the built `cprace` binary.
-
-#![allow(dead_code)]
+//! Running the built `cprace` binary: the one runner every test uses (and
+//! its path, for the tests that pipe, limit or time it).
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-/// `cprace ARGS..`, run to the end.
+/// The built binary.
+pub const BIN: &str = env!("CARGO_BIN_EXE_cprace");
+
+/// `cprace ARGS..` with standard input closed, run to the end.
 pub fn output(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cprace"))
+    Command::new(BIN)
         .args(args)
+        .stdin(Stdio::null())
         .output()
         .expect("run cprace")
 }
@@ -20,13 +23,18 @@ pub fn cprace(args: &[&str]) -> (i32, String, String) {
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        stderr(&out),
     )
+}
+
+/// Standard error as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// `cprace ARGS..` with `input` on its standard input.
 pub fn with_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cprace"))
+    let mut child = Command::new(BIN)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -7,7 +7,7 @@
 
 #![allow(dead_code)]
 
-use cprace::generate::Rng;
+use cprace::tools::generate::Rng;
 
 /// One step of a thread's program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 
 pub mod cli;
 pub mod deadlock_gen;
+pub mod hb;
 pub mod laws;
 pub mod oracle;
 pub mod query;
-pub mod sweep;
 pub mod traces;

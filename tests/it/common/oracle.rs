@@ -1,53 +1,135 @@
 //! Brute-force oracles straight from the papers' definitions, over all event
-//! pairs (cubic; for traces of a few dozen events). Independent of every engine.
+//! pairs: the one HB closure ([`hb_closure`], bitsets, used by every HB test)
+//! and the matrices of HB, HBv, CP and WCP built on it (cubic; for traces of a
+//! few dozen events). Independent of every engine.
 
-#![allow(dead_code, clippy::needless_range_loop)]
+#![allow(clippy::needless_range_loop)]
 
 use cprace::facts::Facts;
-use cprace::trace::{Op, Trace};
+use cprace::trace::{EventId, Op, Trace};
 
-/// Reflexive HB matrix: program order, release -> later acquire of the same
-/// lock, fork -> child's first event, child's last event -> join, volatile
-/// write -> later volatile read of the same variable; transitively closed.
+/// Reflexive HB matrix from [`hb_closure`]: program order, release -> later
+/// acquire of the same lock, fork -> child's first event, child's last event
+/// -> join, volatile write -> later volatile read of the same variable
+/// (relaxed atomics give no edge); transitively closed.
 pub fn hb_matrix(t: &Trace) -> Vec<Vec<bool>> {
+    let pred = hb_closure(t);
     let n = t.len();
-    let f = Facts::new(t);
-    let mut m = vec![vec![false; n]; n];
-    for i in 0..n {
-        for j in i..n {
-            let (a, b) = (&t.events[i], &t.events[j]);
-            let edge = i == j
-                || a.thread == b.thread
-                || (a.op == Op::Release && b.op == Op::Acquire && a.target == b.target)
-                || (a.op == Op::VolatileWrite && b.op == Op::VolatileRead && a.target == b.target);
-            if edge {
-                m[i][j] = true;
-            }
-        }
-    }
-    for &(x, y) in f.fork_edges.iter().chain(&f.join_edges) {
-        m[x as usize][y as usize] = true;
-    }
-    close(&mut m);
-    m
+    (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| i == j || (i < j && hb(&pred, i, j)))
+                .collect()
+        })
+        .collect()
 }
 
-/// Whether `i < j` are conflicting volatile accesses of different threads
-/// (same variable, at least one a write): the extra edges of HBv.
+/// Transitive closure of HB over all event pairs, straight from the
+/// definition: `pred[j]` is the set of events HB-before `j` (a bitset).
+pub fn hb_closure(t: &Trace) -> Vec<Vec<u64>> {
+    let n = t.len();
+    let words = n.div_ceil(64).max(1);
+    let nt = t.num_threads();
+    let mut first = vec![None; nt];
+    let mut last = vec![None; nt];
+    for (i, e) in t.events.iter().enumerate() {
+        let th = e.thread as usize;
+        first[th].get_or_insert(i);
+        last[th] = Some(i);
+    }
+    let mut fork_of = vec![None; nt];
+    for (i, e) in t.events.iter().enumerate() {
+        if e.op == Op::Fork {
+            fork_of[e.target as usize] = Some(i);
+        }
+    }
+    let mut pred: Vec<Vec<u64>> = vec![vec![0; words]; n];
+    let mut prev_of_thread = vec![None; nt];
+    for j in 0..n {
+        let ej = t.events[j];
+        let mut direct: Vec<usize> = Vec::new();
+        if let Some(p) = prev_of_thread[ej.thread as usize] {
+            direct.push(p);
+        }
+        prev_of_thread[ej.thread as usize] = Some(j);
+        for i in 0..j {
+            let ei = t.events[i];
+            let edge = match (ei.op, ej.op) {
+                (Op::Release, Op::Acquire) => ei.target == ej.target,
+                (Op::VolatileWrite, Op::VolatileRead) => ei.target == ej.target,
+                _ => false,
+            };
+            if edge {
+                direct.push(i);
+            }
+        }
+        if first[ej.thread as usize] == Some(j)
+            && let Some(f) = fork_of[ej.thread as usize]
+            && f < j
+        {
+            direct.push(f);
+        }
+        if ej.op == Op::Join
+            && let Some(l) = last[ej.target as usize]
+            && l < j
+        {
+            direct.push(l);
+        }
+        let mut acc = vec![0u64; words];
+        for i in direct {
+            acc[i / 64] |= 1 << (i % 64);
+            for w in 0..words {
+                acc[w] |= pred[i][w];
+            }
+        }
+        pred[j] = acc;
+    }
+    pred
+}
+
+/// Whether `i` is HB-before `j` in a closure from [`hb_closure`].
+pub fn hb(pred: &[Vec<u64>], i: usize, j: usize) -> bool {
+    pred[j][i / 64] >> (i % 64) & 1 == 1
+}
+
+/// Every HB-racy event with its witness (the latest unordered conflicting
+/// earlier access within the window), by brute force over all pairs.
+pub fn hb_races(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
+    let pred = hb_closure(t);
+    let mut out = Vec::new();
+    for j in 0..t.len() {
+        let ej = t.events[j];
+        if !ej.op.is_memory() {
+            continue;
+        }
+        let witness = (0..j).rev().find(|&i| {
+            t.events[i].conflicts(&ej)
+                && window.is_none_or(|k| ((j - i) as u64) < k)
+                && !hb(&pred, i, j)
+        });
+        if let Some(i) = witness {
+            out.push((j as EventId, i as EventId));
+        }
+    }
+    out
+}
+
+/// Whether `i < j` are atomic accesses (volatile or relaxed) of one variable
+/// by different threads, at least one a write (whatever bytes they touch):
+/// the extra edges of HBv.
 pub fn volatile_edge(t: &Trace, i: usize, j: usize) -> bool {
     let (a, b) = (&t.events[i], &t.events[j]);
-    let vol = |op: Op| matches!(op, Op::VolatileRead | Op::VolatileWrite);
     i < j
-        && vol(a.op)
-        && vol(b.op)
+        && a.op.is_atomic()
+        && b.op.is_atomic()
         && a.target == b.target
         && a.thread != b.thread
-        && (a.op == Op::VolatileWrite || b.op == Op::VolatileWrite)
+        && (a.op.is_write() || b.op.is_write())
 }
 
 /// Reflexive HBv matrix: [`hb_matrix`] plus an edge between every two
-/// conflicting volatile accesses of different threads ([`volatile_edge`]),
-/// transitively closed. CP and WCP compose with it.
+/// atomic accesses of a variable by different threads, at least one a write
+/// ([`volatile_edge`]), transitively closed. CP and WCP compose with it.
 pub fn hbv_matrix(t: &Trace) -> Vec<Vec<bool>> {
     let mut m = hb_matrix(t);
     let n = t.len();
@@ -77,18 +159,28 @@ fn close(m: &mut [Vec<bool>]) {
     }
 }
 
-fn conflict(t: &Trace, i: usize, j: usize) -> bool {
-    let (a, b) = (&t.events[i], &t.events[j]);
-    a.op.is_access()
-        && b.op.is_access()
-        && a.thread != b.thread
-        && a.target == b.target
-        && (a.op == Op::Write || b.op == Op::Write)
+/// The conflict relation races are reported on: same variable and a common
+/// byte, different threads, at least one a write, not both atomic.
+pub fn conflict(t: &Trace, i: usize, j: usize) -> bool {
+    t.events[i].conflicts(&t.events[j])
 }
 
-/// CP matrix by Definition 2 (rules a, b, c) with rule (c) composing with
-/// HBv, hard fork/join edges, hard edges between conflicting volatile accesses
-/// of different threads ([`volatile_edge`]), and under a window K the
+/// The conflict relation of CP's rule (a): [`conflict`] with the bytes not
+/// looked at (more conflicts only add edges).
+pub fn rule_a_conflict(t: &Trace, i: usize, j: usize) -> bool {
+    let (a, b) = (&t.events[i], &t.events[j]);
+    a.op.is_memory()
+        && b.op.is_memory()
+        && a.thread != b.thread
+        && a.target == b.target
+        && (a.op.is_write() || b.op.is_write())
+        && !(a.op.is_atomic() && b.op.is_atomic())
+}
+
+/// CP matrix by Definition 2 (rules a, b, c; rule (a) on
+/// [`rule_a_conflict`]) with rule (c) composing with HBv, hard fork/join
+/// edges, hard edges between atomic accesses ([`volatile_edge`]), and under
+/// a window K the
 /// conservative rule: `x <=HBv y` with `y - x >= K` implies CP(x, y).
 pub fn cp_matrix(t: &Trace, window: Option<u64>) -> Vec<Vec<bool>> {
     cp_matrix_with(t, window, &[])
@@ -146,7 +238,7 @@ pub fn cp_matrix_with(t: &Trace, window: Option<u64>, extra: &[(usize, usize)]) 
                 let fire = members[c1].iter().any(|&e1| {
                     members[c2]
                         .iter()
-                        .any(|&e2| conflict(t, e1, e2) || cp[e1][e2])
+                        .any(|&e2| rule_a_conflict(t, e1, e2) || cp[e1][e2])
                 });
                 if fire {
                     cp[rel1 as usize][cs2.acq as usize] = true;
@@ -208,8 +300,8 @@ pub fn witness(
 }
 
 /// The strict pairs `(x, y)`, `x < y`, of a matrix.
-pub fn pairs(m: &[Vec<bool>]) -> cprace::reference::Pairs {
-    let mut p = cprace::reference::Pairs::default();
+pub fn pairs(m: &[Vec<bool>]) -> cprace::engine::reference::Pairs {
+    let mut p = cprace::engine::reference::Pairs::default();
     for (x, row) in m.iter().enumerate() {
         for (y, &b) in row.iter().enumerate().skip(x + 1) {
             if b {

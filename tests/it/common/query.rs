@@ -3,13 +3,11 @@
 //! paths, of "not ordered although HB orders" answers and of every answer of
 //! a trace against a reference relation ([`Replay`]), and the command line.
 
-#![allow(dead_code)]
-
-use cprace::analyze::Relation;
-use cprace::facts::{CriticalSection, Facts};
-use cprace::generate::{Config, trace};
-use cprace::query::{self, DumpFormat, is_sync_event};
+use cprace::facts::CriticalSection;
+use cprace::relation::Relation;
 use cprace::report::Race;
+use cprace::tools::generate::{Config, trace};
+use cprace::tools::query::{self, DumpFormat, is_sync_event};
 use cprace::trace::{Event, Op, Trace};
 use serde_json::{Value, json};
 
@@ -206,8 +204,6 @@ impl Counts {
 pub trait Replay {
     /// The trace.
     fn trace(&self) -> &Trace;
-    /// The trace's facts.
-    fn facts(&self) -> &Facts;
     /// The relation replayed.
     fn relation(&self) -> Relation;
     /// Whether the reference relation orders `x` before `y`.

@@ -1,7 +1,5 @@
-//! The paper figures shipped in data/figures, and traces written out for
-//! failure messages.
-
-#![allow(dead_code)]
+//! The paper figures shipped in data/figures, traces written out for failure
+//! messages, and generated traces on disk.
 
 use std::path::{Path, PathBuf};
 
@@ -50,12 +48,35 @@ pub fn dump(t: &Trace) -> String {
         .iter()
         .enumerate()
         .map(|(i, e)| {
+            // The bytes touched, when not the whole variable.
+            let bytes = match e.mask {
+                0 | 0xff => String::new(),
+                m => format!(" bytes {m:#04x}"),
+            };
             format!(
-                "{i}: {} {} {}\n",
+                "{i}: {} {} {}{bytes}\n",
                 t.names.thread(e.thread),
                 e.op.as_str(),
                 t.names.target(e)
             )
         })
         .collect()
+}
+
+/// `cprace gen --profile small -n N --seed S` into `dir`.
+pub fn generated(dir: &Path, n: u64, seed: u64) -> PathBuf {
+    let path = dir.join(format!("small-{n}-{seed}.csv"));
+    let o = super::cli::output(&[
+        "gen",
+        "--profile",
+        "small",
+        "-n",
+        &n.to_string(),
+        "--seed",
+        &seed.to_string(),
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "gen failed: {}", super::cli::stderr(&o));
+    path
 }

@@ -10,15 +10,18 @@
 //!   released in ρ); re-entrant acquires and releases are no-ops; a release out
 //!   of nesting order releases its own lock; a section never released keeps its
 //!   lock to the end;
-//! - every read in ρ, volatile reads included, sees the same write as in σ:
-//!   the last write to its variable before it in ρ is the last one before it
-//!   in σ (or there is none in both).
+//! - every read in ρ, atomic ones included (`r`, `vr`, `ar`), sees the same
+//!   writes as in σ, byte by byte: for each byte it touches, the last write
+//!   touching that byte before it in ρ is the last one before it in σ (or
+//!   there is none in both). Every access of a text trace touches its whole
+//!   variable, so there that is the last write to the variable.
 //!
 //! *Sync-preserving* reorderings (Mathur, Pavlogiannis, Viswanathan, POPL 2021)
 //! also keep, for every lock, its acquires in ρ in trace order.
 //!
-//! Conflicting data accesses (same variable, different threads, at least one a
-//! data write; volatile accesses never race) e1, e2 form a *predictable race*
+//! Conflicting accesses ([`cprace::trace::Event::conflicts`]: same variable
+//! and a common byte, different threads, at least one a write, not both
+//! atomic) e1, e2 form a *predictable race*
 //! when some correct reordering prefix has both as the next events of their
 //! threads (a forked thread's first event is next only once its fork is in ρ).
 //! A *predictable deadlock* is a correct reordering prefix after which two or
@@ -29,11 +32,9 @@
 //! included).
 //!
 //! The explorer is a depth-first search over states (per-thread positions plus
-//! the last write of every variable some read reads); everything else in a
+//! the last write of every byte some read reads); everything else in a
 //! state (lock holders, the last acquire of each lock) follows from the
 //! positions. It shares nothing with the engines: it reads only `Trace::events`.
-
-#![allow(dead_code)]
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -267,10 +268,15 @@ struct Machine<'t> {
     index: Vec<u32>,
     /// The fork event of each thread, if forked.
     fork_of: Vec<Option<u32>>,
-    /// For reads: the last write to the same variable before it in the trace.
-    rf: Vec<u32>,
-    /// Slot of each variable in `last_write` (NONE: no read reads it).
+    /// For reads, per byte touched: the last write touching it before the
+    /// read in the trace (NONE for bytes not touched or never written).
+    rf: Vec<[u32; 8]>,
+    /// Slot of each byte (variable * width + byte) in `last_write` (NONE:
+    /// no read reads it).
     slot: Vec<u32>,
+    /// Bytes tracked per variable: 8 when some access touches part of a
+    /// variable, else 1.
+    width: usize,
     state: State,
 }
 
@@ -293,25 +299,34 @@ impl<'t> Machine<'t> {
         let mut threads = vec![Vec::new(); nthreads];
         let mut index = vec![0; n];
         let mut fork_of = vec![None; nthreads];
-        let mut rf = vec![NONE; n];
-        let mut last = vec![NONE; nvars];
-        let mut slot = vec![NONE; nvars];
+        let mut rf = vec![[NONE; 8]; n];
+        let width = if t.events.iter().any(|e| e.bytes() != 0xff) {
+            8
+        } else {
+            1
+        };
+        let mut last = vec![NONE; nvars * width];
+        let mut slot = vec![NONE; nvars * width];
         let mut slots = 0;
         for (i, e) in t.events.iter().enumerate() {
             let i = i as u32;
             index[i as usize] = threads[e.thread as usize].len() as u32;
             threads[e.thread as usize].push(i);
+            let bytes = byte_slots(e, width);
             match e.op {
                 Op::Fork => fork_of[e.target as usize] = Some(i),
-                Op::Read | Op::VolatileRead => {
-                    let v = e.target as usize;
-                    rf[i as usize] = last[v];
-                    if slot[v] == NONE {
-                        slot[v] = slots;
-                        slots += 1;
+                Op::Read | Op::VolatileRead | Op::AtomicRead => {
+                    for (b, k) in bytes {
+                        rf[i as usize][b] = last[k];
+                        if slot[k] == NONE {
+                            slot[k] = slots;
+                            slots += 1;
+                        }
                     }
                 }
-                Op::Write | Op::VolatileWrite => last[e.target as usize] = i,
+                Op::Write | Op::VolatileWrite | Op::AtomicWrite => {
+                    bytes.for_each(|(_, k)| last[k] = i)
+                }
                 _ => {}
             }
         }
@@ -329,6 +344,7 @@ impl<'t> Machine<'t> {
             fork_of,
             rf,
             slot,
+            width,
             state,
         }
     }
@@ -387,9 +403,10 @@ impl<'t> Machine<'t> {
                 let u = ev.target as usize;
                 self.state.pos[u] as usize == self.threads[u].len()
             }
-            Op::Read | Op::VolatileRead => {
-                let s = self.slot[ev.target as usize] as usize;
-                self.state.last_write[s] == self.rf[e as usize]
+            Op::Read | Op::VolatileRead | Op::AtomicRead => {
+                byte_slots(ev, self.width).all(|(b, k)| {
+                    self.state.last_write[self.slot[k] as usize] == self.rf[e as usize][b]
+                })
             }
             // A blocked request never runs.
             Op::Request => false,
@@ -468,10 +485,12 @@ impl<'t> Machine<'t> {
                 self.state.last_acq[ev.target as usize] = e;
             }
             Op::Release => self.state.holder[ev.target as usize] = NONE,
-            Op::Write | Op::VolatileWrite => {
-                let s = self.slot[ev.target as usize];
-                if s != NONE {
-                    self.state.last_write[s as usize] = e;
+            Op::Write | Op::VolatileWrite | Op::AtomicWrite => {
+                for (_, k) in byte_slots(ev, self.width) {
+                    let s = self.slot[k];
+                    if s != NONE {
+                        self.state.last_write[s as usize] = e;
+                    }
                 }
             }
             _ => {}
@@ -479,16 +498,16 @@ impl<'t> Machine<'t> {
         self.state.pos[th] += 1;
     }
 
-    /// Add every pair of conflicting data accesses that are next together.
+    /// Add every pair of conflicting accesses that are next together.
     fn record_races(&self, races: &mut BTreeSet<(u32, u32)>) {
         let next: Vec<u32> = (0..self.threads.len())
             .filter_map(|th| self.next(th))
-            .filter(|&e| self.t.events[e as usize].op.is_access())
+            .filter(|&e| self.t.events[e as usize].op.is_memory())
             .collect();
         for (i, &a) in next.iter().enumerate() {
             for &b in &next[i + 1..] {
                 let (x, y) = (&self.t.events[a as usize], &self.t.events[b as usize]);
-                if x.target == y.target && (x.op == Op::Write || y.op == Op::Write) {
+                if x.conflicts(y) {
                     races.insert((a.min(b), a.max(b)));
                 }
             }
@@ -523,4 +542,13 @@ impl<'t> Machine<'t> {
             false
         })
     }
+}
+
+/// The bytes an access touches, as `(byte, variable * width + byte)`; with
+/// `width` 1 (no access touches part of a variable) the variable is one byte.
+fn byte_slots(e: &cprace::trace::Event, width: usize) -> impl Iterator<Item = (usize, usize)> {
+    let (x, m) = (e.target as usize * width, e.bytes());
+    (0..width)
+        .filter(move |&b| width == 1 || m >> b & 1 == 1)
+        .map(move |b| (b, x + b))
 }

@@ -1,0 +1,107 @@
+//! `cprace record`: its options, turned into a [`Recording`]; with
+//! `--analyze`, the recorded trace analysed through the library, as
+//! `cprace analyze` would.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::Outcome;
+
+use cprace::race::Request;
+use cprace::record::{OutFormat, Recording, Source};
+use cprace::relation::Relation;
+use cprace::report::Layout;
+
+#[derive(clap::Args, Debug)]
+/// Run a program built with `cprace cc` and write its trace
+///
+/// Passes the program's exit status through and prints on standard error
+/// how many events were recorded. Locations are `file:line` from the debug
+/// info (build with -g); variables are named after globals where the
+/// symbol table knows them, addresses otherwise. The trace is STD text,
+/// or by its name RapidBin (`.bin`, the fastest; zstd-compressed STD
+/// when the run has volatile accesses) or zstd-compressed STD (`.zst`).
+///
+/// Examples:
+///   cprace record -o prog.std -- ./prog arg1 arg2
+///   cprace record -o prog.bin -- ./prog arg1 arg2
+///   cprace record -o prog.std --analyze cp -- ./prog
+#[command(verbatim_doc_comment)]
+pub(crate) struct RecordArgs {
+    /// The trace to write (replaced only when the recording succeeds), in
+    /// the format `--format` names, by default the one its name asks for:
+    /// `.bin` RapidBin (the fastest: 8 bytes an event), `.zst` zstd-compressed
+    /// STD, anything else STD text.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// The trace's format, whatever its name.
+    #[arg(long, value_enum)]
+    format: Option<OutFormat>,
+    /// Analyze the trace with this relation right away and print the report
+    /// (exit status then that of `cprace analyze`).
+    #[arg(long, value_enum)]
+    analyze: Option<Relation>,
+    /// Stop the program after this many seconds (a hang, a deadlock): the
+    /// events recorded up to then become the trace.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    timeout: Option<f64>,
+    /// Deepest call stack recorded per event (deeper calls keep their
+    /// outermost frames).
+    #[arg(long, value_name = "FRAMES", default_value_t = cprace_events_depth())]
+    stack_depth: u32,
+    /// Convert the event files a run left in this directory (made by running
+    /// a `cprace cc` program with CPRACE_RECORD_DIR=DIR) instead of running a
+    /// program: measures the trace writing alone.
+    #[arg(long, value_name = "DIR", conflicts_with = "program")]
+    from_events: Option<PathBuf>,
+    /// The program and its arguments (after `--`).
+    #[arg(
+        required_unless_present = "from_events",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    program: Vec<OsString>,
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a timeout; expected a positive number of seconds (e.g. 10 or 0.5)"
+        )),
+    }
+}
+
+fn cprace_events_depth() -> u32 {
+    cprace::record::DEFAULT_STACK_DEPTH
+}
+
+/// `cprace record`: the program's exit status, or with `--analyze` the
+/// analysis's.
+pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
+    // The output format: `--format`, else the one the output's name asks for.
+    let format = args
+        .format
+        .unwrap_or_else(|| OutFormat::for_path(&args.output));
+    let (source, analyze) = match args.from_events {
+        // Converting event files measures the trace writing alone.
+        Some(dir) => (Source::Events(dir), None),
+        None => (Source::Program(args.program), args.analyze),
+    };
+    let recorded = cprace::record::record(&Recording {
+        source,
+        output: args.output,
+        format,
+        timeout: args.timeout,
+        stack_depth: args.stack_depth,
+    })?;
+    match analyze {
+        None => Ok(recorded.exit_code),
+        Some(relation) => super::analyze::report(
+            &Request::new(recorded.trace, relation),
+            &Layout::default(),
+            out,
+        ),
+    }
+}

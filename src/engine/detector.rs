@@ -1,0 +1,111 @@
+//! Streaming detectors and the two-thread pipeline that feeds them.
+//!
+//! Parsing and the cheap streaming engines cost about the same per event, so on
+//! two cores the parser runs on the calling thread and the detector on a second
+//! one, connected by a bounded channel of recycled event chunks. Results are
+//! identical to a sequential pass (the detector sees the same events in the
+//! same order); memory stays a few megabytes beyond the detector's own state.
+
+use std::path::Path;
+use std::sync::mpsc::sync_channel;
+
+use crate::report::{Keep, Report};
+use crate::trace::{self, Event, EventId, Format, LoadError, Names, Trace};
+
+/// A streaming race detector: fed every event in trace order, then finished.
+pub trait Detector {
+    /// Feed event `id` (ids are consecutive from 0).
+    fn event(&mut self, id: EventId, ev: &Event);
+    /// The normalized report.
+    fn finish(self) -> Report;
+    /// The report being filled (to choose where its races go before the run).
+    fn report_mut(&mut self) -> &mut Report;
+    /// Events the parser may run ahead of the detector: a detector that
+    /// works in batches (windowed CP's stretches) needs a batch's worth, or
+    /// parsing waits while it works.
+    fn lookahead(&self) -> usize {
+        4 * CHUNK
+    }
+}
+
+/// Implement [`Detector`] for types with inherent `event` and `finish` methods.
+#[macro_export]
+macro_rules! impl_detector {
+    ($($t:ty),* $(,)?) => {$(
+        impl $crate::engine::detector::Detector for $t {
+            fn event(&mut self, id: $crate::trace::EventId, ev: &$crate::trace::Event) {
+                <$t>::event(self, id, ev)
+            }
+            fn finish(self) -> $crate::report::Report {
+                <$t>::finish(self)
+            }
+            fn report_mut(&mut self) -> &mut $crate::report::Report {
+                &mut self.report
+            }
+        }
+    )*};
+}
+
+/// Events per chunk handed from the parser to the detector thread.
+const CHUNK: usize = 1 << 14;
+
+/// Run `d` over the trace at `path`: parse here, detect on a second thread.
+/// `keep` says where the races go as they are found: memory, a temporary
+/// file, or only their counts (see [`crate::report::Keep`]).
+pub(crate) fn run_path<D: Detector + Send>(
+    mut d: D,
+    path: &Path,
+    format: Option<Format>,
+    keep: Keep,
+) -> Result<(Report, Names), LoadError> {
+    d.report_mut()
+        .keep_races(keep)
+        .map_err(|e| LoadError::new(&path.to_string_lossy(), 0, b"", e.to_string()))?;
+    // A channel preallocates its slots: at most 256 chunks (64 MB) ahead.
+    let chunks = d.lookahead().div_ceil(CHUNK).clamp(1, 256);
+    let (full_tx, full_rx) = sync_channel::<Vec<Event>>(chunks);
+    let (empty_tx, empty_rx) = sync_channel::<Vec<Event>>(chunks + 4);
+    std::thread::scope(|s| {
+        let worker = s.spawn(move || {
+            let mut d = d;
+            let mut id: EventId = 0;
+            for mut chunk in full_rx {
+                for ev in &chunk {
+                    d.event(id, ev);
+                    id = id.wrapping_add(1);
+                }
+                chunk.clear();
+                // The parser may be gone (error or end); then the buffer is dropped.
+                let _ = empty_tx.try_send(chunk);
+            }
+            d.finish()
+        });
+        let mut buf: Vec<Event> = Vec::with_capacity(CHUNK);
+        let parsed = trace::stream(path, format, |_, ev| {
+            buf.push(*ev);
+            if buf.len() == CHUNK {
+                let next = empty_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+                // The worker only stops when this sender is dropped, so the send succeeds.
+                let _ = full_tx.send(std::mem::replace(&mut buf, next));
+            }
+        });
+        if !buf.is_empty() {
+            let _ = full_tx.send(buf);
+        }
+        drop(full_tx);
+        let report = worker
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        parsed.map(|(names, _, _)| (report, names))
+    })
+}
+
+/// Run `d` over an in-memory trace.
+pub fn run_trace<D: Detector>(mut d: D, trace: &Trace) -> Report {
+    for (i, ev) in trace.events.iter().enumerate() {
+        d.event(i as EventId, ev);
+    }
+    d.finish()
+}

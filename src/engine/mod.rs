@@ -1,0 +1,9 @@
+//! What every engine builds on: logical clocks, the per-variable access
+//! history that decides races and picks their witnesses, the streaming
+//! pipeline that feeds detectors, and the helpers of the Datalog reference
+//! engines.
+
+pub(crate) mod clock;
+pub mod detector;
+pub mod history;
+pub mod reference;

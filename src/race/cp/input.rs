@@ -1,0 +1,495 @@
+//! The CP fixpoint's inputs: critical sections over sync slots and the seed
+//! base edges that need no fixpoint (rule (a), hard edges, the window rule).
+//!
+//! A base edge `(r, a)` is a release->acquire pair from rules (a)/(b), or a hard
+//! edge (fork, join, or two atomic accesses of one variable by different
+//! threads, at least one a write: vw -> vr, vr -> vw, vw -> vw and the same
+//! with relaxed ar/aw, in trace order). CP composes with HBv, HB plus those
+//! atomic edges (README, "Semantic decisions"), so every "HB" below is
+//! HBv and the sync clocks are HBv clocks. CP is then exactly
+//! `{(x, y) : some base (r, a) with x <=HBv r and a <=HBv y}` plus, under a
+//! window K, the conservative pairs `x <=HBv y` with `y - x >= K`. Consequences
+//! used throughout:
+//! - Under a window, a base edge with `a - r >= K` and `r <=HBv a` is redundant:
+//!   every pair it orders is at least K apart, HBv-ordered, and so already
+//!   ordered by the window rule. So only such edges spanning less than K are
+//!   kept, which makes the fixpoint linear. (Every base edge but an
+//!   `--order-races` one is HBv-ordered; those are kept whatever their span.)
+//! - For a fixed CS2 on lock l, the CS1 satisfying rule (a) or (b) form a prefix
+//!   of l's critical sections in trace order (earlier sections are HB-before
+//!   later ones on the same lock), and the edge from the latest one implies all
+//!   the others by composition. So each CS2 needs one dominant edge.
+
+use rustc_hash::FxHashMap;
+
+use super::sync::{Carried, NONE, SyncPoints, VolatileOrder};
+use crate::facts::Facts;
+use crate::trace::{Event, EventId, Op, Trace};
+
+/// A stretch of a longer trace, as the streaming engine hands it over (see
+/// [`super::stream`]): besides the events, what came before them.
+pub(crate) struct Stretch<'a> {
+    /// Where the stretch's events sit in the whole trace, the replayed
+    /// acquires of sections open where it begins, and the clocks there.
+    pub carried: &'a Carried,
+    /// The accesses of each pinned section before the stretch: `(pinned
+    /// index, variable, kinds)` ([`access_kind`] bits).
+    pub summaries: &'a [(u32, u32, u16)],
+    /// Base edges derived from earlier stretches, `(target, source, rule)` as
+    /// event ids in the whole trace (both ends events of this stretch).
+    pub edges: &'a [(EventId, EventId, Rule)],
+}
+
+/// A critical section in slot terms.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Section {
+    /// Lock id.
+    pub lock: u32,
+    /// Owning thread.
+    pub thread: u32,
+    /// Slot of the acquire.
+    pub acq: u32,
+    /// Slot of the release (NONE when never released).
+    pub rel: u32,
+    /// Slot of the last event (the release, or the thread's last event).
+    pub end: u32,
+    /// Position among the lock's sections, in trace order.
+    pub pos: u32,
+}
+
+/// Why a base edge exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Rule {
+    /// Rule (a): the sections hold conflicting accesses.
+    A,
+    /// Rule (b): the sections hold CP-ordered events.
+    B,
+    /// Rule (b) through the window's conservative closure (CS1's acquire is
+    /// K or more events before CS2's end, and HB-ordered with it).
+    Window,
+    /// Fork, join or two conflicting volatile accesses: an explicit CP edge.
+    Hard,
+}
+
+/// Everything the fixpoint needs.
+pub(crate) struct CpInput {
+    /// Sync points and HB clocks.
+    pub sync: SyncPoints,
+    /// Critical sections, ordered by acquire.
+    pub sections: Vec<Section>,
+    /// Section ids of each lock, in trace order.
+    pub by_lock: Vec<Vec<u32>>,
+    /// Per lock, per position: the event id of the section's end (increasing).
+    pub lock_end_event: Vec<Vec<u32>>,
+    /// Per lock, per position: the slot of the section's end.
+    pub lock_end_slot: Vec<Vec<u32>>,
+    /// With few threads (at most [`DENSE_THREADS`]), per lock, the HBv clocks
+    /// of the sections' ends as dense rows (`position * nthreads + thread`):
+    /// the rule (b) join tests `a <=HB end` along a lock's sections, and a
+    /// shared clock per test was a cache miss each (most of the join's time
+    /// on many locks).
+    pub lock_end_hb: Option<Vec<Vec<u32>>>,
+    /// Per lock, per position: thread and local index of the section's acquire.
+    pub lock_acq: Vec<Vec<(u32, u32)>>,
+    /// Seed base edges `(a, r)` (target slot, source slot) with their rule.
+    pub seeds: Vec<(u32, u32, Rule)>,
+    /// The window K (None: exact CP, also for a K at least the trace length).
+    pub window: Option<u64>,
+    /// Rule (b) edges `(a, r)` an earlier stretch derived (streaming only):
+    /// the fixpoint starts from them, and they keep rule (b) as their rule
+    /// unless a seed of this stretch gives them another, as in the
+    /// whole-trace engine, where the seeds come first.
+    pub derived: Vec<(u32, u32)>,
+    /// Ordered races (`--order-races`) as `(target, source)` slots, sorted:
+    /// edges of the order CP composes with, so CP clocks flow along them.
+    pub extra_edges: Vec<(u32, u32)>,
+}
+
+/// An access as one bit for rule (a): plain write, plain read, atomic
+/// write, atomic read (0 for other events).
+pub(crate) fn access_kind(op: Op) -> u8 {
+    match op {
+        Op::Write => 1,
+        Op::Read => 2,
+        Op::VolatileWrite | Op::AtomicWrite => 4,
+        Op::VolatileRead | Op::AtomicRead => 8,
+        _ => 0,
+    }
+}
+
+/// An access for rule (a): its [`access_kind`] bit in the low byte, the bytes
+/// of its variable it touches ([`Event::bytes`]) in the high byte.
+pub(crate) fn access_key(ev: &Event) -> u16 {
+    (ev.bytes() as u16) << 8 | access_kind(ev.op) as u16
+}
+
+/// The [`access_kind`] bits an access of kind bit `k` conflicts with (of
+/// another thread, same variable, a common byte): a plain write with every
+/// access, a plain read with writes, an atomic write with plain accesses, an
+/// atomic read with plain writes. Two atomic accesses never conflict.
+const CONFLICTS: [u8; 4] = [0b1111, 0b0101, 0b0011, 0b0001];
+
+/// Sort `(section, variable, key)` accesses ([`access_key`]) and keep one per
+/// section, variable and bytes, with the union of their kinds.
+pub(crate) fn merge_accesses(acc: &mut Vec<(u32, u32, u16)>) {
+    acc.sort_unstable();
+    acc.dedup_by(|next, prev| {
+        next.0 == prev.0 && next.1 == prev.1 && next.2 >> 8 == prev.2 >> 8 && {
+            prev.2 |= next.2;
+            true
+        }
+    });
+}
+
+/// Up to this many threads the rule (b) join reads section ends' clocks from
+/// dense per-lock rows ([`CpInput::lock_end_hb`]).
+pub(crate) const DENSE_THREADS: usize = 64;
+
+/// The window that decides the same as `window` on a trace of `len` events:
+/// a K of at least the trace length separates no two events by K or more, so
+/// it is no window (and no arithmetic below ever adds a huge K to an event).
+pub(crate) fn effective_window(window: Option<u64>, len: usize) -> Option<u64> {
+    window.filter(|&k| k < len as u64)
+}
+
+impl CpInput {
+    /// Build the inputs; `extra_hard` are additional hard edges given as event
+    /// pairs (used by `--order-races`).
+    pub(crate) fn new(trace: &Trace, window: Option<u64>, extra_hard: &[(u32, u32)]) -> CpInput {
+        Self::build(
+            trace,
+            effective_window(window, trace.len()),
+            extra_hard,
+            None,
+        )
+    }
+
+    /// The inputs of a stretch of a longer trace under window `k`: its events
+    /// are `trace`'s, its ids and clocks come from `stretch`, and the edges
+    /// earlier stretches derived are seeds.
+    pub(crate) fn stretch(trace: &Trace, k: u64, stretch: &Stretch<'_>) -> CpInput {
+        Self::build(trace, Some(k), &[], Some(stretch))
+    }
+
+    fn build(
+        trace: &Trace,
+        window: Option<u64>,
+        extra_hard: &[(u32, u32)],
+        stretch: Option<&Stretch<'_>>,
+    ) -> CpInput {
+        let mut facts = Facts::without_boundary_index(trace);
+        // Ordered races are hard edges: CP composes with HBv plus them (the
+        // paper's restricted trace), or CP would lose transitivity through them.
+        let sync = match stretch {
+            Some(s) => {
+                facts.map_ids(|e| s.carried.id(e as usize));
+                SyncPoints::carried(trace, &facts, s.carried)
+            }
+            None => SyncPoints::with_order(trace, &facts, extra_hard, VolatileOrder::Conflicting),
+        };
+        let slot = |e: u32| sync.slot(e).expect("boundary events are sync points");
+        let mut by_lock: Vec<Vec<u32>> = vec![Vec::new(); trace.num_locks()];
+        let sections: Vec<Section> = facts
+            .critical_sections
+            .iter()
+            .enumerate()
+            .map(|(i, cs)| {
+                let list = &mut by_lock[cs.lock as usize];
+                let pos = list.len() as u32;
+                list.push(i as u32);
+                Section {
+                    lock: cs.lock,
+                    thread: cs.thread,
+                    acq: slot(cs.acq),
+                    rel: cs.rel.map_or(NONE, slot),
+                    end: slot(cs.end),
+                    pos,
+                }
+            })
+            .collect();
+        // Flat per-lock views: the fixpoint's binary searches run over these.
+        let view = |f: &dyn Fn(&Section) -> u32| -> Vec<Vec<u32>> {
+            by_lock
+                .iter()
+                .map(|l| l.iter().map(|&c| f(&sections[c as usize])).collect())
+                .collect()
+        };
+        let lock_end_event = view(&|s| sync.event(s.end));
+        let lock_end_slot = view(&|s| s.end);
+        let nt = sync.nthreads;
+        let lock_end_hb = (nt <= DENSE_THREADS).then(|| {
+            lock_end_slot
+                .iter()
+                .map(|ends| {
+                    let mut rows = vec![0u32; ends.len() * nt];
+                    for (row, &e) in rows.chunks_exact_mut(nt.max(1)).zip(ends) {
+                        sync.clock(e).write_dense(row);
+                    }
+                    rows
+                })
+                .collect()
+        });
+        let lock_acq = by_lock
+            .iter()
+            .map(|l| {
+                l.iter()
+                    .map(|&c| {
+                        let a = sections[c as usize].acq as usize;
+                        (sync.thread[a], sync.local[a])
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut input = CpInput {
+            lock_end_event,
+            lock_end_slot,
+            lock_end_hb,
+            lock_acq,
+            sync,
+            sections,
+            by_lock,
+            seeds: Vec::new(),
+            window,
+            derived: Vec::new(),
+            extra_edges: Vec::new(),
+        };
+        let slot = |e: u32| input.sync.slot(e).expect("ordered races are sync points");
+        let mut extra_edges: Vec<(u32, u32)> = extra_hard
+            .iter()
+            .map(|&(a, b)| (slot(b), slot(a)))
+            .collect();
+        extra_edges.sort_unstable();
+        input.extra_edges = extra_edges;
+        let id = |i: usize| stretch.map_or(i as EventId, |s| s.carried.id(i));
+        input.seed_rule_a(trace, stretch.map_or(&[][..], |s| s.summaries));
+        input.seed_hard(trace, &facts, extra_hard, id);
+        input.seed_window();
+        if let Some(s) = stretch {
+            for &(a, r, rule) in s.edges {
+                if let (Some(a), Some(r)) = (input.sync.slot(a), input.sync.slot(r)) {
+                    if rule == Rule::B {
+                        input.derived.push((a, r));
+                    } else {
+                        input.seeds.push((a, r, rule));
+                    }
+                }
+            }
+        }
+        input
+    }
+
+    /// True when a base edge from slot `r` to slot `a` can matter under the window.
+    #[inline]
+    pub(crate) fn within(&self, r: u32, a: u32) -> bool {
+        self.window
+            .is_none_or(|k| ((self.sync.event(a) - self.sync.event(r)) as u64) < k)
+    }
+
+    /// Rule (a): for each CS2, the latest earlier CS1 on the same lock, of
+    /// another thread, holding an access that conflicts with one in CS2.
+    /// `before` adds accesses of the first sections from before the trace
+    /// (a stretch's pinned sections).
+    fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, u16)]) {
+        // Each thread's accesses made inside some section, once each, and
+        // per section the stretch of its thread's list it spans: nested
+        // sections share the entries (one per access, not one per access and
+        // enclosing section, so memory stays linear however deep the nesting).
+        let nt = trace.num_threads();
+        let mut log: Vec<Vec<(u32, u16)>> = vec![Vec::new(); nt];
+        // (NONE, _): not acquired in this trace (only `before` has its accesses).
+        let mut span: Vec<(u32, u32)> = vec![(NONE, NONE); self.sections.len()];
+        let mut open: Vec<Vec<u32>> = vec![Vec::new(); nt];
+        let mut next_cs = 0usize;
+        for ev in &trace.events {
+            let t = ev.thread as usize;
+            let o = &mut open[t];
+            match ev.op {
+                Op::Acquire => {
+                    span[next_cs].0 = log[t].len() as u32;
+                    o.push(next_cs as u32);
+                    next_cs += 1;
+                }
+                Op::Release => {
+                    if let Some(p) = o
+                        .iter()
+                        .rposition(|&c| self.sections[c as usize].lock == ev.target)
+                    {
+                        span[o.remove(p) as usize].1 = log[t].len() as u32;
+                    }
+                }
+                op if op.is_memory() && !o.is_empty() => {
+                    log[t].push((ev.target, access_key(ev)));
+                }
+                _ => {}
+            }
+        }
+        // Accesses of the first sections from before the trace, by section.
+        let mut before = before.to_vec();
+        before.sort_unstable_by_key(|a| a.0);
+        let accesses_of = |c: u32| {
+            let s = self.sections[c as usize];
+            let (from, to) = span[c as usize];
+            let list = &log[s.thread as usize];
+            let (from, to) = match (from, to) {
+                (NONE, _) => (0, 0),
+                (f, NONE) => (f as usize, list.len()),
+                (f, t) => (f as usize, t as usize),
+            };
+            let pinned = before.partition_point(|a| a.0 < c)..before.partition_point(|a| a.0 <= c);
+            before[pinned]
+                .iter()
+                .map(|&(_, x, w)| (x, w))
+                .chain(list[from..to].iter().copied())
+        };
+        #[derive(Clone, Copy)]
+        struct Top2([(u32, u32); 2]);
+        impl Top2 {
+            const EMPTY: Top2 = Top2([(NONE, NONE); 2]);
+            fn push(&mut self, thread: u32, pos: u32) {
+                if self.0[0].0 != thread {
+                    self.0[1] = self.0[0];
+                }
+                self.0[0] = (thread, pos);
+            }
+            fn latest_other(&self, thread: u32) -> Option<u32> {
+                self.0
+                    .iter()
+                    .find(|e| e.0 != NONE && e.0 != thread)
+                    .map(|e| e.1)
+            }
+        }
+        // Per variable, per distinct bytes touched, the two most recent
+        // sections per access kind from distinct threads: enough to find the
+        // latest one of any thread other than CS2's.
+        let mut last: FxHashMap<u32, Vec<(u8, [Top2; 4])>> = FxHashMap::default();
+        let bits = |kinds: u8| (0..4).filter(move |k| kinds >> k & 1 == 1);
+        let mut seeds = Vec::new();
+        for list in &self.by_lock {
+            // A lock's only section has no earlier one to take an edge from.
+            if list.len() < 2 {
+                continue;
+            }
+            last.clear();
+            for &c2 in list {
+                let s2 = self.sections[c2 as usize];
+                let mut best: Option<u32> = None;
+                for (x, key) in accesses_of(c2) {
+                    let (bytes, kinds) = ((key >> 8) as u8, key as u8);
+                    if let Some(shapes) = last.get(&x) {
+                        let with = bits(kinds).fold(0, |m, k| m | CONFLICTS[k]);
+                        for (b, tops) in shapes {
+                            if b & bytes == 0 {
+                                continue;
+                            }
+                            for k in bits(with) {
+                                best = best.max(tops[k].latest_other(s2.thread));
+                            }
+                        }
+                    }
+                }
+                for (x, key) in accesses_of(c2) {
+                    let (bytes, kinds) = ((key >> 8) as u8, key as u8);
+                    let shapes = last.entry(x).or_default();
+                    let i = match shapes.iter().position(|s| s.0 == bytes) {
+                        Some(i) => i,
+                        None => {
+                            shapes.push((bytes, [Top2::EMPTY; 4]));
+                            shapes.len() - 1
+                        }
+                    };
+                    for k in bits(kinds) {
+                        shapes[i].1[k].push(s2.thread, s2.pos);
+                    }
+                }
+                if let Some(p) = best {
+                    let s1 = self.sections[list[p as usize] as usize];
+                    if self.within(s1.rel, s2.acq) {
+                        seeds.push((s2.acq, s1.rel, Rule::A));
+                    }
+                }
+            }
+        }
+        self.seeds.extend(seeds);
+    }
+
+    /// Fork, join, atomic accesses of one variable by different threads, at
+    /// least one a write (per access, the latest such earlier access of each
+    /// other thread: it dominates that thread's earlier ones) and `extra`.
+    fn seed_hard(
+        &mut self,
+        trace: &Trace,
+        facts: &Facts,
+        extra: &[(u32, u32)],
+        id: impl Fn(usize) -> EventId,
+    ) {
+        let slot = |e: u32| self.sync.slot(e).expect("hard edge ends are sync points");
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        for &(f, first) in &facts.fork_edges {
+            edges.push((slot(first), slot(f)));
+        }
+        for &(last, j) in &facts.join_edges {
+            edges.push((slot(j), slot(last)));
+        }
+        let nt = trace.num_threads();
+        // Per atomic variable and thread: latest write, latest access.
+        let mut latest: FxHashMap<u32, Vec<(u32, u32)>> = FxHashMap::default();
+        for (i, ev) in trace.events.iter().enumerate() {
+            if !ev.op.is_atomic() {
+                continue;
+            }
+            let write = ev.op.is_write();
+            let a = slot(id(i));
+            let per = latest
+                .entry(ev.target)
+                .or_insert_with(|| vec![(NONE, NONE); nt]);
+            for (t, &(w, any)) in per.iter().enumerate() {
+                let src = if write { any } else { w };
+                if src != NONE && t != ev.thread as usize {
+                    edges.push((a, src));
+                }
+            }
+            let me = &mut per[ev.thread as usize];
+            me.1 = a;
+            if write {
+                me.0 = a;
+            }
+        }
+        // A base edge K or more long is implied by the window rule only when
+        // HBv orders its ends; every edge above is an HBv edge.
+        for (a, r) in edges {
+            if self.within(r, a) || !self.sync.hb_leq(r, a) {
+                self.seeds.push((a, r, Rule::Hard));
+            }
+        }
+        // Ordered races (`--order-races`) are not HBv edges: always kept.
+        for &(e1, e2) in extra {
+            self.seeds.push((slot(e2), slot(e1), Rule::Hard));
+        }
+    }
+
+    /// Window rule for rule (b): CS1 before CS2 on the same lock always has
+    /// acq1 <=HB end2, so when they are K or more apart CP(acq1, end2) holds by
+    /// the conservative closure; the latest such CS1 gives CS2's edge.
+    fn seed_window(&mut self) {
+        let Some(k) = self.window else { return };
+        for list in &self.by_lock {
+            for (p2, &c2) in list.iter().enumerate() {
+                let s2 = self.sections[c2 as usize];
+                let end2 = self.sync.event(s2.end) as u64;
+                if end2 < k {
+                    continue;
+                }
+                let limit = end2 - k;
+                let q = list[..p2].partition_point(|&c1| {
+                    self.sync.event(self.sections[c1 as usize].acq) as u64 <= limit
+                });
+                if q > 0 {
+                    let s1 = self.sections[list[q - 1] as usize];
+                    if self.within(s1.rel, s2.acq) {
+                        self.seeds.push((s2.acq, s1.rel, Rule::Window));
+                    }
+                }
+            }
+        }
+    }
+}

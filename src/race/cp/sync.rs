@@ -1,0 +1,467 @@
+//! Synchronization points and their HB vector clocks.
+//!
+//! The CP fixpoint only ever relates synchronization events: acquires, releases,
+//! forks, joins, volatile accesses (under HBv every atomic access: relaxed
+//! ones are ends of its edges too), the first and last events of
+//! forked/joined threads (ends of fork/join edges) and the last event of
+//! critical sections never released. One streaming HB pass stores the vector clock of each such
+//! point, so any HB test between them is a clock lookup: `x <=HB y` iff
+//! `V(y)[thread(x)] >= local(x)`.
+//!
+//! The clocks are [`VectorClock`]s of the one clock module (`crate::engine::clock`),
+//! with its conventions except one: an entry is the 1-based *position* of the
+//! latest known event within its thread (every event ticks, as the fixpoint
+//! relates single events, not epochs). A point stores its clock by sharing
+//! (O(1)), so memory follows the distinct blocks alive: 100,000 threads
+//! passing one lock along cost one path of blocks per point, not a row of
+//! 100,000 entries.
+
+use rustc_hash::FxHashMap;
+
+use crate::engine::clock::VectorClock;
+use crate::facts::Facts;
+use crate::trace::{EventId, Op, Trace};
+
+/// Sentinel for "no slot".
+pub const NONE: u32 = u32::MAX;
+
+/// Which volatile edges the clocks follow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VolatileOrder {
+    /// HB (the Java memory model): a volatile write -> every later volatile
+    /// read of the same variable.
+    #[default]
+    WriteRead,
+    /// HBv, the order CP and WCP compose with: additionally every volatile
+    /// access -> every later volatile write of the same variable (read ->
+    /// write and write -> write), where relaxed atomic accesses (`ar`, `aw`)
+    /// count as volatile ones. Together: every pair of atomic accesses of a
+    /// variable, at least one a write, in trace order.
+    Conflicting,
+}
+
+/// The synchronization points of a trace with their HB clocks.
+#[derive(Clone, Debug, Default)]
+pub struct SyncPoints {
+    /// Event id of each point, ascending. A point's index here is its *slot*.
+    pub events: Vec<EventId>,
+    /// Thread of each point.
+    pub thread: Vec<u32>,
+    /// 1-based position of each point within its thread.
+    pub local: Vec<u32>,
+    /// Threads in the trace (clock width).
+    pub nthreads: usize,
+    /// HB clocks (HBv clocks under [`VolatileOrder::Conflicting`]), one per
+    /// slot (sharing blocks with each other).
+    pub hb: Vec<VectorClock>,
+    /// The volatile edges `hb` follows.
+    pub order: VolatileOrder,
+}
+
+impl SyncPoints {
+    /// Collect the points of `trace` (plus `extra` events, e.g. ordered races)
+    /// and compute their HB clocks in one pass.
+    pub fn new(trace: &Trace, facts: &Facts, extra: &[EventId]) -> SyncPoints {
+        Self::build(trace, facts, extra, VolatileOrder::WriteRead, &[], None)
+    }
+
+    /// [`SyncPoints::new`] with clocks following the volatile edges of `order`
+    /// and the `edges` `(e1, e2)`, `e1 < e2` (ordered races of
+    /// `--order-races`: hard edges, so the clocks flow along them too; their
+    /// ends become points).
+    pub fn with_order(
+        trace: &Trace,
+        facts: &Facts,
+        edges: &[(EventId, EventId)],
+        order: VolatileOrder,
+    ) -> SyncPoints {
+        let extra: Vec<EventId> = edges.iter().flat_map(|&(a, b)| [a, b]).collect();
+        Self::build(trace, facts, &extra, order, edges, None)
+    }
+
+    /// The points of `trace` when it is a stretch of a longer trace (the
+    /// streaming engine's buffer, see [`Carried`]): `facts` name events by
+    /// their ids in the whole trace, and so do the points; clocks continue
+    /// from `carried`'s state and a pinned acquire keeps the clock it had.
+    /// The first event of each thread in the stretch is a point as well, so
+    /// every event has a point of its thread at or before it carrying its
+    /// clock (the race pass needs one, and a stretch may start after a fork).
+    pub(crate) fn carried(trace: &Trace, facts: &Facts, carried: &Carried) -> SyncPoints {
+        Self::build(
+            trace,
+            facts,
+            &[],
+            VolatileOrder::Conflicting,
+            &[],
+            Some(carried),
+        )
+    }
+
+    /// The points of `trace` without their clocks (`hb` stays empty, so
+    /// [`SyncPoints::clock`] and [`SyncPoints::hb_leq`] must not be used): for
+    /// engines that derive the order themselves, as the Datalog HB closure does.
+    pub(crate) fn without_clocks(trace: &Trace, facts: &Facts) -> SyncPoints {
+        let is_point = Self::mark(trace, facts, &[], false, |e| e as usize);
+        let mut sp = SyncPoints {
+            nthreads: trace.num_threads(),
+            ..SyncPoints::default()
+        };
+        let mut local = vec![0u32; trace.num_threads()];
+        for (i, ev) in trace.events.iter().enumerate() {
+            local[ev.thread as usize] += 1;
+            if is_point[i] {
+                sp.events.push(i as EventId);
+                sp.thread.push(ev.thread);
+                sp.local.push(local[ev.thread as usize]);
+            }
+        }
+        sp
+    }
+
+    /// Which events are points (see the module docs; relaxed atomic
+    /// accesses when `relaxed`, under HBv), plus `extra`; `index` maps the
+    /// ids `facts` use to positions in `trace`.
+    fn mark(
+        trace: &Trace,
+        facts: &Facts,
+        extra: &[EventId],
+        relaxed: bool,
+        index: impl Fn(EventId) -> usize,
+    ) -> Vec<bool> {
+        let mut is_point: Vec<bool> = trace
+            .events
+            .iter()
+            .map(|ev| match ev.op {
+                Op::Acquire
+                | Op::Release
+                | Op::Fork
+                | Op::Join
+                | Op::VolatileRead
+                | Op::VolatileWrite => true,
+                Op::AtomicRead | Op::AtomicWrite => relaxed,
+                _ => false,
+            })
+            .collect();
+        for &(f, c) in facts.fork_edges.iter().chain(&facts.join_edges) {
+            is_point[index(f)] = true;
+            is_point[index(c)] = true;
+        }
+        for cs in &facts.critical_sections {
+            is_point[index(cs.end)] = true;
+        }
+        for &e in extra {
+            is_point[index(e)] = true;
+        }
+        is_point
+    }
+
+    fn build(
+        trace: &Trace,
+        facts: &Facts,
+        extra: &[EventId],
+        order: VolatileOrder,
+        edges: &[(EventId, EventId)],
+        carried: Option<&Carried>,
+    ) -> SyncPoints {
+        let relaxed = order == VolatileOrder::Conflicting;
+        let mut is_point = match carried {
+            Some(c) => {
+                let mut p = Self::mark(trace, facts, extra, relaxed, |e| c.index(e));
+                let mut seen = vec![false; trace.num_threads()];
+                for (i, ev) in trace.events.iter().enumerate() {
+                    let s = &mut seen[ev.thread as usize];
+                    p[i] |= !*s;
+                    *s = true;
+                }
+                p
+            }
+            None => Self::mark(trace, facts, extra, relaxed, |e| e as usize),
+        };
+        let pinned = carried.map_or(0, |c| c.pinned.len());
+        is_point[..pinned].fill(true);
+        let nt = trace.num_threads();
+        let count = is_point.iter().filter(|&&b| b).count();
+        let mut sp = SyncPoints {
+            events: Vec::with_capacity(count),
+            thread: Vec::with_capacity(count),
+            local: Vec::with_capacity(count),
+            nthreads: nt,
+            hb: Vec::with_capacity(count),
+            order,
+        };
+        let mut hb = match carried {
+            Some(c) => c.clocks.clone(),
+            None => Clocks::with_order(trace, true, order),
+        };
+        for (i, p) in carried.map_or(&[][..], |c| &c.pinned).iter().enumerate() {
+            sp.events.push(p.id);
+            sp.thread.push(trace.events[i].thread);
+            sp.local.push(p.local);
+            sp.hb.push(p.clock.clone());
+        }
+        let id = |i: usize| carried.map_or(i as EventId, |c| c.id(i));
+        let mut into: Vec<(EventId, EventId)> = edges.iter().map(|&(a, b)| (b, a)).collect();
+        into.sort_unstable();
+        let mut next_edge = 0;
+        for (i, ev) in trace.events.iter().enumerate().skip(pinned) {
+            let sources =
+                next_edge..into[next_edge..].partition_point(|e| e.0 <= i as EventId) + next_edge;
+            next_edge = sources.end;
+            // An access that is not a point neither sends nor receives:
+            // only its thread's position moves (the clock's own entry
+            // catches up at the thread's next step, and every clock that
+            // leaves the thread does so at a step).
+            if !is_point[i] && ev.op.is_memory() && hb.pass(ev.thread) {
+                continue;
+            }
+            let (clock, local) = hb.step(ev, |c| {
+                for &(_, src) in &into[sources] {
+                    let s = sp
+                        .events
+                        .binary_search(&src)
+                        .expect("edge sources are points");
+                    c.join(&sp.hb[s]);
+                }
+            });
+            if is_point[i] {
+                sp.events.push(id(i));
+                sp.thread.push(ev.thread);
+                sp.local.push(local);
+                sp.hb.push(clock.clone());
+            }
+        }
+        sp
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Slot of event `e`, if it is a point.
+    pub fn slot(&self, e: EventId) -> Option<u32> {
+        self.events.binary_search(&e).ok().map(|s| s as u32)
+    }
+
+    /// HB clock of slot `s`.
+    #[inline]
+    pub fn clock(&self, s: u32) -> &VectorClock {
+        &self.hb[s as usize]
+    }
+
+    /// `x <=HB y` (reflexive) for slots.
+    #[inline]
+    pub fn hb_leq(&self, x: u32, y: u32) -> bool {
+        self.hb[y as usize].get(self.thread[x as usize]) >= self.local[x as usize]
+    }
+
+    /// Event id of slot `s`.
+    #[inline]
+    pub fn event(&self, s: u32) -> EventId {
+        self.events[s as usize]
+    }
+}
+
+/// How a stretch of a trace (the streaming engine's buffer) continues the
+/// trace before it. The stretch's first `pinned.len()` events replay the
+/// acquires of critical sections still open where the stretch begins (they
+/// have their real ids, thread positions and clocks); the events after them
+/// are the trace's from `base` on, and `clocks` is the HBv state just before
+/// `base`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Carried {
+    /// The replayed acquires, in trace order (all before `base`).
+    pub pinned: Vec<Pinned>,
+    /// Id of the first event after the pinned ones.
+    pub base: EventId,
+    /// HBv clocks just before `base`.
+    pub clocks: Clocks,
+}
+
+/// An acquire replayed at the start of a stretch (see [`Carried`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Pinned {
+    /// Its id in the whole trace.
+    pub id: EventId,
+    /// Its 1-based position within its thread.
+    pub local: u32,
+    /// Its HBv clock.
+    pub clock: VectorClock,
+}
+
+impl Carried {
+    /// Id in the whole trace of the stretch's event at position `i`.
+    #[inline]
+    pub(crate) fn id(&self, i: usize) -> EventId {
+        match self.pinned.get(i) {
+            Some(p) => p.id,
+            None => self.base + (i - self.pinned.len()) as EventId,
+        }
+    }
+
+    /// Position in the stretch of the event with id `e` (one of its events).
+    pub(crate) fn index(&self, e: EventId) -> usize {
+        if e >= self.base {
+            self.pinned.len() + (e - self.base) as usize
+        } else {
+            self.pinned.partition_point(|p| p.id < e)
+        }
+    }
+}
+
+/// Streaming vector clocks propagated along HB edges (program order,
+/// release->acquire, fork/join, volatile write -> later read; under
+/// [`VolatileOrder::Conflicting`] also volatile read/write -> later write,
+/// relaxed atomic accesses counting as volatile ones),
+/// yielding the clock at every event. Entries are 1-based positions within
+/// each thread.
+///
+/// With `reflexive` each event's own thread entry is its position: the HB
+/// clock. Without it, only what arrives along edges or through `inject` enters:
+/// the CP clock (CP is not reflexive), into which base edges inject the HB clock
+/// of their source. One propagation serves both so they cannot drift apart.
+///
+/// Every clock is a shared [`VectorClock`]: a release makes the lock's clock
+/// the thread's (O(1)), a fork or join shares the other thread's clock, and
+/// nothing is sized by the number of threads. The tables grow as new
+/// threads and locks appear, so a stream can be fed without knowing them up
+/// front; volatile variables are few and sit in maps.
+#[derive(Clone, Debug, Default)]
+pub struct Clocks {
+    reflexive: bool,
+    conflicting: bool,
+    threads: Vec<VectorClock>,
+    locks: Vec<VectorClock>,
+    volatile_writes: FxHashMap<u32, VectorClock>,
+    /// Per variable, the join of every volatile access so far (only under
+    /// [`VolatileOrder::Conflicting`]).
+    volatile_accesses: FxHashMap<u32, VectorClock>,
+    fork_pending: Vec<Option<VectorClock>>,
+    local: Vec<u32>,
+}
+
+impl Clocks {
+    /// Clocks for `trace` (HB: volatile write -> later read only).
+    pub fn new(trace: &Trace, reflexive: bool) -> Clocks {
+        Self::with_order(trace, reflexive, VolatileOrder::WriteRead)
+    }
+
+    /// Clocks for `trace` following the volatile edges of `order`.
+    pub fn with_order(trace: &Trace, reflexive: bool, order: VolatileOrder) -> Clocks {
+        let mut c = Self::empty(reflexive, order);
+        c.grow_threads(trace.num_threads());
+        c.locks.resize(trace.num_locks(), VectorClock::default());
+        c
+    }
+
+    /// Clocks with no thread or lock yet (they grow as events name them).
+    pub fn empty(reflexive: bool, order: VolatileOrder) -> Clocks {
+        Clocks {
+            reflexive,
+            conflicting: order == VolatileOrder::Conflicting,
+            ..Clocks::default()
+        }
+    }
+
+    fn grow_threads(&mut self, n: usize) {
+        if self.threads.len() < n {
+            self.threads.resize(n, VectorClock::default());
+            self.fork_pending.resize(n, None);
+            self.local.resize(n, 0);
+        }
+    }
+
+    /// Move thread `t` past an event that neither sends nor receives along
+    /// an edge, without touching its clock, if the thread has started (its
+    /// first event may receive its fork's clock). Only for callers that read
+    /// clocks at steps alone: the thread's own entry lags until its next
+    /// step.
+    pub fn pass(&mut self, t: u32) -> bool {
+        match self.local.get_mut(t as usize) {
+            Some(l) if *l > 0 => {
+                *l += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Process the next event; `inject` may join more into the thread's clock
+    /// before the event's own edges apply. Returns the clock after the event
+    /// and the event's local (1-based) index.
+    pub fn step(
+        &mut self,
+        ev: &crate::trace::Event,
+        inject: impl FnOnce(&mut VectorClock),
+    ) -> (&VectorClock, u32) {
+        let t = ev.thread as usize;
+        let tg = ev.target as usize;
+        self.grow_threads(t + 1);
+        match ev.op {
+            Op::Fork | Op::Join => self.grow_threads(tg + 1),
+            Op::Acquire | Op::Release if self.locks.len() <= tg => {
+                self.locks.resize(tg + 1, VectorClock::default())
+            }
+            _ => {}
+        }
+        self.local[t] += 1;
+        let local = self.local[t];
+        // A thread's first event receives its fork's clock.
+        if local == 1
+            && let Some(p) = self.fork_pending[t].take()
+        {
+            self.threads[t].join(&p);
+        }
+        if self.reflexive {
+            self.threads[t].set(ev.thread, local);
+        }
+        inject(&mut self.threads[t]);
+        // Under HBv a relaxed atomic access has the edges of a volatile one;
+        // under HB none.
+        let op = match ev.op {
+            Op::AtomicWrite if self.conflicting => Op::VolatileWrite,
+            Op::AtomicRead if self.conflicting => Op::VolatileRead,
+            op => op,
+        };
+        match op {
+            Op::Acquire => self.threads[t].join(&self.locks[tg]),
+            Op::Release => self.locks[tg].clone_from(&self.threads[t]),
+            Op::Fork => self.fork_pending[tg] = Some(self.threads[t].clone()),
+            Op::Join => {
+                let child = self.threads[tg].clone();
+                self.threads[t].join(&child);
+            }
+            // Joining a thread's own earlier accesses is harmless here: they
+            // are program-order-before, so already in the clock.
+            Op::VolatileWrite => {
+                let me = &mut self.threads[t];
+                if self.conflicting {
+                    let all = self.volatile_accesses.entry(ev.target).or_default();
+                    me.join(all);
+                    // `me` now covers every access so far: share it.
+                    all.clone_from(me);
+                }
+                self.volatile_writes.entry(ev.target).or_default().join(me);
+            }
+            Op::VolatileRead => {
+                let me = &mut self.threads[t];
+                if let Some(w) = self.volatile_writes.get(&ev.target) {
+                    me.join(w);
+                }
+                if self.conflicting {
+                    self.volatile_accesses
+                        .entry(ev.target)
+                        .or_default()
+                        .join(me);
+                }
+            }
+            _ => {}
+        }
+        (&self.threads[t], local)
+    }
+}

@@ -1,0 +1,356 @@
+//! Lowered events to cprace's binary trace format (`crate::trace::cprace_bin`):
+//! names declared on first use, every event with its call stack, and what
+//! reports describe (threads' creation sites and memory, heap blocks, benign
+//! ranges) written after the events.
+
+use std::io::Write;
+
+use anyhow::Result;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::events::Stacks;
+use super::lower::{LOp, Lowered, Lowerer, Var};
+use super::symbols::Symbolizer;
+use crate::trace::cprace_bin::Writer;
+use crate::trace::recorded::{BlockInfo, ThreadInfo, VarInfo, VarKind};
+use crate::trace::{Event, Op};
+
+/// Writes a recording as cprace's binary trace format.
+pub struct CptWriter<W: Write> {
+    w: Writer<W>,
+    sym: Symbolizer,
+    threads: u32,
+    locks: u32,
+    /// Lock names, by lowerer id (rwlock variables are named after them).
+    lock_names: Vec<String>,
+    /// Locks declared per address (a robust mutex taken from a dead owner
+    /// goes on as a new lock, `NAME~1`).
+    lock_gens: FxHashMap<u64, u32>,
+    vars: u32,
+    /// Names derived from symbols, to keep names unique (two objects may
+    /// have a static of the same name).
+    used: FxHashSet<String>,
+    /// pc -> location id.
+    locs: FxHashMap<u64, u32>,
+    loc_count: u32,
+    /// pc -> frame id.
+    frames: FxHashMap<u64, u32>,
+    /// (parent stack, frame) -> stack id; stack 0 is empty.
+    stacks: FxHashMap<(u32, u32), u32>,
+    /// The recorder's stack ids -> ours (u32::MAX: not yet made).
+    of_node: Vec<u32>,
+    /// Events written.
+    pub events: u64,
+    /// Globals recorded (by address).
+    globals: FxHashSet<u64>,
+}
+
+impl<W: Write> CptWriter<W> {
+    /// A writer to `out`, naming addresses with `sym`.
+    pub fn new(out: W, sym: Symbolizer) -> std::io::Result<CptWriter<W>> {
+        Ok(CptWriter {
+            w: Writer::new(out)?,
+            sym,
+            threads: 0,
+            locks: 0,
+            lock_names: Vec::new(),
+            lock_gens: FxHashMap::default(),
+            vars: 0,
+            used: FxHashSet::default(),
+            locs: FxHashMap::default(),
+            loc_count: 1,
+            frames: FxHashMap::default(),
+            stacks: FxHashMap::default(),
+            of_node: vec![0],
+            events: 0,
+            globals: FxHashSet::default(),
+        })
+    }
+
+    /// A unique name from a symbol-derived one.
+    fn unique(&mut self, name: String, addr: u64) -> String {
+        if self.used.insert(name.clone()) {
+            return name;
+        }
+        let other = format!("{name}@{addr:#x}");
+        self.used.insert(other.clone());
+        other
+    }
+
+    fn declare_threads(&mut self, low: &Lowerer, upto: u32) -> std::io::Result<()> {
+        while self.threads <= upto {
+            let tid = low.thread_tids[self.threads as usize];
+            self.w.thread(self.threads, &format!("T{tid}"))?;
+            self.threads += 1;
+        }
+        Ok(())
+    }
+
+    fn declare_locks(&mut self, low: &Lowerer, upto: u32) -> std::io::Result<()> {
+        while self.locks <= upto {
+            let addr = low.locks[self.locks as usize];
+            let g = self.lock_gens.entry(addr).or_insert(0);
+            let generation = *g;
+            *g += 1;
+            let mut name = match self.sym.global(addr) {
+                Some(n) if generation == 0 => self.unique(n, addr),
+                Some(n) => n,
+                None => format!("{addr:#x}"),
+            };
+            if generation != 0 {
+                name.push_str(&format!("~{generation}"));
+            }
+            self.w.lock(self.locks, &name, addr)?;
+            self.lock_names.push(name);
+            self.locks += 1;
+        }
+        Ok(())
+    }
+
+    fn lock_name(&mut self, low: &Lowerer, addr: u64) -> std::io::Result<String> {
+        if let Some(i) = low.locks.iter().position(|&a| a == addr) {
+            self.declare_locks(low, i as u32)?;
+            return Ok(self.lock_names[i].clone());
+        }
+        Ok(self
+            .sym
+            .global(addr)
+            .unwrap_or_else(|| format!("{addr:#x}")))
+    }
+
+    fn declare_vars(&mut self, low: &Lowerer, upto: u32) -> std::io::Result<()> {
+        while self.vars <= upto {
+            let (name, info) = match low.vars[self.vars as usize] {
+                Var::Cell { addr, generation } => {
+                    let mut name = String::new();
+                    let symbolic = self.sym.global_into(addr, &mut name);
+                    if !symbolic {
+                        name = format!("{addr:#x}");
+                    }
+                    if generation != 0 {
+                        name.push_str(&format!("~{generation}"));
+                    }
+                    if symbolic {
+                        name = self.unique(name, addr);
+                    }
+                    // The globals the cell's bytes belong to, for reports.
+                    if self.sym.in_object(addr) {
+                        let mut b = addr;
+                        while b < addr + 8 {
+                            match self.sym.global_info(b) {
+                                Some(g) => {
+                                    if self.globals.insert(g.addr) {
+                                        self.w.global(&g)?;
+                                    }
+                                    b = (g.addr + g.size.max(1)).max(b + 1);
+                                }
+                                None => b += 1,
+                            }
+                        }
+                    }
+                    let info = VarInfo {
+                        kind: VarKind::Cell,
+                        addr,
+                        extra: generation,
+                    };
+                    (name, info)
+                }
+                Var::Key(k) => (
+                    format!("key:{k:#x}"),
+                    VarInfo {
+                        kind: VarKind::Key,
+                        addr: k,
+                        extra: 0,
+                    },
+                ),
+                Var::RwWriter(l) => (
+                    format!("{}.w", self.lock_name(low, l)?),
+                    VarInfo {
+                        kind: VarKind::RwWriter,
+                        addr: l,
+                        extra: 0,
+                    },
+                ),
+                Var::RwReader(l, t) => (
+                    format!("{}.r.T{t}", self.lock_name(low, l)?),
+                    VarInfo {
+                        kind: VarKind::RwReader,
+                        addr: l,
+                        extra: t,
+                    },
+                ),
+            };
+            self.w.var(self.vars, &name, &info)?;
+            self.vars += 1;
+        }
+        Ok(())
+    }
+
+    fn loc(&mut self, pc: u64) -> std::io::Result<u32> {
+        if pc == 0 {
+            return Ok(0);
+        }
+        if let Some(&id) = self.locs.get(&pc) {
+            return Ok(id);
+        }
+        let mut text = Vec::new();
+        self.sym.location(pc, &mut text);
+        let id = self.loc_count;
+        self.w.loc(id, &String::from_utf8_lossy(&text))?;
+        self.loc_count += 1;
+        self.locs.insert(pc, id);
+        Ok(id)
+    }
+
+    fn frame(&mut self, pc: u64) -> std::io::Result<u32> {
+        if let Some(&id) = self.frames.get(&pc) {
+            return Ok(id);
+        }
+        let f = self.sym.frame(pc);
+        let id = self.frames.len() as u32;
+        self.w.frame(id, &f)?;
+        self.frames.insert(pc, id);
+        Ok(id)
+    }
+
+    fn stack_on(&mut self, parent: u32, pc: u64) -> std::io::Result<u32> {
+        let frame = self.frame(pc)?;
+        if let Some(&id) = self.stacks.get(&(parent, frame)) {
+            return Ok(id);
+        }
+        let id = self.stacks.len() as u32 + 1;
+        self.w.stack(id, parent, frame)?;
+        self.stacks.insert((parent, frame), id);
+        Ok(id)
+    }
+
+    /// Our stack of the recorder's call stack `node` (calls only).
+    fn calls(&mut self, stacks: &Stacks, node: u32) -> std::io::Result<u32> {
+        if (node as usize) < self.of_node.len() && self.of_node[node as usize] != u32::MAX {
+            return Ok(self.of_node[node as usize]);
+        }
+        // Walk down to a known node, then make the missing ones upward.
+        let mut chain = Vec::new();
+        let mut n = node;
+        while n != 0 && ((n as usize) >= self.of_node.len() || self.of_node[n as usize] == u32::MAX)
+        {
+            let Some((parent, pc)) = stacks.node(n) else {
+                break;
+            };
+            chain.push((n, pc));
+            if parent >= n {
+                break;
+            }
+            n = parent;
+        }
+        let mut id = if n == 0 { 0 } else { self.of_node[n as usize] };
+        for (node, pc) in chain.into_iter().rev() {
+            id = self.stack_on(id, pc)?;
+            if self.of_node.len() <= node as usize {
+                self.of_node.resize(node as usize + 1, u32::MAX);
+            }
+            self.of_node[node as usize] = id;
+        }
+        Ok(id)
+    }
+
+    /// The stack of an event at `pc` made in recorder stack `node`.
+    fn stack(&mut self, stacks: &Stacks, node: u32, pc: u64) -> std::io::Result<u32> {
+        let calls = self.calls(stacks, node)?;
+        if pc == 0 {
+            return Ok(calls);
+        }
+        self.stack_on(calls, pc)
+    }
+
+    /// Writes one lowered event.
+    pub fn event(&mut self, low: &Lowerer, l: &Lowered, stacks: &Stacks) -> std::io::Result<()> {
+        let op = match l.op {
+            LOp::Read => Op::Read,
+            LOp::Write => Op::Write,
+            LOp::AtomicRead => Op::AtomicRead,
+            LOp::AtomicWrite => Op::AtomicWrite,
+            LOp::VolatileRead => Op::VolatileRead,
+            LOp::VolatileWrite => Op::VolatileWrite,
+            LOp::Acquire => Op::Acquire,
+            LOp::Release => Op::Release,
+            LOp::Fork => Op::Fork,
+            LOp::Join => Op::Join,
+            // Not in the trace model yet: a blocked request ends a thread.
+            LOp::Request => return Ok(()),
+        };
+        self.declare_threads(low, l.thread)?;
+        match l.op {
+            LOp::Acquire | LOp::Release => self.declare_locks(low, l.target)?,
+            LOp::Fork | LOp::Join => self.declare_threads(low, l.target)?,
+            _ => self.declare_vars(low, l.target)?,
+        }
+        let loc = self.loc(l.pc)?;
+        let stack = self.stack(stacks, l.stack, l.pc)?;
+        let ev = Event {
+            thread: l.thread,
+            target: l.target,
+            loc,
+            op,
+            mask: if l.op.on_variable() && l.mask != 0xff {
+                l.mask
+            } else {
+                0
+            },
+        };
+        self.events += 1;
+        self.w.event(&ev, stack)
+    }
+
+    fn block(&mut self, b: &super::lower::Block, stacks: &Stacks) -> std::io::Result<BlockInfo> {
+        let stack = self.stack(stacks, b.stack, b.pc)?;
+        Ok(BlockInfo {
+            addr: b.addr,
+            size: b.size,
+            thread: b.thread,
+            stack,
+            pc: b.pc,
+            new: b.new,
+            at: b.at,
+        })
+    }
+
+    /// Writes what reports describe and ends the trace.
+    pub fn finish(mut self, low: &Lowerer, stacks: &Stacks) -> Result<W> {
+        if !low.thread_tids.is_empty() {
+            self.declare_threads(low, low.thread_tids.len() as u32 - 1)?;
+        }
+        for id in 0..low.thread_tids.len() as u32 {
+            let (parent, create_stack, create_pc) = match low.created.get(&id) {
+                Some(&(p, pc, node)) => (Some(p), self.stack(stacks, node, pc)?, pc),
+                None => (None, 0, 0),
+            };
+            let mem = low.stacks.get(&id).copied().unwrap_or_default();
+            let info = ThreadInfo {
+                tid: low.thread_tids[id as usize],
+                parent,
+                create_stack,
+                create_pc,
+                name: None,
+                stack: (mem[0], mem[1]),
+                tls: (mem[2], mem[3]),
+            };
+            self.w.thread_info(id, &info)?;
+        }
+        for (id, name) in &low.names {
+            self.w.thread_name(*id, name)?;
+        }
+        for b in &low.blocks {
+            let info = self.block(b, stacks)?;
+            self.w.alloc(&info)?;
+        }
+        for b in &low.frees {
+            let info = self.block(b, stacks)?;
+            self.w.free(&info)?;
+        }
+        for &(lo, hi) in &low.benign {
+            self.w.benign(lo, hi)?;
+        }
+        Ok(self.w.finish()?)
+    }
+}

@@ -1,0 +1,654 @@
+//! Recorded events to trace events: the model of C/C++ memory and
+//! synchronization that every relation then analyses.
+//!
+//! - Memory is named by 8-byte cell: an access becomes an event on its cell
+//!   with a mask of the bytes it touches (two when it straddles cells), so
+//!   conflicts are decided byte by byte. A freed or newly allocated block's
+//!   cells are new variables (a new generation), so a reused block never
+//!   shares variables with the object freed before.
+//! - Atomic operations are accesses that conflict with plain accesses but
+//!   not with each other: acquire (and stronger) loads and release (and
+//!   stronger) stores also synchronize (volatile reads and writes, `vr`,
+//!   `vw`); relaxed ones do not (`ar`, `aw`). A read-modify-write is its
+//!   read, then its write. A release fence makes the thread's later relaxed
+//!   stores release; an acquire fence acquires, where it stands, every
+//!   variable the thread loaded relaxed since its last acquire fence.
+//! - Locks: an acquire or release also reads the lock's first byte
+//!   atomically, so destroying or re-initializing a mutex in use is a race;
+//!   `*_init`/`*_destroy` write the object. The shared side of an rwlock is
+//!   modelled by volatile variables: a reader reads `L.w` when it gets the
+//!   lock and writes `L.r.T<t>` when it releases it; a writer reads every
+//!   `L.r.T<t>` after it gets the lock and writes `L.w` before releasing.
+//! - A free is a write of the whole block. A thread that ends holding locks
+//!   releases them (a robust mutex's next owner gets it with EOWNERDEAD).
+//!
+//! The lowering keeps the trace well formed whatever the event files hold:
+//! a release of a lock the thread does not hold, a fork of a thread that
+//! already ran, and events of a joined thread are dropped and counted; an
+//! acquire of a lock another thread holds starts a new lock.
+
+use std::collections::BTreeMap;
+
+use cprace_events::{
+    Atomic, AtomicOp, Kind, LOCK_OWNER_DEAD, LOCK_RW, LOCK_SHARED, Object, ObjectOp, SYNC_MEMORY,
+};
+use rustc_hash::FxHashMap;
+
+use super::events::{Event, What};
+use super::shadow::Shadow;
+
+/// What a trace event does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LOp {
+    /// Plain read.
+    Read,
+    /// Plain write.
+    Write,
+    /// Relaxed atomic read (no synchronization).
+    AtomicRead,
+    /// Relaxed atomic write (no synchronization).
+    AtomicWrite,
+    /// Acquiring atomic read (a volatile read).
+    VolatileRead,
+    /// Releasing atomic write (a volatile write).
+    VolatileWrite,
+    /// Lock acquire.
+    Acquire,
+    /// Lock release.
+    Release,
+    /// Thread creation.
+    Fork,
+    /// Thread join.
+    Join,
+    /// A lock requested and never obtained (the thread's last event).
+    Request,
+}
+
+impl LOp {
+    /// True for the ops whose target is a variable.
+    pub fn on_variable(self) -> bool {
+        matches!(
+            self,
+            LOp::Read
+                | LOp::Write
+                | LOp::AtomicRead
+                | LOp::AtomicWrite
+                | LOp::VolatileRead
+                | LOp::VolatileWrite
+        )
+    }
+}
+
+/// One trace event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lowered {
+    /// Thread (dense id).
+    pub thread: u32,
+    /// What it does.
+    pub op: LOp,
+    /// Variable, lock or thread id, by op.
+    pub target: u32,
+    /// Bytes of the variable's cell touched (bit i: byte i); 0xff for
+    /// variables that are not memory cells.
+    pub mask: u8,
+    /// The instrumented code's pc (0: none).
+    pub pc: u64,
+    /// The call stack (a [`super::events::Stacks`] id).
+    pub stack: u32,
+}
+
+/// What a variable is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Var {
+    /// The 8-byte memory cell at `addr` (8-aligned), in its `gen`th
+    /// lifetime (0: never freed or allocated over).
+    Cell {
+        /// The cell's address.
+        addr: u64,
+        /// Number of the last free or allocation covering it.
+        generation: u32,
+    },
+    /// A synchronization object that is not memory (a file descriptor, a
+    /// fiber, an annotation's key).
+    Key(u64),
+    /// The writer side of rwlock `lock` (its address).
+    RwWriter(u64),
+    /// The reader side of rwlock `lock` held by recorder thread `tid`.
+    RwReader(u64, u32),
+}
+
+/// What lowering dropped to keep the trace well formed (each is a sign of a
+/// corrupt or cut recording).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Releases of locks the thread did not hold.
+    pub releases: u64,
+    /// Acquires of locks another thread held.
+    pub acquires: u64,
+    /// Forks of threads that had already run, and second joins.
+    pub forks_joins: u64,
+    /// Events of threads after they were joined.
+    pub after_join: u64,
+}
+
+impl Dropped {
+    /// Total dropped.
+    pub fn total(&self) -> u64 {
+        self.releases + self.acquires + self.forks_joins + self.after_join
+    }
+}
+
+/// Trace events emitted, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoweredCounts {
+    /// Plain reads and writes.
+    pub accesses: u64,
+    /// Atomic reads and writes.
+    pub atomics: u64,
+    /// Acquires and releases.
+    pub locks: u64,
+    /// Forks and joins.
+    pub forks_joins: u64,
+}
+
+/// A heap block's life, for reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Start address.
+    pub addr: u64,
+    /// Requested size.
+    pub size: u64,
+    /// Allocating thread (dense id).
+    pub thread: u32,
+    /// Where it was allocated.
+    pub pc: u64,
+    /// The allocating call stack.
+    pub stack: u32,
+    /// By operator new (else malloc and friends).
+    pub new: bool,
+    /// The number of trace events (requests aside) before it.
+    pub at: u32,
+}
+
+#[derive(Default)]
+struct ThreadState {
+    /// Dense id.
+    id: u32,
+    /// Locks held (addresses), innermost last, with their depth.
+    held: Vec<(u64, u32)>,
+    forked: bool,
+    started: bool,
+    joined: bool,
+    /// A release fence was seen: later relaxed stores release.
+    released: bool,
+    /// Variables loaded relaxed since the last acquire fence.
+    relaxed_loads: Vec<(u32, u8)>,
+}
+
+/// Turns recorded events into trace events, naming threads, locks and
+/// variables with dense ids.
+#[derive(Default)]
+pub struct Lowerer {
+    threads: FxHashMap<u32, ThreadState>,
+    /// Recorder id of each dense thread id.
+    pub thread_tids: Vec<u32>,
+    /// Lock addresses by dense id.
+    pub locks: Vec<u64>,
+    lock_ids: FxHashMap<u64, u32>,
+    /// Current holder (recorder tid) and depth of each lock.
+    holders: FxHashMap<u64, (u32, u32)>,
+    /// Variables by dense id.
+    pub vars: Vec<Var>,
+    /// Cell index (address / 8) -> variable id.
+    cells: Shadow,
+    /// Freed or allocated ranges: start -> (end, generation), disjoint.
+    gens: BTreeMap<u64, (u64, u32)>,
+    generation: u32,
+    other_vars: FxHashMap<Var, u32>,
+    /// Readers ever seen per rwlock address (recorder tids).
+    readers: FxHashMap<u64, Vec<u32>>,
+    /// Heap blocks in order of allocation.
+    pub blocks: Vec<Block>,
+    /// Heap frees in order (the size is the usable size).
+    pub frees: Vec<Block>,
+    /// Trace events emitted so far (requests aside).
+    pub emitted: u64,
+    /// Events emitted, by kind.
+    pub counts: LoweredCounts,
+    /// Thread names set by the program: (dense id, name).
+    pub names: Vec<(u32, String)>,
+    /// Benign ranges: (start, end).
+    pub benign: Vec<(u64, u64)>,
+    /// Thread starts: dense id -> (stack lo, stack hi, tls lo, tls hi).
+    pub stacks: FxHashMap<u32, [u64; 4]>,
+    /// Parent (dense id) and creation pc/stack of each forked thread.
+    pub created: FxHashMap<u32, (u32, u64, u32)>,
+    /// What was dropped.
+    pub dropped: Dropped,
+}
+
+/// The bytes of a cell an access of `size` bytes at `addr` touches, split
+/// by cell: (cell address, mask) pairs.
+fn cells(addr: u64, size: u64) -> impl Iterator<Item = (u64, u8)> {
+    let end = addr.saturating_add(size);
+    let first = addr & !7;
+    (first..end).step_by(8).map(move |cell| {
+        let lo = addr.max(cell) - cell;
+        let hi = end.min(cell + 8) - cell;
+        let mask = if hi - lo == 8 {
+            0xff
+        } else {
+            (((1u16 << (hi - lo)) - 1) << lo) as u8
+        };
+        (cell, mask)
+    })
+}
+
+impl Lowerer {
+    /// The dense id of recorder thread `tid`.
+    fn thread(&mut self, tid: u32) -> &mut ThreadState {
+        let n = self.thread_tids.len() as u32;
+        let tids = &mut self.thread_tids;
+        self.threads.entry(tid).or_insert_with(|| {
+            tids.push(tid);
+            ThreadState {
+                id: n,
+                ..ThreadState::default()
+            }
+        })
+    }
+
+    fn lock(&mut self, addr: u64) -> u32 {
+        if let Some(&id) = self.lock_ids.get(&addr) {
+            return id;
+        }
+        let id = self.locks.len() as u32;
+        self.locks.push(addr);
+        self.lock_ids.insert(addr, id);
+        id
+    }
+
+    fn generation(&self, cell: u64) -> u32 {
+        match self.gens.range(..=cell).next_back() {
+            Some((_, &(end, g))) if cell < end => g,
+            _ => 0,
+        }
+    }
+
+    /// The variable of the memory cell at `cell` (8-aligned).
+    #[inline]
+    fn cell(&mut self, cell: u64, tid: u32) -> u32 {
+        if let Some(id) = self.cells.get(cell >> 3, tid) {
+            return id;
+        }
+        let id = self.vars.len() as u32;
+        let generation = if self.gens.is_empty() {
+            0
+        } else {
+            self.generation(cell)
+        };
+        self.vars.push(Var::Cell {
+            addr: cell,
+            generation,
+        });
+        self.cells.set(cell >> 3, tid, id);
+        id
+    }
+
+    fn other(&mut self, v: Var) -> u32 {
+        if let Some(&id) = self.other_vars.get(&v) {
+            return id;
+        }
+        let id = self.vars.len() as u32;
+        self.vars.push(v);
+        self.other_vars.insert(v, id);
+        id
+    }
+
+    /// Starts a new generation for the cells of `addr..addr + size`.
+    fn renew(&mut self, addr: u64, size: u64) {
+        let start = addr & !7;
+        let end = addr.saturating_add(size).saturating_add(7) & !7;
+        if end <= start {
+            return;
+        }
+        self.generation += 1;
+        let g = self.generation;
+        if let Some((&s, &(e, k))) = self.gens.range(..start).next_back()
+            && e > start
+        {
+            self.gens.insert(s, (start, k));
+            if e > end {
+                self.gens.insert(end, (e, k));
+            }
+        }
+        let inside: Vec<u64> = self.gens.range(start..end).map(|(&s, _)| s).collect();
+        for s in inside {
+            if let Some((e, k)) = self.gens.remove(&s)
+                && e > end
+            {
+                self.gens.insert(end, (e, k));
+            }
+        }
+        self.gens.insert(start, (end, g));
+        self.cells.clear(start >> 3, end >> 3);
+    }
+
+    /// Lowers `e`, handing each trace event to `out`.
+    pub fn event(&mut self, e: &Event, out: &mut impl FnMut(Lowered)) {
+        let ts = self.thread(e.tid);
+        if ts.joined {
+            self.dropped.after_join += 1;
+            return;
+        }
+        ts.started = true;
+        let thread = ts.id;
+        let at = self.emitted.min(u64::from(u32::MAX)) as u32;
+        let mut count = 0u64;
+        let mut counts = LoweredCounts::default();
+        let mut put = |thread: u32, op: LOp, target: u32, mask: u8| {
+            if op != LOp::Request {
+                count += 1;
+            }
+            match op {
+                LOp::Read | LOp::Write => counts.accesses += 1,
+                LOp::Acquire | LOp::Release => counts.locks += 1,
+                LOp::Fork | LOp::Join => counts.forks_joins += 1,
+                LOp::Request => {}
+                _ => counts.atomics += 1,
+            }
+            out(Lowered {
+                thread,
+                op,
+                target,
+                mask,
+                pc: e.pc,
+                stack: e.stack,
+            })
+        };
+        let emit = &mut |op: LOp, target: u32, mask: u8| put(thread, op, target, mask);
+        match e.what {
+            What::Access { write, size } => {
+                let op = if write { LOp::Write } else { LOp::Read };
+                self.memory(e.tid, op, e.addr, u64::from(size), emit);
+            }
+            What::Request(l) => {
+                let id = self.lock(l.addr);
+                emit(LOp::Request, id, 0xff);
+            }
+            What::Long(l) => match l.kind {
+                Kind::Atomic => {
+                    if let Some(a) = Atomic::from_flags(l.flags) {
+                        self.atomic(e, a, emit);
+                    }
+                }
+                Kind::Acquire => {
+                    self.memory(e.tid, LOp::AtomicRead, l.addr, 1, emit);
+                    self.acquire(e.tid, l.addr, l.flags, emit);
+                }
+                Kind::Release => {
+                    self.memory(e.tid, LOp::AtomicRead, l.addr, 1, emit);
+                    self.release(e.tid, l.addr, l.flags, emit);
+                }
+                Kind::Fork => {
+                    let child = l.addr as u32;
+                    let cs = self.thread(child);
+                    if cs.started || cs.forked || cs.joined || child == e.tid {
+                        self.dropped.forks_joins += 1;
+                        return;
+                    }
+                    cs.forked = true;
+                    let cid = cs.id;
+                    self.created.insert(cid, (thread, e.pc, e.stack));
+                    emit(LOp::Fork, cid, 0xff);
+                }
+                Kind::Join => {
+                    let child = l.addr as u32;
+                    if child == e.tid || self.thread(child).joined {
+                        self.dropped.forks_joins += 1;
+                        return;
+                    }
+                    let cs = self.thread(child);
+                    cs.joined = true;
+                    let cid = cs.id;
+                    emit(LOp::Join, cid, 0xff);
+                }
+                // A thread that ends holding a lock never releases it (a
+                // robust mutex's next owner gets it with EOWNERDEAD, which
+                // orders nothing): see `acquire`.
+                Kind::ThreadEnd => {}
+                Kind::Alloc => {
+                    self.renew(l.addr, l.extra[0]);
+                    self.blocks.push(Block {
+                        addr: l.addr,
+                        size: l.extra[0],
+                        thread,
+                        pc: e.pc,
+                        stack: e.stack,
+                        new: l.flags == cprace_events::Alloc::New.flags(),
+                        at,
+                    });
+                }
+                Kind::Free => {
+                    self.frees.push(Block {
+                        addr: l.addr,
+                        size: l.extra[0],
+                        thread,
+                        pc: e.pc,
+                        stack: e.stack,
+                        new: l.flags == cprace_events::Alloc::New.flags(),
+                        at,
+                    });
+                    // A write of the whole block: a use racing with the
+                    // free (before or after it) conflicts with it. The
+                    // cells stay what they were until an allocation
+                    // hands the memory out again.
+                    self.memory(e.tid, LOp::Write, l.addr, l.extra[0], emit);
+                }
+                Kind::Range => {
+                    let op = if l.flags & cprace_events::RANGE_WRITE != 0 {
+                        LOp::Write
+                    } else {
+                        LOp::Read
+                    };
+                    self.memory(e.tid, op, l.addr, l.extra[0], emit);
+                }
+                Kind::SyncRead | Kind::SyncWrite => {
+                    let op = if l.kind == Kind::SyncRead {
+                        LOp::VolatileRead
+                    } else {
+                        LOp::VolatileWrite
+                    };
+                    if l.arg == SYNC_MEMORY {
+                        self.memory(e.tid, op, l.addr, 1, emit);
+                    } else {
+                        let v = self.other(Var::Key(l.addr));
+                        emit(op, v, 0xff);
+                    }
+                }
+                Kind::Object => {
+                    let Some(o) = Object::from_flags(l.flags) else {
+                        return;
+                    };
+                    match o.op {
+                        ObjectOp::Init | ObjectOp::Destroy => {
+                            self.memory(e.tid, LOp::Write, l.addr, l.extra[0], emit)
+                        }
+                        ObjectOp::Use => self.memory(e.tid, LOp::AtomicRead, l.addr, 1, emit),
+                    }
+                }
+                Kind::ThreadName => {
+                    let mut bytes = [0u8; 16];
+                    bytes[..8].copy_from_slice(&l.extra[0].to_le_bytes());
+                    bytes[8..].copy_from_slice(&l.extra[1].to_le_bytes());
+                    let n = bytes.iter().position(|&b| b == 0).unwrap_or(16);
+                    let name = String::from_utf8_lossy(&bytes[..n]).into_owned();
+                    let id = self.thread(l.addr as u32).id;
+                    self.names.retain(|(t, _)| *t != id);
+                    self.names.push((id, name));
+                }
+                Kind::ThreadStart => {
+                    self.stacks
+                        .insert(thread, [l.addr, l.extra[0], l.extra[1], l.extra[2]]);
+                }
+                Kind::Benign => {
+                    self.benign
+                        .push((l.addr, l.addr.saturating_add(l.extra[0])));
+                }
+            },
+        }
+        self.emitted += count;
+        self.counts.accesses += counts.accesses;
+        self.counts.atomics += counts.atomics;
+        self.counts.locks += counts.locks;
+        self.counts.forks_joins += counts.forks_joins;
+    }
+
+    /// Events on the memory `addr..addr + size`, one per cell.
+    fn memory(
+        &mut self,
+        tid: u32,
+        op: LOp,
+        addr: u64,
+        size: u64,
+        emit: &mut dyn FnMut(LOp, u32, u8),
+    ) {
+        for (cell, mask) in cells(addr, size) {
+            let v = self.cell(cell, tid);
+            emit(op, v, mask);
+        }
+    }
+
+    fn atomic(&mut self, e: &Event, a: Atomic, emit: &mut dyn FnMut(LOp, u32, u8)) {
+        let size = 1u64 << a.log2size;
+        let tid = e.tid;
+        let load = |s: &mut Self, emit: &mut dyn FnMut(LOp, u32, u8)| {
+            let op = if a.order.acquires() {
+                LOp::VolatileRead
+            } else {
+                LOp::AtomicRead
+            };
+            for (cell, mask) in cells(e.addr, size) {
+                let v = s.cell(cell, tid);
+                if op == LOp::AtomicRead {
+                    let ts = s.thread(tid);
+                    if !ts.relaxed_loads.contains(&(v, mask)) {
+                        ts.relaxed_loads.push((v, mask));
+                    }
+                }
+                emit(op, v, mask);
+            }
+        };
+        let store = |s: &mut Self, emit: &mut dyn FnMut(LOp, u32, u8)| {
+            let op = if a.order.releases() || s.thread(tid).released {
+                LOp::VolatileWrite
+            } else {
+                LOp::AtomicWrite
+            };
+            for (cell, mask) in cells(e.addr, size) {
+                let v = s.cell(cell, tid);
+                emit(op, v, mask);
+            }
+        };
+        match a.op {
+            AtomicOp::Load | AtomicOp::FailedCas => load(self, emit),
+            AtomicOp::Store => store(self, emit),
+            AtomicOp::Rmw => {
+                load(self, emit);
+                store(self, emit);
+            }
+            AtomicOp::Fence => {
+                if a.order.releases() {
+                    self.thread(tid).released = true;
+                }
+                if a.order.acquires() {
+                    let loads = std::mem::take(&mut self.thread(tid).relaxed_loads);
+                    for (v, mask) in loads {
+                        emit(LOp::VolatileRead, v, mask);
+                    }
+                }
+            }
+        }
+    }
+
+    fn acquire(&mut self, tid: u32, addr: u64, flags: u16, emit: &mut dyn FnMut(LOp, u32, u8)) {
+        if flags & LOCK_SHARED != 0 {
+            let readers = self.readers.entry(addr).or_default();
+            if !readers.contains(&tid) {
+                readers.push(tid);
+            }
+            let v = self.other(Var::RwWriter(addr));
+            emit(LOp::VolatileRead, v, 0xff);
+            return;
+        }
+        match self.holders.get(&addr).copied() {
+            Some((h, _)) if h != tid => {
+                // Held by another thread: one that died holding a robust
+                // mutex (this acquire got EOWNERDEAD), or a recording cut
+                // or corrupt. Nothing released it, so nothing orders the
+                // two: the lock goes on as a new lock (a new id), the old
+                // one staying held by the dead owner.
+                if flags & LOCK_OWNER_DEAD == 0 {
+                    self.dropped.acquires += 1;
+                }
+                self.lock_ids.remove(&addr);
+                self.holders.insert(addr, (tid, 1));
+            }
+            Some((h, d)) => {
+                self.holders.insert(addr, (h, d + 1));
+            }
+            None => {
+                self.holders.insert(addr, (tid, 1));
+            }
+        }
+        let id = self.lock(addr);
+        let ts = self.thread(tid);
+        match ts.held.iter_mut().find(|(a, _)| *a == addr) {
+            Some((_, d)) => *d += 1,
+            None => ts.held.push((addr, 1)),
+        }
+        emit(LOp::Acquire, id, 0xff);
+        if flags & LOCK_RW != 0 {
+            let readers = self.readers.get(&addr).cloned().unwrap_or_default();
+            for t in readers {
+                let v = self.other(Var::RwReader(addr, t));
+                emit(LOp::VolatileRead, v, 0xff);
+            }
+        }
+    }
+
+    fn release(&mut self, tid: u32, addr: u64, flags: u16, emit: &mut dyn FnMut(LOp, u32, u8)) {
+        if flags & LOCK_SHARED != 0 {
+            let v = self.other(Var::RwReader(addr, tid));
+            emit(LOp::VolatileWrite, v, 0xff);
+            return;
+        }
+        match self.holders.get(&addr).copied() {
+            Some((h, d)) if h == tid => {
+                if d > 1 {
+                    self.holders.insert(addr, (h, d - 1));
+                } else {
+                    self.holders.remove(&addr);
+                }
+            }
+            _ => {
+                self.dropped.releases += 1;
+                return;
+            }
+        }
+        let ts = self.thread(tid);
+        if let Some(i) = ts.held.iter().rposition(|(a, _)| *a == addr) {
+            if ts.held[i].1 > 1 {
+                ts.held[i].1 -= 1;
+            } else {
+                ts.held.remove(i);
+            }
+        }
+        if flags & LOCK_RW != 0 {
+            let v = self.other(Var::RwWriter(addr));
+            emit(LOp::VolatileWrite, v, 0xff);
+        }
+        let id = self.lock(addr);
+        emit(LOp::Release, id, 0xff);
+    }
+}

@@ -1,0 +1,693 @@
+//! cprace's binary trace format: what `cprace record` writes by default.
+//!
+//! A stream of records after an 8-byte magic ([`MAGIC`]), written and read
+//! in one pass, compressed or not (zstd, gzip and xz are recognised by
+//! content, as for every format). Numbers are LEB128 varints; strings a
+//! varint length and UTF-8 bytes.
+//!
+//! - An event is one byte `1 o o o o s l t` (from the high bit: 1, the op
+//!   in 4 bits, then whether a new stack, location and thread id follow),
+//!   the thread (varint, when new), the target (varint), for an access its
+//!   byte mask (one byte), the location (varint, when new) and the stack
+//!   (varint, when new). Threads, locations and stacks repeat from event to
+//!   event, so an access usually takes 3 or 4 bytes.
+//! - Every name is declared before its first use, by a record of tag
+//!   [`THREAD`], [`LOCK`], [`VAR`], [`LOC`] (ids dense from 0 in order of
+//!   declaration, names unique; locations from 1, location 0 being the
+//!   empty one); [`FRAME`] and [`STACK`] records build the call stacks
+//!   (stack 0 is empty); [`ALLOC`], [`FREE`], [`THREAD_INFO`],
+//!   [`THREAD_NAME`] and [`BENIGN`] records carry what reports describe.
+//! - [`END`] and the number of events end the stream: a file cut short is
+//!   an error, never a shorter trace.
+//!
+//! Ops: 0 r, 1 w, 2 ar, 3 aw, 4 vr, 5 vw, 6 acq, 7 rel, 8 fork, 9 join.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+
+use super::error::LoadError;
+use super::model::{Event, Op};
+use super::recorded::{
+    BlockInfo, Frame, FrameLine, Global, Recording, ThreadInfo, VarInfo, VarKind,
+};
+use super::validate::Builder;
+
+/// The first bytes of the format (a non-text byte first, like PNG's).
+pub const MAGIC: &[u8; 8] = b"\x89CPRT\r\n\x1a";
+/// Format version written after the magic.
+pub const VERSION: u64 = 1;
+
+/// Record tag: end of the stream.
+pub const END: u8 = 0;
+/// Record tag: a thread's name.
+pub const THREAD: u8 = 1;
+/// Record tag: a lock's name and address.
+pub const LOCK: u8 = 2;
+/// Record tag: a variable's name and what it is.
+pub const VAR: u8 = 3;
+/// Record tag: a location's text.
+pub const LOC: u8 = 4;
+/// Record tag: a symbolized frame.
+pub const FRAME: u8 = 5;
+/// Record tag: a call stack (parent stack, frame).
+pub const STACK: u8 = 6;
+/// Record tag: a heap allocation.
+pub const ALLOC: u8 = 7;
+/// Record tag: a heap free.
+pub const FREE: u8 = 8;
+/// Record tag: a thread's creation and memory.
+pub const THREAD_INFO: u8 = 9;
+/// Record tag: a thread's name given by the program.
+pub const THREAD_NAME: u8 = 10;
+/// Record tag: a range annotated benign.
+pub const BENIGN: u8 = 11;
+/// Record tag: a global variable (name, address, size, object, offset).
+pub const GLOBAL: u8 = 12;
+
+/// Longest string a file may hold.
+const MAX_STRING: u64 = 1 << 20;
+
+/// True when `prefix` starts like this format.
+pub fn looks_like(prefix: &[u8]) -> bool {
+    prefix.starts_with(MAGIC)
+}
+
+fn op_code(op: Op) -> u8 {
+    match op {
+        Op::Read => 0,
+        Op::Write => 1,
+        Op::AtomicRead => 2,
+        Op::AtomicWrite => 3,
+        Op::VolatileRead => 4,
+        Op::VolatileWrite => 5,
+        Op::Acquire | Op::ReentrantAcquire => 6,
+        Op::Release | Op::ReentrantRelease => 7,
+        Op::Fork => 8,
+        Op::Join => 9,
+        Op::Request => 10,
+    }
+}
+
+fn op_of(code: u8) -> Option<Op> {
+    Some(match code {
+        0 => Op::Read,
+        1 => Op::Write,
+        2 => Op::AtomicRead,
+        3 => Op::AtomicWrite,
+        4 => Op::VolatileRead,
+        5 => Op::VolatileWrite,
+        6 => Op::Acquire,
+        7 => Op::Release,
+        8 => Op::Fork,
+        9 => Op::Join,
+        10 => Op::Request,
+        _ => return None,
+    })
+}
+
+/// Writes a trace in this format.
+pub struct Writer<W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    thread: u32,
+    loc: u32,
+    stack: u32,
+    events: u64,
+}
+
+fn put(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+fn put_str(buf: &mut Vec<u8>, s: &str) {
+    put(buf, s.len() as u64);
+    buf.extend_from_slice(s.as_bytes());
+}
+
+impl<W: Write> Writer<W> {
+    /// A writer to `out` (the magic is written at once).
+    pub fn new(out: W) -> io::Result<Writer<W>> {
+        let mut w = Writer {
+            out,
+            buf: Vec::with_capacity(1 << 16),
+            thread: u32::MAX,
+            loc: u32::MAX,
+            stack: u32::MAX,
+            events: 0,
+        };
+        w.buf.extend_from_slice(MAGIC);
+        put(&mut w.buf, VERSION);
+        Ok(w)
+    }
+
+    #[inline]
+    fn spill(&mut self) -> io::Result<()> {
+        if self.buf.len() >= 1 << 16 {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, tag: u8, f: impl FnOnce(&mut Vec<u8>)) -> io::Result<()> {
+        self.buf.push(tag);
+        f(&mut self.buf);
+        self.spill()
+    }
+
+    /// Declares thread `id`.
+    pub fn thread(&mut self, id: u32, name: &str) -> io::Result<()> {
+        self.record(THREAD, |b| {
+            put(b, id.into());
+            put_str(b, name);
+        })
+    }
+
+    /// Declares lock `id` at `addr`.
+    pub fn lock(&mut self, id: u32, name: &str, addr: u64) -> io::Result<()> {
+        self.record(LOCK, |b| {
+            put(b, id.into());
+            put_str(b, name);
+            put(b, addr);
+        })
+    }
+
+    /// Declares variable `id`.
+    pub fn var(&mut self, id: u32, name: &str, v: &VarInfo) -> io::Result<()> {
+        self.record(VAR, |b| {
+            put(b, id.into());
+            put_str(b, name);
+            b.push(match v.kind {
+                VarKind::Cell => 0,
+                VarKind::Key => 1,
+                VarKind::RwWriter => 2,
+                VarKind::RwReader => 3,
+            });
+            put(b, v.addr);
+            put(b, v.extra.into());
+        })
+    }
+
+    /// Declares location `id`.
+    pub fn loc(&mut self, id: u32, text: &str) -> io::Result<()> {
+        self.record(LOC, |b| {
+            put(b, id.into());
+            put_str(b, text);
+        })
+    }
+
+    /// Declares frame `id`.
+    pub fn frame(&mut self, id: u32, f: &Frame) -> io::Result<()> {
+        self.record(FRAME, |b| {
+            put(b, id.into());
+            put(b, f.pc);
+            put_str(b, &f.module);
+            put(b, f.offset);
+            put(b, f.lines.len() as u64);
+            for l in &f.lines {
+                put_str(b, &l.function);
+                put_str(b, &l.file);
+                put(b, l.line.into());
+                put(b, l.column.into());
+            }
+        })
+    }
+
+    /// Declares stack `id`: the call at `frame` on top of stack `parent`.
+    pub fn stack(&mut self, id: u32, parent: u32, frame: u32) -> io::Result<()> {
+        self.record(STACK, |b| {
+            put(b, id.into());
+            put(b, parent.into());
+            put(b, frame.into());
+        })
+    }
+
+    fn block(&mut self, tag: u8, k: &BlockInfo) -> io::Result<()> {
+        self.record(tag, |b| {
+            put(b, k.addr);
+            put(b, k.size);
+            put(b, k.thread.into());
+            put(b, k.stack.into());
+            put(b, k.pc);
+            b.push(k.new as u8);
+            put(b, k.at.into());
+        })
+    }
+
+    /// Records a heap allocation.
+    pub fn alloc(&mut self, k: &BlockInfo) -> io::Result<()> {
+        self.block(ALLOC, k)
+    }
+
+    /// Records a heap free.
+    pub fn free(&mut self, k: &BlockInfo) -> io::Result<()> {
+        self.block(FREE, k)
+    }
+
+    /// Records thread `id`'s creation and memory.
+    pub fn thread_info(&mut self, id: u32, t: &ThreadInfo) -> io::Result<()> {
+        self.record(THREAD_INFO, |b| {
+            put(b, id.into());
+            put(b, t.tid.into());
+            put(b, t.parent.map_or(0, |p| u64::from(p) + 1));
+            put(b, t.create_stack.into());
+            put(b, t.create_pc);
+            for v in [t.stack.0, t.stack.1, t.tls.0, t.tls.1] {
+                put(b, v);
+            }
+        })
+    }
+
+    /// Records the name the program gave thread `id`.
+    pub fn thread_name(&mut self, id: u32, name: &str) -> io::Result<()> {
+        self.record(THREAD_NAME, |b| {
+            put(b, id.into());
+            put_str(b, name);
+        })
+    }
+
+    /// Records a benign range.
+    pub fn benign(&mut self, lo: u64, hi: u64) -> io::Result<()> {
+        self.record(BENIGN, |b| {
+            put(b, lo);
+            put(b, hi);
+        })
+    }
+
+    /// Records a global variable.
+    pub fn global(&mut self, g: &Global) -> io::Result<()> {
+        self.record(GLOBAL, |b| {
+            put_str(b, &g.name);
+            put(b, g.addr);
+            put(b, g.size);
+            put_str(b, &g.module);
+            put(b, g.offset);
+        })
+    }
+
+    /// Appends an event (its names declared before) made at stack `stack`.
+    #[inline]
+    pub fn event(&mut self, ev: &Event, stack: u32) -> io::Result<()> {
+        let mut head = 0x80 | op_code(ev.op) << 3;
+        let new_thread = ev.thread != self.thread;
+        let new_loc = ev.loc != self.loc;
+        let new_stack = stack != self.stack;
+        head |= (new_stack as u8) << 2 | (new_loc as u8) << 1 | new_thread as u8;
+        let b = &mut self.buf;
+        b.push(head);
+        if new_thread {
+            put(b, ev.thread.into());
+            self.thread = ev.thread;
+        }
+        put(b, ev.target.into());
+        if ev.op.is_memory() {
+            b.push(ev.bytes());
+        }
+        if new_loc {
+            put(b, ev.loc.into());
+            self.loc = ev.loc;
+        }
+        if new_stack {
+            put(b, stack.into());
+            self.stack = stack;
+        }
+        self.events += 1;
+        self.spill()
+    }
+
+    /// Ends the stream; returns the output.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.buf.push(END);
+        put(&mut self.buf, self.events);
+        self.out.write_all(&self.buf)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// Reads bytes, counting them for error messages.
+struct Input<R> {
+    r: BufReader<R>,
+    at: u64,
+}
+
+impl<R: Read> Input<R> {
+    fn byte(&mut self) -> io::Result<Option<u8>> {
+        let buf = self.r.fill_buf()?;
+        let Some(&b) = buf.first() else {
+            return Ok(None);
+        };
+        self.r.consume(1);
+        self.at += 1;
+        Ok(Some(b))
+    }
+}
+
+/// Parses a trace in this format from `input` into `b`, filling `rec`
+/// (and, with `keep_stacks`, the stack of every event). Everything is
+/// checked as it is read: a bad record is an error naming the byte offset.
+pub(crate) fn parse<S: FnMut(u32, &Event)>(
+    input: impl Read,
+    b: &mut Builder<'_, S>,
+    rec: &mut Recording,
+    keep_stacks: bool,
+) -> Result<(), LoadError> {
+    let file = b.file();
+    let mut r = Input {
+        r: BufReader::with_capacity(1 << 16, input),
+        at: 0,
+    };
+    let err = |at: u64, msg: String| LoadError::new(file, 0, b"", format!("at byte {at}: {msg}"));
+    let io = |at: u64, e: io::Error| {
+        LoadError::new(file, 0, b"", format!("at byte {at}: read error: {e}"))
+    };
+    let mut magic = [0u8; 8];
+    r.r.read_exact(&mut magic)
+        .map_err(|_| err(0, "too short for a cprace binary trace".into()))?;
+    if &magic != MAGIC {
+        return Err(err(0, "not a cprace binary trace (wrong magic)".into()));
+    }
+    r.at = 8;
+    macro_rules! next_byte {
+        () => {
+            match r.byte().map_err(|e| io(r.at, e))? {
+                Some(v) => v,
+                None => {
+                    return Err(err(
+                        r.at,
+                        "the trace ends without its end record (truncated file?)".into(),
+                    ));
+                }
+            }
+        };
+    }
+    macro_rules! num {
+        () => {{
+            let start = r.at;
+            let mut v: u64 = 0;
+            let mut shift = 0;
+            loop {
+                let byte = next_byte!();
+                if shift >= 64 || (shift == 63 && byte > 1) {
+                    return Err(err(start, "a number longer than 64 bits".into()));
+                }
+                v |= u64::from(byte & 0x7f) << shift;
+                shift += 7;
+                if byte & 0x80 == 0 {
+                    break v;
+                }
+            }
+        }};
+    }
+    macro_rules! num32 {
+        ($what:expr) => {{
+            let start = r.at;
+            let v = num!();
+            u32::try_from(v).map_err(|_| err(start, format!("{} {v} is beyond 2^32", $what)))?
+        }};
+    }
+    macro_rules! string {
+        () => {{
+            let start = r.at;
+            let n = num!();
+            if n > MAX_STRING {
+                return Err(err(
+                    start,
+                    format!("a string of {n} bytes (at most {MAX_STRING})"),
+                ));
+            }
+            let mut s = vec![0u8; n as usize];
+            r.r.read_exact(&mut s).map_err(|_| {
+                err(
+                    r.at,
+                    "the trace ends inside a string (truncated file?)".into(),
+                )
+            })?;
+            r.at += n;
+            String::from_utf8(s).map_err(|_| err(start, "a string that is not UTF-8".into()))?
+        }};
+    }
+    let version = num!();
+    if version != VERSION {
+        return Err(err(
+            8,
+            format!("format version {version}; this cprace reads version {VERSION}"),
+        ));
+    }
+    // File ids -> the builder's interned ids.
+    let (mut threads, mut locks, mut vars, mut locs) = (
+        Vec::<u32>::new(),
+        Vec::<u32>::new(),
+        Vec::<u32>::new(),
+        vec![0u32],
+    );
+    let (mut thread, mut loc, mut stack) = (None::<u32>, 0u32, 0u32);
+    rec.stacks.push((0, 0));
+    let mut events = 0u64;
+    loop {
+        let at = r.at;
+        let tag = next_byte!();
+        if tag & 0x80 != 0 {
+            let op = op_of((tag >> 3) & 15)
+                .ok_or_else(|| err(at, format!("an event of unknown op {}", (tag >> 3) & 15)))?;
+            if tag & 1 != 0 {
+                let t = num32!("thread");
+                thread = Some(
+                    *threads
+                        .get(t as usize)
+                        .ok_or_else(|| err(at, format!("thread {t} is not declared")))?,
+                );
+            }
+            let Some(t) = thread else {
+                return Err(err(at, "an event before any thread".into()));
+            };
+            let target = num32!("target");
+            let table = match op.target_kind() {
+                super::model::TargetKind::Variable => &vars,
+                super::model::TargetKind::Lock => &locks,
+                super::model::TargetKind::Thread => &threads,
+            };
+            let target = *table
+                .get(target as usize)
+                .ok_or_else(|| err(at, format!("{} {target} is not declared", op.as_str())))?;
+            let mask = if op.is_memory() {
+                match next_byte!() {
+                    0 => return Err(err(at, "an access touching no byte".into())),
+                    0xff => 0,
+                    m => m,
+                }
+            } else {
+                0
+            };
+            if tag & 2 != 0 {
+                let l = num32!("location");
+                loc = *locs
+                    .get(l as usize)
+                    .ok_or_else(|| err(at, format!("location {l} is not declared")))?;
+            }
+            if tag & 4 != 0 {
+                let s = num32!("stack");
+                if s as usize >= rec.stacks.len() {
+                    return Err(err(at, format!("stack {s} is not declared")));
+                }
+                stack = s;
+            }
+            b.push_ids_masked(t, op, target, loc, mask)
+                .map_err(|p| err(at, p))?;
+            if keep_stacks {
+                rec.event_stacks.push(stack);
+            }
+            events += 1;
+            continue;
+        }
+        match tag {
+            END => {
+                let n = num!();
+                if n != events {
+                    return Err(err(
+                        at,
+                        format!("the end record counts {n} events, the file holds {events}"),
+                    ));
+                }
+                return Ok(());
+            }
+            THREAD | LOCK | VAR | LOC => {
+                let id = num!();
+                let name = string!();
+                let (table, n) = match tag {
+                    THREAD => (&mut threads, &mut b.names.threads),
+                    LOCK => (&mut locks, &mut b.names.locks),
+                    VAR => (&mut vars, &mut b.names.vars),
+                    _ => (&mut locs, &mut b.names.locs),
+                };
+                // Location 0 is the empty location, never declared.
+                let expected = table.len() as u64;
+                if id != expected {
+                    return Err(err(
+                        at,
+                        format!(
+                            "declaration of id {id}; expected {expected} (ids are dense, in order)"
+                        ),
+                    ));
+                }
+                // Threads, locks and variables keep the file's ids: their
+                // names are unique (locations may share a text).
+                if tag != LOC && n.contains(&name) {
+                    return Err(err(at, format!("`{name}` is declared twice")));
+                }
+                table.push(n.intern(&name));
+                match tag {
+                    LOCK => rec.locks.push(num!()),
+                    VAR => {
+                        let kind = match next_byte!() {
+                            0 => VarKind::Cell,
+                            1 => VarKind::Key,
+                            2 => VarKind::RwWriter,
+                            3 => VarKind::RwReader,
+                            k => return Err(err(at, format!("a variable of unknown kind {k}"))),
+                        };
+                        let addr = num!();
+                        let extra = num32!("variable detail");
+                        rec.vars.push(VarInfo { kind, addr, extra });
+                    }
+                    THREAD => rec.threads.push(ThreadInfo::default()),
+                    _ => {}
+                }
+            }
+            FRAME => {
+                let id = num!();
+                if id != rec.frames.len() as u64 {
+                    return Err(err(
+                        at,
+                        format!("frame {id}; expected {}", rec.frames.len()),
+                    ));
+                }
+                let pc = num!();
+                let module = string!();
+                let offset = num!();
+                let n = num!();
+                let mut lines = Vec::new();
+                for _ in 0..n {
+                    let function = string!();
+                    let file = string!();
+                    let line = num32!("line");
+                    let column = num32!("column");
+                    lines.push(FrameLine {
+                        function,
+                        file,
+                        line,
+                        column,
+                    });
+                }
+                rec.frames.push(Frame {
+                    pc,
+                    module,
+                    offset,
+                    lines,
+                });
+            }
+            STACK => {
+                let id = num!();
+                if id != rec.stacks.len() as u64 {
+                    return Err(err(
+                        at,
+                        format!("stack {id}; expected {}", rec.stacks.len()),
+                    ));
+                }
+                let parent = num32!("stack");
+                let frame = num32!("frame");
+                if parent as u64 >= id || frame as usize >= rec.frames.len() {
+                    return Err(err(
+                        at,
+                        format!("stack {id} names an undeclared parent or frame"),
+                    ));
+                }
+                rec.stacks.push((parent, frame));
+            }
+            ALLOC | FREE => {
+                let addr = num!();
+                let size = num!();
+                let thread = num32!("thread");
+                let stack = num32!("stack");
+                let pc = num!();
+                let new = next_byte!() != 0;
+                let at_event = num32!("event");
+                if thread as usize >= threads.len() || stack as usize >= rec.stacks.len() {
+                    return Err(err(
+                        at,
+                        "a heap block names an undeclared thread or stack".into(),
+                    ));
+                }
+                let block = BlockInfo {
+                    addr,
+                    size,
+                    thread: threads[thread as usize],
+                    stack,
+                    pc,
+                    new,
+                    at: at_event,
+                };
+                if tag == ALLOC {
+                    rec.allocs.push(block);
+                } else {
+                    rec.frees.push(block);
+                }
+            }
+            THREAD_INFO => {
+                let id = num32!("thread");
+                let tid = num32!("thread");
+                let parent = num!();
+                let create_stack = num32!("stack");
+                let create_pc = num!();
+                let v = [num!(), num!(), num!(), num!()];
+                let (Some(&me), true) = (
+                    threads.get(id as usize),
+                    parent == 0 || ((parent - 1) as usize) < threads.len(),
+                ) else {
+                    return Err(err(
+                        at,
+                        "thread information names an undeclared thread".into(),
+                    ));
+                };
+                let info = &mut rec.threads[me as usize];
+                info.tid = tid;
+                info.parent = (parent != 0).then(|| threads[(parent - 1) as usize]);
+                info.create_stack = create_stack;
+                info.create_pc = create_pc;
+                info.stack = (v[0], v[1]);
+                info.tls = (v[2], v[3]);
+            }
+            THREAD_NAME => {
+                let id = num32!("thread");
+                let name = string!();
+                let Some(&me) = threads.get(id as usize) else {
+                    return Err(err(at, format!("thread {id} is not declared")));
+                };
+                rec.threads[me as usize].name = Some(name);
+            }
+            BENIGN => {
+                let lo = num!();
+                let hi = num!();
+                rec.benign.push((lo, hi));
+            }
+            GLOBAL => {
+                let name = string!();
+                let addr = num!();
+                let size = num!();
+                let module = string!();
+                let offset = num!();
+                rec.globals.push(Global {
+                    name,
+                    addr,
+                    size,
+                    module,
+                    offset,
+                });
+            }
+            t => return Err(err(at, format!("a record of unknown tag {t}"))),
+        }
+    }
+}

@@ -1,0 +1,26 @@
+/* Message passing with a relaxed store and an acquire load: the store does
+ * not release, so the acquire has nothing to synchronize with: a race on
+ * data. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+static int data;
+static atomic_int flag;
+
+static void *producer(void *arg) {
+    data = 42; // RACE
+    atomic_store_explicit(&flag, 1, memory_order_relaxed);
+    return arg;
+}
+
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, NULL, producer, NULL);
+    while (!(atomic_load_explicit(&flag, memory_order_acquire))) sched_yield();
+    int v = data; // RACE
+    pthread_join(t, NULL);
+    printf("%d\n", v);
+    return 0;
+}

@@ -1,0 +1,25 @@
+/* Message passing with a release store and a consume load (compilers treat
+ * consume as acquire, and so do race detectors): no race on data. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+static int data;
+static atomic_int flag;
+
+static void *producer(void *arg) {
+    data = 42;
+    atomic_store_explicit(&flag, 1, memory_order_release);
+    return arg;
+}
+
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, NULL, producer, NULL);
+    while (!(atomic_load_explicit(&flag, memory_order_consume))) sched_yield();
+    int v = data;
+    pthread_join(t, NULL);
+    printf("%d\n", v);
+    return 0;
+}

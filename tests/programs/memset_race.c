@@ -1,0 +1,24 @@
+/* A thread clears a buffer with memset while main reads one byte of it:
+ * unordered, a race. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The size is read from a volatile so that the compiler cannot expand the
+ * call inline into plain loads and stores: the access happens inside libc. */
+static volatile size_t len = 32;
+static char buf[64] = "abcdefghijklmnopqrstuvwxyz0123456789";
+
+static void *worker(void *arg) {
+    memset(buf, 'x', len); // RACE
+    return arg;
+}
+
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    char c = buf[10]; // RACE
+    pthread_join(t, NULL);
+    printf("%d %.36s\n", c, buf);
+    return 0;
+}

@@ -1,0 +1,49 @@
+/* A robust mutex whose owner exits while holding it: the next locker gets
+ * EOWNERDEAD, repairs the state it protects, calls pthread_mutex_consistent
+ * and unlocks. The owner wrote the state before posting a semaphore that
+ * the next locker waits for, so that write is ordered before the repair:
+ * no race. */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+
+static pthread_mutex_t m;
+static sem_t locked;
+static long state;
+
+static void *owner(void *arg) {
+    pthread_mutex_lock(&m);
+    state = 1;
+    sem_post(&locked);
+    return arg; /* exits holding m */
+}
+
+static void *next_locker(void *arg) {
+    sem_wait(&locked);
+    int rc = pthread_mutex_lock(&m); /* blocks until the owner has died */
+    if (rc == EOWNERDEAD) {
+        state = 2; /* repair */
+        pthread_mutex_consistent(&m);
+    }
+    pthread_mutex_unlock(&m);
+    return (void *)(long)rc;
+}
+
+int main(void) {
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&m, &a);
+    pthread_mutexattr_destroy(&a);
+    sem_init(&locked, 0, 0);
+    pthread_t o, n;
+    pthread_create(&o, NULL, owner, NULL);
+    pthread_create(&n, NULL, next_locker, NULL);
+    void *rc;
+    pthread_join(o, NULL);
+    pthread_join(n, &rc);
+    printf("%s %ld\n", (long)rc == EOWNERDEAD ? "EOWNERDEAD" : "unexpected", state);
+    pthread_mutex_destroy(&m);
+    return (long)rc == EOWNERDEAD ? 0 : 1;
+}
