@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 static pthread_mutex_t l = PTHREAD_MUTEX_INITIALIZER;
-static int x, a, b;
+/* Longs: each counter in an 8-byte cell of its own (CP and WCP rule (a)
+ * compares cells, not bytes; README, "Semantic decisions"). */
+static int x;
+static long a, b;
 
 static void *first(void *arg) {
     x = 1; // RACE
@@ -35,6 +38,6 @@ int main(void) {
     pthread_create(&t2, NULL, second, NULL);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
-    printf("%d %d %d\n", x, a, b);
+    printf("%d %ld %ld\n", x, a, b);
     return 0;
 }

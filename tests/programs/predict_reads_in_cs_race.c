@@ -8,7 +8,10 @@
 
 static pthread_mutex_t l = PTHREAD_MUTEX_INITIALIZER;
 static int config = 7;
-static int x, r1, r2;
+/* Longs: each result in an 8-byte cell of its own (CP and WCP rule (a)
+ * compares cells, not bytes; README, "Semantic decisions"). */
+static int x;
+static long r1, r2;
 
 static void *first(void *arg) {
     x = 1; // RACE
@@ -34,6 +37,6 @@ int main(void) {
     pthread_create(&t2, NULL, second, NULL);
     pthread_join(t1, NULL);
     pthread_join(t2, &v);
-    printf("%ld %d %d\n", (long)v, r1, r2);
+    printf("%ld %ld %ld\n", (long)v, r1, r2);
     return 0;
 }

@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap;
 
 use super::sync::{Carried, NONE, SyncPoints, VolatileOrder};
 use crate::facts::Facts;
-use crate::trace::{Event, EventId, Op, Trace};
+use crate::trace::{EventId, Op, Trace};
 
 /// A stretch of a longer trace, as the streaming engine hands it over (see
 /// [`super::stream`]): besides the events, what came before them.
@@ -34,7 +34,7 @@ pub(crate) struct Stretch<'a> {
     pub carried: &'a Carried,
     /// The accesses of each pinned section before the stretch: `(pinned
     /// index, variable, kinds)` ([`access_kind`] bits).
-    pub summaries: &'a [(u32, u32, u16)],
+    pub summaries: &'a [(u32, u32, u8)],
     /// Base edges derived from earlier stretches, `(target, source, rule)` as
     /// event ids in the whole trace (both ends events of this stretch).
     pub edges: &'a [(EventId, EventId, Rule)],
@@ -117,24 +117,20 @@ pub(crate) fn access_kind(op: Op) -> u8 {
     }
 }
 
-/// An access for rule (a): its [`access_kind`] bit in the low byte, the bytes
-/// of its variable it touches ([`Event::bytes`]) in the high byte.
-pub(crate) fn access_key(ev: &Event) -> u16 {
-    (ev.bytes() as u16) << 8 | access_kind(ev.op) as u16
-}
-
 /// The [`access_kind`] bits an access of kind bit `k` conflicts with (of
-/// another thread, same variable, a common byte): a plain write with every
-/// access, a plain read with writes, an atomic write with plain accesses, an
-/// atomic read with plain writes. Two atomic accesses never conflict.
+/// another thread, same variable; bytes are not looked at, as in WCP and the
+/// reference rules: more conflicts only add edges, each between two sections
+/// of one lock, so no HB race is lost): a plain write with every access, a
+/// plain read with writes, an atomic write with plain accesses, an atomic
+/// read with plain writes. Two atomic accesses never conflict.
 const CONFLICTS: [u8; 4] = [0b1111, 0b0101, 0b0011, 0b0001];
 
-/// Sort `(section, variable, key)` accesses ([`access_key`]) and keep one per
-/// section, variable and bytes, with the union of their kinds.
-pub(crate) fn merge_accesses(acc: &mut Vec<(u32, u32, u16)>) {
+/// Sort `(section, variable, kinds)` accesses and keep one per section and
+/// variable, with the union of its [`access_kind`] bits.
+pub(crate) fn merge_accesses(acc: &mut Vec<(u32, u32, u8)>) {
     acc.sort_unstable();
     acc.dedup_by(|next, prev| {
-        next.0 == prev.0 && next.1 == prev.1 && next.2 >> 8 == prev.2 >> 8 && {
+        next.0 == prev.0 && next.1 == prev.1 && {
             prev.2 |= next.2;
             true
         }
@@ -289,13 +285,13 @@ impl CpInput {
     /// another thread, holding an access that conflicts with one in CS2.
     /// `before` adds accesses of the first sections from before the trace
     /// (a stretch's pinned sections).
-    fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, u16)]) {
+    fn seed_rule_a(&mut self, trace: &Trace, before: &[(u32, u32, u8)]) {
         // Each thread's accesses made inside some section, once each, and
         // per section the stretch of its thread's list it spans: nested
         // sections share the entries (one per access, not one per access and
         // enclosing section, so memory stays linear however deep the nesting).
         let nt = trace.num_threads();
-        let mut log: Vec<Vec<(u32, u16)>> = vec![Vec::new(); nt];
+        let mut log: Vec<Vec<(u32, u8)>> = vec![Vec::new(); nt];
         // (NONE, _): not acquired in this trace (only `before` has its accesses).
         let mut span: Vec<(u32, u32)> = vec![(NONE, NONE); self.sections.len()];
         let mut open: Vec<Vec<u32>> = vec![Vec::new(); nt];
@@ -318,7 +314,7 @@ impl CpInput {
                     }
                 }
                 op if op.is_memory() && !o.is_empty() => {
-                    log[t].push((ev.target, access_key(ev)));
+                    log[t].push((ev.target, access_kind(op)));
                 }
                 _ => {}
             }
@@ -358,10 +354,10 @@ impl CpInput {
                     .map(|e| e.1)
             }
         }
-        // Per variable, per distinct bytes touched, the two most recent
-        // sections per access kind from distinct threads: enough to find the
-        // latest one of any thread other than CS2's.
-        let mut last: FxHashMap<u32, Vec<(u8, [Top2; 4])>> = FxHashMap::default();
+        // Per variable, the two most recent sections per access kind from
+        // distinct threads: enough to find the latest one of any thread
+        // other than CS2's.
+        let mut last: FxHashMap<u32, [Top2; 4]> = FxHashMap::default();
         let bits = |kinds: u8| (0..4).filter(move |k| kinds >> k & 1 == 1);
         let mut seeds = Vec::new();
         for list in &self.by_lock {
@@ -373,32 +369,18 @@ impl CpInput {
             for &c2 in list {
                 let s2 = self.sections[c2 as usize];
                 let mut best: Option<u32> = None;
-                for (x, key) in accesses_of(c2) {
-                    let (bytes, kinds) = ((key >> 8) as u8, key as u8);
-                    if let Some(shapes) = last.get(&x) {
+                for (x, kinds) in accesses_of(c2) {
+                    if let Some(tops) = last.get(&x) {
                         let with = bits(kinds).fold(0, |m, k| m | CONFLICTS[k]);
-                        for (b, tops) in shapes {
-                            if b & bytes == 0 {
-                                continue;
-                            }
-                            for k in bits(with) {
-                                best = best.max(tops[k].latest_other(s2.thread));
-                            }
+                        for k in bits(with) {
+                            best = best.max(tops[k].latest_other(s2.thread));
                         }
                     }
                 }
-                for (x, key) in accesses_of(c2) {
-                    let (bytes, kinds) = ((key >> 8) as u8, key as u8);
-                    let shapes = last.entry(x).or_default();
-                    let i = match shapes.iter().position(|s| s.0 == bytes) {
-                        Some(i) => i,
-                        None => {
-                            shapes.push((bytes, [Top2::EMPTY; 4]));
-                            shapes.len() - 1
-                        }
-                    };
+                for (x, kinds) in accesses_of(c2) {
+                    let tops = last.entry(x).or_insert([Top2::EMPTY; 4]);
                     for k in bits(kinds) {
-                        shapes[i].1[k].push(s2.thread, s2.pos);
+                        tops[k].push(s2.thread, s2.pos);
                     }
                 }
                 if let Some(p) = best {
@@ -434,7 +416,7 @@ impl CpInput {
         // Per atomic variable and thread: latest write, latest access.
         let mut latest: FxHashMap<u32, Vec<(u32, u32)>> = FxHashMap::default();
         for (i, ev) in trace.events.iter().enumerate() {
-            if !ev.op.is_atomic() {
+            if !matches!(ev.op, Op::VolatileRead | Op::VolatileWrite) {
                 continue;
             }
             let write = ev.op.is_write();

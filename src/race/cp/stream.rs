@@ -71,7 +71,7 @@ pub struct CpStream {
     stretch: Trace,
     carried: Carried,
     /// Accesses of pinned sections before `carried.base`.
-    summaries: Vec<(u32, u32, u16)>,
+    summaries: Vec<(u32, u32, u8)>,
     /// Base edges `(target, source, rule)` derived so far with both ends at
     /// or after `carried.base`.
     edges: Vec<(EventId, EventId, Rule)>,
@@ -366,7 +366,7 @@ impl CpStream {
                 });
             }
         }
-        let mut summaries: Vec<(u32, u32, u16)> = self
+        let mut summaries: Vec<(u32, u32, u8)> = self
             .summaries
             .iter()
             .filter_map(|&(c, v, w)| renumber.get(&c).map(|&n| (n, v, w)))
@@ -379,7 +379,7 @@ impl CpStream {
             if let Some(open) = open_of_thread.get(&ev.thread) {
                 for &(acq, n) in open {
                     if acq <= id {
-                        summaries.push((n, ev.target, super::input::access_key(ev)));
+                        summaries.push((n, ev.target, super::input::access_kind(ev.op)));
                     }
                 }
             }

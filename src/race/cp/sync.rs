@@ -1,8 +1,8 @@
 //! Synchronization points and their HB vector clocks.
 //!
 //! The CP fixpoint only ever relates synchronization events: acquires, releases,
-//! forks, joins, volatile accesses (under HBv every atomic access: relaxed
-//! ones are ends of its edges too), the first and last events of
+//! forks, joins, volatile accesses (relaxed atomic ones synchronize nothing,
+//! under HB as under HBv), the first and last events of
 //! forked/joined threads (ends of fork/join edges) and the last event of
 //! critical sections never released. One streaming HB pass stores the vector clock of each such
 //! point, so any HB test between them is a clock lookup: `x <=HB y` iff
@@ -34,9 +34,10 @@ pub enum VolatileOrder {
     WriteRead,
     /// HBv, the order CP and WCP compose with: additionally every volatile
     /// access -> every later volatile write of the same variable (read ->
-    /// write and write -> write), where relaxed atomic accesses (`ar`, `aw`)
-    /// count as volatile ones. Together: every pair of atomic accesses of a
-    /// variable, at least one a write, in trace order.
+    /// write and write -> write). Together: every pair of volatile accesses
+    /// of a variable, at least one a write, in trace order. Relaxed atomic
+    /// accesses (`ar`, `aw`) have no edge in either order (README, "Semantic
+    /// decisions").
     Conflicting,
 }
 
@@ -101,7 +102,7 @@ impl SyncPoints {
     /// [`SyncPoints::clock`] and [`SyncPoints::hb_leq`] must not be used): for
     /// engines that derive the order themselves, as the Datalog HB closure does.
     pub(crate) fn without_clocks(trace: &Trace, facts: &Facts) -> SyncPoints {
-        let is_point = Self::mark(trace, facts, &[], false, |e| e as usize);
+        let is_point = Self::mark(trace, facts, &[], |e| e as usize);
         let mut sp = SyncPoints {
             nthreads: trace.num_threads(),
             ..SyncPoints::default()
@@ -118,14 +119,13 @@ impl SyncPoints {
         sp
     }
 
-    /// Which events are points (see the module docs; relaxed atomic
-    /// accesses when `relaxed`, under HBv), plus `extra`; `index` maps the
+    /// Which events are points (see the module docs), plus `extra`; `index`
+    /// maps the
     /// ids `facts` use to positions in `trace`.
     fn mark(
         trace: &Trace,
         facts: &Facts,
         extra: &[EventId],
-        relaxed: bool,
         index: impl Fn(EventId) -> usize,
     ) -> Vec<bool> {
         let mut is_point: Vec<bool> = trace
@@ -138,7 +138,6 @@ impl SyncPoints {
                 | Op::Join
                 | Op::VolatileRead
                 | Op::VolatileWrite => true,
-                Op::AtomicRead | Op::AtomicWrite => relaxed,
                 _ => false,
             })
             .collect();
@@ -163,10 +162,9 @@ impl SyncPoints {
         edges: &[(EventId, EventId)],
         carried: Option<&Carried>,
     ) -> SyncPoints {
-        let relaxed = order == VolatileOrder::Conflicting;
         let mut is_point = match carried {
             Some(c) => {
-                let mut p = Self::mark(trace, facts, extra, relaxed, |e| c.index(e));
+                let mut p = Self::mark(trace, facts, extra, |e| c.index(e));
                 let mut seen = vec![false; trace.num_threads()];
                 for (i, ev) in trace.events.iter().enumerate() {
                     let s = &mut seen[ev.thread as usize];
@@ -175,7 +173,7 @@ impl SyncPoints {
                 }
                 p
             }
-            None => Self::mark(trace, facts, extra, relaxed, |e| e as usize),
+            None => Self::mark(trace, facts, extra, |e| e as usize),
         };
         let pinned = carried.map_or(0, |c| c.pinned.len());
         is_point[..pinned].fill(true);
@@ -316,8 +314,7 @@ impl Carried {
 
 /// Streaming vector clocks propagated along HB edges (program order,
 /// release->acquire, fork/join, volatile write -> later read; under
-/// [`VolatileOrder::Conflicting`] also volatile read/write -> later write,
-/// relaxed atomic accesses counting as volatile ones),
+/// [`VolatileOrder::Conflicting`] also volatile read/write -> later write),
 /// yielding the clock at every event. Entries are 1-based positions within
 /// each thread.
 ///
@@ -421,14 +418,8 @@ impl Clocks {
             self.threads[t].set(ev.thread, local);
         }
         inject(&mut self.threads[t]);
-        // Under HBv a relaxed atomic access has the edges of a volatile one;
-        // under HB none.
-        let op = match ev.op {
-            Op::AtomicWrite if self.conflicting => Op::VolatileWrite,
-            Op::AtomicRead if self.conflicting => Op::VolatileRead,
-            op => op,
-        };
-        match op {
+        // Relaxed atomic accesses have no edges, under HB as under HBv.
+        match ev.op {
             Op::Acquire => self.threads[t].join(&self.locks[tg]),
             Op::Release => self.locks[tg].clone_from(&self.threads[t]),
             Op::Fork => self.fork_pending[tg] = Some(self.threads[t].clone()),

@@ -326,12 +326,14 @@ impl WcpVc {
         }
         match ev.op {
             Op::Read | Op::Write => self.access(id, ev),
-            // An atomic access takes its hard edges first (its check comes
-            // after them), then is an access like any other.
-            Op::VolatileWrite | Op::AtomicWrite | Op::VolatileRead | Op::AtomicRead => {
+            // A volatile access takes its hard edges first (its check comes
+            // after them), then is an access like any other; a relaxed one
+            // has no edges.
+            Op::VolatileWrite | Op::VolatileRead => {
                 self.volatile_access(ev.thread, ev.target, ev.op.is_write());
                 self.access(id, ev);
             }
+            Op::AtomicWrite | Op::AtomicRead => self.access(id, ev),
             Op::Acquire => self.acquire(ev.thread, ev.target),
             Op::Release => self.release(ev.thread, ev.target),
             Op::Fork => self.fork(t, ev.target as usize),

@@ -114,21 +114,22 @@ pub fn hb_races(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId)> {
     out
 }
 
-/// Whether `i < j` are atomic accesses (volatile or relaxed) of one variable
-/// by different threads, at least one a write (whatever bytes they touch):
-/// the extra edges of HBv.
+/// Whether `i < j` are volatile accesses of one variable by different
+/// threads, at least one a write (whatever bytes they touch): the extra
+/// edges of HBv. Relaxed atomic accesses synchronize nothing.
 pub fn volatile_edge(t: &Trace, i: usize, j: usize) -> bool {
     let (a, b) = (&t.events[i], &t.events[j]);
+    let volatile = |op: Op| matches!(op, Op::VolatileRead | Op::VolatileWrite);
     i < j
-        && a.op.is_atomic()
-        && b.op.is_atomic()
+        && volatile(a.op)
+        && volatile(b.op)
         && a.target == b.target
         && a.thread != b.thread
         && (a.op.is_write() || b.op.is_write())
 }
 
 /// Reflexive HBv matrix: [`hb_matrix`] plus an edge between every two
-/// atomic accesses of a variable by different threads, at least one a write
+/// volatile accesses of a variable by different threads, at least one a write
 /// ([`volatile_edge`]), transitively closed. CP and WCP compose with it.
 pub fn hbv_matrix(t: &Trace) -> Vec<Vec<bool>> {
     let mut m = hb_matrix(t);
