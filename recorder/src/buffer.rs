@@ -781,6 +781,18 @@ fn write_modules() {
     }
 }
 
+/// The program's path, read once at start: after the main thread leaves
+/// through `pthread_exit`, `/proc/self/exe` no longer resolves, and a module
+/// list written then would name the program "".
+fn exe() -> &'static str {
+    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        std::fs::read_link("/proc/self/exe")
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    })
+}
+
 fn modules() -> String {
     unsafe extern "C" fn each(
         info: *mut libc::dl_phdr_info,
@@ -792,9 +804,7 @@ fn modules() -> String {
             let out = &mut *(data as *mut String);
             let info = &*info;
             let name = if info.dlpi_name.is_null() || *info.dlpi_name == 0 {
-                std::fs::read_link("/proc/self/exe")
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
+                exe().to_string()
             } else {
                 std::ffi::CStr::from_ptr(info.dlpi_name)
                     .to_string_lossy()

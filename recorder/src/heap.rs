@@ -50,18 +50,18 @@ entry! {
     _ZnamSt11align_val_t => rt_new_aligned, 2;
     _ZnwmSt11align_val_tRKSt9nothrow_t => rt_new_aligned_nothrow, 3;
     _ZnamSt11align_val_tRKSt9nothrow_t => rt_new_aligned_nothrow, 3;
-    _ZdlPv => rt_delete, 1;
-    _ZdaPv => rt_delete, 1;
-    _ZdlPvm => rt_delete, 2;
-    _ZdaPvm => rt_delete, 2;
-    _ZdlPvRKSt9nothrow_t => rt_delete, 2;
-    _ZdaPvRKSt9nothrow_t => rt_delete, 2;
-    _ZdlPvSt11align_val_t => rt_delete, 2;
-    _ZdaPvSt11align_val_t => rt_delete, 2;
-    _ZdlPvmSt11align_val_t => rt_delete, 3;
-    _ZdaPvmSt11align_val_t => rt_delete, 3;
-    _ZdlPvSt11align_val_tRKSt9nothrow_t => rt_delete, 3;
-    _ZdaPvSt11align_val_tRKSt9nothrow_t => rt_delete, 3;
+    _ZdlPv => rt_delete1, 1;
+    _ZdaPv => rt_delete1, 1;
+    _ZdlPvm => rt_delete2, 2;
+    _ZdaPvm => rt_delete2, 2;
+    _ZdlPvRKSt9nothrow_t => rt_delete2, 2;
+    _ZdaPvRKSt9nothrow_t => rt_delete2, 2;
+    _ZdlPvSt11align_val_t => rt_delete2, 2;
+    _ZdaPvSt11align_val_t => rt_delete2, 2;
+    _ZdlPvmSt11align_val_t => rt_delete3, 3;
+    _ZdaPvmSt11align_val_t => rt_delete3, 3;
+    _ZdlPvSt11align_val_tRKSt9nothrow_t => rt_delete3, 3;
+    _ZdaPvSt11align_val_tRKSt9nothrow_t => rt_delete3, 3;
 }
 
 /// Records a new block.
@@ -220,7 +220,18 @@ extern "C" fn rt_new_aligned_nothrow(size: usize, align: usize, _nt: P, pc: u64)
 
 /// Every operator delete: the size, alignment and nothrow arguments (in
 /// registers after the pointer) do not matter, libstdc++'s delete is free.
-extern "C" fn rt_delete(p: P, _a: usize, _b: usize, pc: u64) {
+extern "C" fn rt_delete1(p: P, pc: u64) {
+    release(p, Alloc::New, pc);
+}
+
+/// `operator delete` with one more argument (size, alignment or nothrow):
+/// the entry point passes the caller's pc after the C arguments.
+extern "C" fn rt_delete2(p: P, _a: usize, pc: u64) {
+    release(p, Alloc::New, pc);
+}
+
+/// `operator delete` with two more arguments.
+extern "C" fn rt_delete3(p: P, _a: usize, _b: usize, pc: u64) {
     release(p, Alloc::New, pc);
 }
 

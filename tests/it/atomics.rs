@@ -108,10 +108,13 @@ fn two_atomic_accesses_never_race() {
 /// data accesses next while the flag read still reads the flag write. SHB
 /// and syncp, whose every report is predictable, agree.
 #[test]
-fn a_relaxed_flag_publishes_nothing_in_hb() {
+fn a_relaxed_flag_publishes_nothing() {
+    // A race of the run as it ran (C11), reported by HB and, as they add no
+    // edge for relaxed atomics, CP and WCP; SHB and syncp keep what the
+    // relaxed read read, and no correct reordering separates the pair.
     let t = tr("T1 w d\nT1 aw f\nT2 ar f\nT2 r d");
     expect(&t, &[(0, 3)], |r| {
-        matches!(r, Relation::Hb | Relation::Po | Relation::Lockset)
+        !matches!(r, Relation::Shb | Relation::Syncp)
     });
     assert!(!explore(&t, Mode::All).is_race(0, 3));
 }

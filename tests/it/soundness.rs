@@ -535,7 +535,9 @@ fn cli_first_race(
                 "seed {seed}: {args:?} exits {code} with {races:?}, the library says {lib:?}"
             ));
         }
+        let dirty = Checker::dirty_past(t);
         if let Some(&(a, b)) = races.first()
+            && !(dirty[a as usize] || dirty[b as usize])
             && !x.is_race(a, b)
             && !x.deadlock
         {

@@ -131,14 +131,16 @@ impl SyncPoints {
         let mut is_point: Vec<bool> = trace
             .events
             .iter()
-            .map(|ev| match ev.op {
-                Op::Acquire
-                | Op::Release
-                | Op::Fork
-                | Op::Join
-                | Op::VolatileRead
-                | Op::VolatileWrite => true,
-                _ => false,
+            .map(|ev| {
+                matches!(
+                    ev.op,
+                    Op::Acquire
+                        | Op::Release
+                        | Op::Fork
+                        | Op::Join
+                        | Op::VolatileRead
+                        | Op::VolatileWrite
+                )
             })
             .collect();
         for &(f, c) in facts.fork_edges.iter().chain(&facts.join_edges) {

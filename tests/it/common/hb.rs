@@ -167,8 +167,9 @@ pub fn goldilocks_model(t: &Trace, window: Option<u64>) -> Vec<(EventId, EventId
     use std::collections::BTreeMap;
     let pred = hb_closure(t);
     let near = |i: usize, j: usize| window.is_none_or(|k| ((j - i) as u64) < k);
-    // Per shape: (writes, reads).
-    let mut state: BTreeMap<(u32, u8, u8), (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+    // Per shape (variable, bytes, kind): its tracked writes and reads.
+    type Tracked = (Vec<usize>, Vec<usize>);
+    let mut state: BTreeMap<(u32, u8, u8), Tracked> = BTreeMap::new();
     let mut out = Vec::new();
     for (j, e) in t.events.iter().enumerate() {
         if !e.op.is_memory() {
