@@ -189,10 +189,11 @@ impl Weaver {
     fn instances(plan: &Plan, total: u64) -> u64 {
         if plan.shapes.is_empty() {
             0
-        } else if plan.every == 0 {
-            plan.shapes.len() as u64
         } else {
-            total / plan.every
+            // Every 0: each shape once.
+            total
+                .checked_div(plan.every)
+                .unwrap_or(plan.shapes.len() as u64)
         }
     }
 

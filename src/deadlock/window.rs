@@ -261,7 +261,7 @@ impl Window {
                 .push_back(Entry { pos, id, kind });
         }
         if let Some(limit) = self.limit
-            && self.head % self.step == 0
+            && self.head.is_multiple_of(self.step)
         {
             let lens = self
                 .threads

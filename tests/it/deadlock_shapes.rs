@@ -293,6 +293,6 @@ fn streaming_and_loaded_analyses_agree() {
                 .collect()
         };
         assert_eq!(strip(&streamed), strip(&loaded), "{name}");
-        assert!(names.locks.len() > 0);
+        assert!(!names.locks.is_empty());
     }
 }
