@@ -79,6 +79,19 @@ pub(crate) struct DeadlocksArgs {
 }
 
 impl DeadlocksArgs {
+    /// `cprace deadlocks TRACE --witness` with every other option at its
+    /// default (`record --analyze deadlocks`).
+    pub(crate) fn witnessed(trace: PathBuf) -> DeadlocksArgs {
+        DeadlocksArgs {
+            trace,
+            format: OutputFormat::Text,
+            witness: true,
+            all: false,
+            window: None,
+            input_format: None,
+        }
+    }
+
     /// The trace this command reads and its input format.
     pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>) {
         (&mut self.trace, self.input_format)

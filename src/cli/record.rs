@@ -27,6 +27,7 @@ use cprace::report::Layout;
 ///   cprace record -o prog.std -- ./prog arg1 arg2
 ///   cprace record -o prog.bin -- ./prog arg1 arg2
 ///   cprace record -o prog.std --analyze cp -- ./prog
+///   cprace record -o prog.std --timeout 5 --analyze deadlocks -- ./prog
 #[command(verbatim_doc_comment)]
 pub(crate) struct RecordArgs {
     /// The trace to write (replaced only when the recording succeeds), in
@@ -38,10 +39,12 @@ pub(crate) struct RecordArgs {
     /// The trace's format, whatever its name.
     #[arg(long, value_enum)]
     format: Option<OutFormat>,
-    /// Analyze the trace with this relation right away and print the report
-    /// (exit status then that of `cprace analyze`).
-    #[arg(long, value_enum)]
-    analyze: Option<Relation>,
+    /// Analyze the trace right away and print the report: a relation (po,
+    /// hb, lockset, cp, wcp, shb, syncp; exit status then that of `cprace
+    /// analyze`) or `deadlocks` (that of `cprace deadlocks --witness`: the
+    /// deadlock that happened when the program hung, and the predicted ones).
+    #[arg(long, value_name = "RELATION|deadlocks", value_parser = parse_analysis)]
+    analyze: Option<Analysis>,
     /// Stop the program after this many seconds (a hang, a deadlock): the
     /// events recorded up to then become the trace.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
@@ -62,6 +65,26 @@ pub(crate) struct RecordArgs {
         allow_hyphen_values = true
     )]
     program: Vec<OsString>,
+}
+
+/// What `--analyze` runs on the recorded trace.
+#[derive(Clone, Copy, Debug)]
+enum Analysis {
+    Races(Relation),
+    Deadlocks,
+}
+
+fn parse_analysis(s: &str) -> Result<Analysis, String> {
+    if s == "deadlocks" {
+        return Ok(Analysis::Deadlocks);
+    }
+    <Relation as clap::ValueEnum>::from_str(s, false)
+        .map(Analysis::Races)
+        .map_err(|_| {
+            format!(
+                "`{s}`: expected a relation (po, hb, lockset, cp, wcp, shb, syncp) or `deadlocks`"
+            )
+        })
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -98,10 +121,13 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
     })?;
     match analyze {
         None => Ok(recorded.exit_code),
-        Some(relation) => super::analyze::report(
+        Some(Analysis::Races(relation)) => super::analyze::report(
             &Request::new(recorded.trace, relation),
             &Layout::default(),
             out,
         ),
+        Some(Analysis::Deadlocks) => {
+            super::deadlocks::run(super::deadlocks::DeadlocksArgs::witnessed(recorded.trace), out)
+        }
     }
 }

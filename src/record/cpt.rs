@@ -276,12 +276,11 @@ impl<W: Write> CptWriter<W> {
             LOp::Release => Op::Release,
             LOp::Fork => Op::Fork,
             LOp::Join => Op::Join,
-            // Not in the trace model yet: a blocked request ends a thread.
-            LOp::Request => return Ok(()),
+            LOp::Request => Op::Request,
         };
         self.declare_threads(low, l.thread)?;
         match l.op {
-            LOp::Acquire | LOp::Release => self.declare_locks(low, l.target)?,
+            LOp::Acquire | LOp::Release | LOp::Request => self.declare_locks(low, l.target)?,
             LOp::Fork | LOp::Join => self.declare_threads(low, l.target)?,
             _ => self.declare_vars(low, l.target)?,
         }

@@ -62,6 +62,9 @@ pub const OP_VWRITE: u8 = 7;
 pub const OP_AREAD: u8 = 8;
 /// See [`OP_VREAD`].
 pub const OP_AWRITE: u8 = 9;
+/// A lock request that never returned (`req`): the program was stopped
+/// while the thread waited for the lock.
+pub const OP_REQUEST: u8 = 10;
 
 /// Appends `0x` and `v` in lowercase hex without leading zeros (as `{v:#x}`).
 fn push_hex(out: &mut String, v: u64) {
@@ -229,12 +232,13 @@ impl Namer {
             LOp::Release => (1, self.lock(low, e.target)),
             LOp::Fork => (4, self.thread(low, e.target)),
             LOp::Join => (5, self.thread(low, e.target)),
-            LOp::Request => return None,
+            LOp::Request => (OP_REQUEST, self.lock(low, e.target)),
         };
         match op {
             2 | 3 => self.counts.accesses += 1,
             0 | 1 => self.counts.locks += 1,
             4 | 5 => self.counts.forks_joins += 1,
+            OP_REQUEST => {}
             _ => self.counts.volatiles += 1,
         }
         self.counts.events += 1;
@@ -278,7 +282,7 @@ impl StdWriter {
         out: &mut W,
     ) -> std::io::Result<()> {
         let target = match e.op {
-            0 | 1 => n.locks[e.target as usize].as_bytes(),
+            0 | 1 | OP_REQUEST => n.locks[e.target as usize].as_bytes(),
             4 | 5 => n.threads[e.target as usize].as_bytes(),
             _ => n
                 .variables
@@ -297,9 +301,9 @@ impl StdWriter {
         target: &[u8],
         out: &mut W,
     ) -> std::io::Result<()> {
-        const OPS: [&[u8]; 10] = [
+        const OPS: [&[u8]; 11] = [
             b"|acq(", b"|rel(", b"|r(", b"|w(", b"|fork(", b"|join(", b"|vr(", b"|vw(", b"|ar(",
-            b"|aw(",
+            b"|aw(", b"|req(",
         ];
         let b = &mut self.buf;
         b.extend_from_slice(n.threads[e.thread as usize].as_bytes());
@@ -346,6 +350,12 @@ impl RapidBinWriter {
         out: &mut impl Write,
     ) -> Result<std::io::Result<()>, String> {
         use crate::trace::rapid_bin::{MAX_LOCATIONS, MAX_THREADS};
+        if e.op == OP_REQUEST {
+            return Err(format!(
+                "the run ended with a thread blocked waiting for lock `{}` (a `req` event), which RapidBin has no operation for",
+                n.locks.get(e.target as usize).map_or("", String::as_str)
+            ));
+        }
         if e.op >= OP_VREAD {
             return Err(format!(
                 "the run made volatile accesses (atomics, semaphores, barriers, rwlock reads, ...; the first is `{}`), which RapidBin has no operation for",

@@ -69,6 +69,7 @@ mod query_wcp;
 mod rapidbin;
 // `cprace cc` and `cprace record` on real C programs.
 mod record;
+mod record_deadlocks;
 // `analyze` with the reference engines: wiring, window, size limit.
 mod reference_cli;
 // The reference engines on the CP paper's figures.
