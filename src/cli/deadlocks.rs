@@ -105,16 +105,52 @@ pub(crate) fn run(args: DeadlocksArgs, out: &mut dyn Write) -> Outcome {
         all: args.all,
         ..Options::default()
     };
-    let (report, names) = if args.witness {
-        let t = cprace::trace::load(&args.trace, args.input_format)?;
+    let (mut report, names, rec) = if args.witness {
+        let (t, rec) = cprace::trace::load_recorded(&args.trace, args.input_format)?;
         cprace::progress::phase("deadlocks");
-        (deadlock::analyze_trace(&t, &opts), t.names)
+        (deadlock::analyze_trace(&t, &opts), t.names, Some(rec))
     } else {
-        deadlock::analyze_path(&args.trace, args.input_format, &opts)?
+        let (r, names) = deadlock::analyze_path(&args.trace, args.input_format, &opts)?;
+        (r, names, None)
     };
+    attach_stacks(&mut report, &args.trace, args.input_format, rec)?;
     for n in &report.notes {
         eprintln!("cprace: note: {}", cprace::report::printable(n));
     }
     report.write(&names, args.format, &Default::default(), out)?;
     Ok(report.exit_code())
+}
+
+/// Call stacks, for a recorded program's trace that carries them (cprace's
+/// binary format): each deadlock gets the frames of the events it names.
+/// Read in a second pass when the analysis streamed (standard input has
+/// none to give).
+fn attach_stacks(
+    report: &mut cprace::report::Report,
+    path: &std::path::Path,
+    format: Option<Format>,
+    rec: Option<cprace::trace::Recording>,
+) -> Result<(), cprace::Error> {
+    if report.deadlocks.is_empty() {
+        return Ok(());
+    }
+    let rec = match rec {
+        Some(rec) => rec,
+        None if path.as_os_str() == "-" => return Ok(()),
+        None => cprace::trace::stream_recorded(path, format, true, |_, _| {})?.3,
+    };
+    if rec.event_stacks.is_empty() {
+        return Ok(());
+    }
+    for d in &mut report.deadlocks {
+        for e in d.sites() {
+            if let Some(&s) = rec.event_stacks.get(e as usize) {
+                let frames = rec.stack_text(s, cprace::record::DEFAULT_STACK_DEPTH as usize);
+                if !frames.is_empty() {
+                    d.stacks.insert(e, frames);
+                }
+            }
+        }
+    }
+    Ok(())
 }

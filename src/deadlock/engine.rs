@@ -362,6 +362,7 @@ impl Engine {
             links,
             witness: None,
             filtered: None,
+            stacks: Default::default(),
         }
     }
 
@@ -422,6 +423,7 @@ impl Engine {
             links,
             witness: None,
             filtered,
+            stacks: Default::default(),
         }
     }
 
@@ -494,6 +496,7 @@ impl Engine {
             links,
             witness: None,
             filtered: None,
+            stacks: Default::default(),
         }
     }
 

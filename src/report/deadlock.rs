@@ -8,6 +8,7 @@
 //! the lock while it waits to join the requesting thread (through a chain of
 //! joins: [`Holder::joins`]).
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use serde_json::{Value, json};
@@ -91,6 +92,10 @@ pub struct Deadlock {
     pub witness: Option<Vec<EventId>>,
     /// `--all` only: why the default filters drop this inversion.
     pub filtered: Option<String>,
+    /// For a recorded program's trace that carries call stacks: the frames
+    /// of each event the report names (requests, acquires, joins),
+    /// innermost first, as ThreadSanitizer prints them.
+    pub stacks: BTreeMap<EventId, Vec<String>>,
 }
 
 impl Deadlock {
@@ -116,6 +121,17 @@ impl Deadlock {
     /// The requests' event ids, in link order.
     pub fn events(&self) -> Vec<EventId> {
         self.links.iter().map(|l| l.request.id).collect()
+    }
+
+    /// Every event the report names: requests, the acquires held, joins.
+    pub fn sites(&self) -> Vec<EventId> {
+        let mut v = Vec::new();
+        for l in &self.links {
+            v.push(l.request.id);
+            v.push(l.holder.acquire.id);
+            v.extend(l.holder.joins.iter().map(|j| j.id));
+        }
+        v
     }
 
     /// Rotate the cycle to start at its earliest request.
@@ -168,6 +184,15 @@ fn headline(d: &Deadlock) -> String {
     }
 }
 
+/// A site's line, then its call stack when the trace has one.
+fn write_site(d: &Deadlock, names: &Names, s: &Site, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "    {}", at(names, s))?;
+    for f in d.stacks.get(&s.id).into_iter().flatten() {
+        writeln!(out, "      {}", printable(f))?;
+    }
+    Ok(())
+}
+
 /// One text block, in ThreadSanitizer's lock-order-inversion layout.
 fn write_block(d: &Deadlock, names: &Names, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{SEPARATOR}")?;
@@ -195,13 +220,13 @@ fn write_block(d: &Deadlock, names: &Names, out: &mut dyn Write) -> io::Result<(
                 lock(names, h.lock),
                 thread(names, l.thread)
             )?;
-            writeln!(out, "    {}", at(names, &l.request))?;
+            write_site(d, names, &l.request, out)?;
             writeln!(
                 out,
                 "  Lock {} previously acquired by the same thread here:",
                 lock(names, h.lock)
             )?;
-            writeln!(out, "    {}", at(names, &h.acquire))?;
+            write_site(d, names, &h.acquire, out)?;
         } else {
             writeln!(
                 out,
@@ -209,21 +234,21 @@ fn write_block(d: &Deadlock, names: &Names, out: &mut dyn Write) -> io::Result<(
                 lock(names, l.lock),
                 thread(names, l.thread)
             )?;
-            writeln!(out, "    {}", at(names, &l.request))?;
+            write_site(d, names, &l.request, out)?;
             writeln!(
                 out,
                 "  while thread {} holds lock {}, acquired here:",
                 thread(names, h.thread),
                 lock(names, h.lock)
             )?;
-            writeln!(out, "    {}", at(names, &h.acquire))?;
+            write_site(d, names, &h.acquire, out)?;
             for j in &h.joins {
                 writeln!(
                     out,
                     "  and thread {} waits to join here:",
                     thread(names, j.thread)
                 )?;
-                writeln!(out, "    {}", at(names, j))?;
+                write_site(d, names, j, out)?;
             }
         }
     }
@@ -267,8 +292,12 @@ pub fn write_summary(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-fn site_json(names: &Names, s: &Site) -> Value {
-    json!({"thread": names.thread(s.thread), "event": s.id, "loc": names.loc(s.loc)})
+fn site_json(d: &Deadlock, names: &Names, s: &Site) -> Value {
+    let mut v = json!({"thread": names.thread(s.thread), "event": s.id, "loc": names.loc(s.loc)});
+    if let Some(f) = d.stacks.get(&s.id) {
+        v["stack"] = json!(f);
+    }
+    v
 }
 
 /// One deadlock as the JSON object of the output contract.
@@ -277,7 +306,7 @@ pub fn to_json(d: &Deadlock, names: &Names) -> Value {
         .links
         .iter()
         .map(|l| {
-            json!({
+            let mut link = json!({
                 "thread": names.thread(l.thread),
                 "lock": names.lock(l.lock),
                 "event": l.request.id,
@@ -287,9 +316,16 @@ pub fn to_json(d: &Deadlock, names: &Names) -> Value {
                     "lock": names.lock(l.holder.lock),
                     "acquire": l.holder.acquire.id,
                     "loc": names.loc(l.holder.acquire.loc),
-                    "joins": l.holder.joins.iter().map(|j| site_json(names, j)).collect::<Vec<_>>(),
+                    "joins": l.holder.joins.iter().map(|j| site_json(d, names, j)).collect::<Vec<_>>(),
                 },
-            })
+            });
+            if let Some(f) = d.stacks.get(&l.request.id) {
+                link["stack"] = json!(f);
+            }
+            if let Some(f) = d.stacks.get(&l.holder.acquire.id) {
+                link["holder"]["stack"] = json!(f);
+            }
+            link
         })
         .collect();
     let mut v = json!({

@@ -20,5 +20,6 @@ mod testing;
 pub(crate) mod validate;
 
 pub use error::LoadError;
-pub use load::{Format, load, load_str, stream};
+pub use load::{Format, load, load_recorded, load_str, stream, stream_recorded};
 pub use model::{Event, EventId, LoadStats, Names, Op, ThreadId, Trace};
+pub use recorded::Recording;

@@ -168,6 +168,38 @@ impl Recording {
         out
     }
 
+    /// Stack `id` as ThreadSanitizer prints one, innermost first: a line
+    /// `#k function file:line (module+0xoffset)` per frame, and per function
+    /// inlined into it; at most `depth` frames. The recording runtime's own
+    /// frames (a thread's start routine is called from it) are left out.
+    pub fn stack_text(&self, id: u32, depth: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        for f in self.stack_frames(id, depth) {
+            let module = f.module.rsplit('/').next().unwrap_or(&f.module);
+            if module.starts_with("libcprace_rt") {
+                continue;
+            }
+            let object = format!("({module}+{:#x})", f.offset);
+            if f.lines.is_empty() {
+                out.push(format!("#{} <null> {object}", out.len()));
+            }
+            for l in &f.lines {
+                let function = if l.function.is_empty() {
+                    "<null>"
+                } else {
+                    &l.function
+                };
+                let at = match (l.file.is_empty(), l.line) {
+                    (true, _) => "<null>".to_string(),
+                    (false, 0) => l.file.clone(),
+                    (false, n) => format!("{}:{n}", l.file),
+                };
+                out.push(format!("#{} {function} {at} {object}", out.len()));
+            }
+        }
+        out
+    }
+
     /// The heap block holding `addr` when event `at` happened: the latest
     /// allocation before it covering `addr`, unless a free came between.
     pub fn block_at(&self, addr: u64, at: EventId) -> Option<&BlockInfo> {

@@ -202,3 +202,70 @@ fn three_philosophers_are_predicted() {
         );
     }
 }
+
+#[test]
+fn a_binary_recording_gives_each_site_its_call_stack() {
+    let dir = tempfile::tempdir().unwrap();
+    let cc = "gcc";
+    let file = "deadlock_inversion.c";
+    let exe = dir.path().join("inv");
+    let src = programs().join(file);
+    let b = cprace(
+        &[
+            "cc",
+            cc,
+            "-O1",
+            "-g",
+            "-pthread",
+            src.to_str().unwrap(),
+            "-o",
+            exe.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let trace = dir.path().join("inv.cpt");
+    let r = cprace(
+        &[
+            "record",
+            "-o",
+            trace.to_str().unwrap(),
+            "--",
+            exe.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    // Streamed (stacks read in a second pass) and loaded (--witness).
+    for extra in [&[][..], &["--witness"][..]] {
+        let mut args = vec!["deadlocks", trace.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = cprace(&args, dir.path());
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{text}");
+        for (f, line) in [("ab", 15), ("ab", 16), ("ba", 25), ("ba", 26)] {
+            let want = format!("#0 {f} ");
+            assert!(
+                text.lines()
+                    .any(|l| l.contains(&want) && l.contains(&format!("{file}:{line} "))),
+                "no frame `{want}... {file}:{line}` in\n{text}"
+            );
+        }
+        assert!(
+            !text.contains("libcprace_rt"),
+            "runtime frames shown:\n{text}"
+        );
+        args.extend(["--format", "json"]);
+        let o = cprace(&args, dir.path());
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        for l in v["deadlocks"][0]["links"].as_array().unwrap() {
+            assert!(l["stack"].as_array().is_some_and(|s| !s.is_empty()), "{l}");
+            assert!(
+                l["holder"]["stack"]
+                    .as_array()
+                    .is_some_and(|s| !s.is_empty()),
+                "{l}"
+            );
+        }
+    }
+}
