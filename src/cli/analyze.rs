@@ -10,7 +10,7 @@ use super::values::{Window, parse_count, parse_window};
 use cprace::race;
 use cprace::relation::{Engine, Relation};
 use cprace::report::{Layout, OutputFormat};
-use cprace::trace::Format;
+use cprace::trace::{EventId, Format};
 
 #[derive(clap::Args, Debug)]
 /// Report the data races a relation predicts.
@@ -182,7 +182,10 @@ pub(crate) fn run(args: AnalyzeArgs, out: &mut dyn Write) -> Outcome {
 /// in `req.format` (streamed formats straight to standard output, the others
 /// into `out`). Returns the exit code: 0 no race, 1 races.
 pub(crate) fn report(req: &race::Request, layout: &Layout, out: &mut dyn Write) -> Outcome {
-    let (report, names) = race::analyze(req)?;
+    let (mut report, names) = race::analyze(req)?;
+    if req.format == cprace::report::OutputFormat::Text {
+        attach_stacks(&mut report, req, layout)?;
+    }
     // Notes qualify the result in every format, so they go to stderr.
     for n in &report.notes {
         eprintln!("cprace: note: {}", cprace::report::printable(n));
@@ -198,4 +201,62 @@ pub(crate) fn report(req: &race::Request, layout: &Layout, out: &mut dyn Write) 
     let big = report.events > cprace::alloc::BIG;
     cprace::alloc::drop_later((report, names), big);
     Ok(code)
+}
+
+/// Call stacks of the accesses the text report shows, for a recorded
+/// program's trace that carries them (cprace's binary format), read in a
+/// second pass (standard input has none to give).
+fn attach_stacks(
+    report: &mut cprace::report::Report,
+    req: &race::Request,
+    layout: &Layout,
+) -> Result<(), cprace::Error> {
+    let shown = layout.max_reports.unwrap_or(u64::MAX);
+    if report.race_count() == 0 || req.trace.as_os_str() == "-" {
+        return Ok(());
+    }
+    let looks_recorded = match req.input_format {
+        Some(f) => f == cprace::trace::Format::Cprace,
+        None => {
+            let mut prefix = [0u8; 16];
+            let n = std::fs::File::open(&req.trace)
+                .and_then(|mut f| std::io::Read::read(&mut f, &mut prefix))
+                .unwrap_or(0);
+            cprace::trace::cprace_bin::looks_like(&prefix[..n])
+        }
+    };
+    if !looks_recorded {
+        return Ok(());
+    }
+    let rec = cprace::trace::stream_recorded(&req.trace, req.input_format, true, |_, _| {})?.3;
+    let depth = cprace::record::DEFAULT_STACK_DEPTH as usize;
+    let cap = usize::try_from(shown).unwrap_or(usize::MAX);
+    // The races the text shows: the first of each group, or with --all the
+    // first ones.
+    let shown: Vec<(EventId, EventId)> = if layout.all {
+        let mut v = Vec::new();
+        report.each_race(|r| {
+            if v.len() < cap {
+                v.push((r.first.id, r.second.id));
+            }
+            Ok(())
+        })?;
+        v
+    } else {
+        cprace::report::first_of_groups(report)?
+            .into_iter()
+            .take(cap)
+            .collect()
+    };
+    for (first, second) in shown {
+        for e in [first, second] {
+            if let Some(&s) = rec.event_stacks.get(e as usize) {
+                let frames = rec.stack_text(s, depth);
+                if !frames.is_empty() {
+                    report.stacks.insert(e, frames);
+                }
+            }
+        }
+    }
+    Ok(())
 }

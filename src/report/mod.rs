@@ -41,6 +41,15 @@ use crate::trace::{Event, EventId, Names, Op, ThreadId};
 pub use deadlock::{Deadlock, DeadlockKind, DeadlockLink, Holder, Site};
 pub use format::{Layout, OutputFormat};
 
+/// The `(first, second)` event ids of the race each text report block
+/// shows (the first race of each location pair), in order.
+pub fn first_of_groups(report: &Report) -> std::io::Result<Vec<(EventId, EventId)>> {
+    Ok(text::groups(report)?
+        .iter()
+        .map(|g| (g.first.first.id, g.first.second.id))
+        .collect())
+}
+
 /// One side of a race.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Access {
@@ -252,6 +261,10 @@ pub struct Report {
     pub witnesses: Option<Vec<Option<Vec<EventId>>>>,
     /// The deadlocks of a deadlock report (relation [`Relation::Deadlock`]).
     pub deadlocks: Vec<Deadlock>,
+    /// For a recorded program's trace that carries call stacks: the frames
+    /// of racy events, innermost first, as ThreadSanitizer prints them
+    /// (text output shows them under each access).
+    pub stacks: std::collections::BTreeMap<EventId, Vec<String>>,
     /// Where pushed races go instead of `races`, when not collected.
     kept: Option<Kept>,
 }
@@ -292,6 +305,7 @@ impl Clone for Report {
             notes: self.notes.clone(),
             witnesses: self.witnesses.clone(),
             deadlocks: self.deadlocks.clone(),
+            stacks: self.stacks.clone(),
             kept: None,
         }
     }
@@ -334,6 +348,7 @@ impl Report {
             witnesses: None,
             kept: None,
             deadlocks: Vec::new(),
+            stacks: Default::default(),
         }
     }
 

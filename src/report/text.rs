@@ -110,9 +110,16 @@ fn write_block(
     out: &mut dyn Write,
     r: &Race,
     names: &Names,
+    stacks: &std::collections::BTreeMap<EventId, Vec<String>>,
     group: Option<&Group>,
     witness: Option<Option<&[EventId]>>,
 ) -> io::Result<()> {
+    let frames = |out: &mut dyn Write, e: EventId| -> io::Result<()> {
+        for f in stacks.get(&e).into_iter().flatten() {
+            writeln!(out, "    {}", printable(f))?;
+        }
+        Ok(())
+    };
     writeln!(out, "{SEPARATOR}")?;
     writeln!(
         out,
@@ -121,7 +128,9 @@ fn write_block(
         r.kind()
     )?;
     writeln!(out, "  {}", describe(&r.second, names, ""))?;
+    frames(out, r.second.id)?;
     writeln!(out, "  {}", describe(&r.first, names, "previous "))?;
+    frames(out, r.first.id)?;
     if let Some(w) = witness {
         writeln!(out, "  witness: {}", compact(w))?;
     }
@@ -162,7 +171,7 @@ pub(crate) fn write(
         report.each_race(|r| {
             if shown < max {
                 shown += 1;
-                write_block(out, r, names, None, report.witness_of(r))?;
+                write_block(out, r, names, &report.stacks, None, report.witness_of(r))?;
             }
             Ok(())
         })?;
@@ -173,7 +182,14 @@ pub(crate) fn write(
             .iter()
             .take(usize::try_from(max).unwrap_or(usize::MAX))
         {
-            write_block(out, &g.first, names, Some(g), report.witness_of(&g.first))?;
+            write_block(
+                out,
+                &g.first,
+                names,
+                &report.stacks,
+                Some(g),
+                report.witness_of(&g.first),
+            )?;
         }
         let total = groups.len() as u64;
         (total.min(max), total, "report")

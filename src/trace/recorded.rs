@@ -171,7 +171,8 @@ impl Recording {
     /// Stack `id` as ThreadSanitizer prints one, innermost first: a line
     /// `#k function file:line (module+0xoffset)` per frame, and per function
     /// inlined into it; at most `depth` frames. The recording runtime's own
-    /// frames (a thread's start routine is called from it) are left out.
+    /// frames (a thread's start routine is called from it) are left out, and
+    /// so is everything below `main` (the C library's start-up).
     pub fn stack_text(&self, id: u32, depth: usize) -> Vec<String> {
         let mut out = Vec::new();
         for f in self.stack_frames(id, depth) {
@@ -195,6 +196,9 @@ impl Recording {
                     (false, n) => format!("{}:{n}", l.file),
                 };
                 out.push(format!("#{} {function} {at} {object}", out.len()));
+            }
+            if f.lines.iter().any(|l| l.function == "main") {
+                break;
             }
         }
         out

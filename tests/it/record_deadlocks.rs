@@ -269,3 +269,55 @@ fn a_binary_recording_gives_each_site_its_call_stack() {
         }
     }
 }
+
+#[test]
+fn race_reports_of_a_binary_recording_show_call_stacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("heap");
+    let src = programs().join("heap_block_race.c");
+    let b = cprace(
+        &[
+            "cc",
+            "gcc",
+            "-O1",
+            "-g",
+            "-pthread",
+            src.to_str().unwrap(),
+            "-o",
+            exe.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let trace = dir.path().join("heap.cpt");
+    let r = cprace(
+        &[
+            "record",
+            "-o",
+            trace.to_str().unwrap(),
+            "--",
+            exe.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    for extra in [&[][..], &["--all"][..]] {
+        let mut args = vec!["analyze", trace.to_str().unwrap(), "--relation", "hb"];
+        args.extend_from_slice(extra);
+        let o = cprace(&args, dir.path());
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{text}");
+        for (f, line) in [("writer", 10), ("main", 18)] {
+            assert!(
+                text.lines()
+                    .any(|l| l.trim_start().starts_with(&format!("#0 {f} "))
+                        && l.contains(&format!("heap_block_race.c:{line} "))),
+                "no `#0 {f} ...:{line}` frame in\n{text}"
+            );
+        }
+        assert!(
+            !text.contains("libc.so"),
+            "frames below main shown:\n{text}"
+        );
+    }
+}
