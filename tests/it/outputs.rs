@@ -244,3 +244,26 @@ fn rapid_std_has_integer_locations_and_a_side_table() {
     let (code, _, _) = cprace(&["convert", &p, "--to", "csv", "--rapid", "-o", o]);
     assert_eq!(code, 2);
 }
+
+/// When --lenient skips every line, the error (empty input) still comes
+/// after the warning that counts the skipped lines and names the first few.
+#[test]
+fn lenient_warns_even_when_every_line_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (1..=82).map(|i| format!("garbage line {i}\n")).collect();
+    let p = write(&dir, "g.std", &text);
+    // (--lenient before the command's name, as it may also be given.)
+    let (code, out, err) = cprace(&["--lenient", "stats", &p]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("--lenient skipped 82 malformed or ill-formed lines; the first 5:"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("  {p}:1: ")), "{err}");
+    assert!(
+        err.contains(&format!("{p}: empty input"))
+            && err.contains("after --lenient skipped 82 lines"),
+        "{err}"
+    );
+}
