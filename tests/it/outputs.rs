@@ -18,12 +18,12 @@ fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
 #[test]
 fn a_failed_conversion_keeps_the_existing_output_and_names_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
-    // Line 4 first uses a variable STD cannot hold; line 5 a thread with an
-    // escape sequence (later, so not the one reported).
+    // Line 4 first uses a variable STD cannot hold; line 5 a thread STD
+    // cannot hold either (later, so not the one reported).
     let input = write(
         &dir,
         "t.csv",
-        "thread,op,target,loc\nT1,w,x,a:1\n# a comment\nT1,w,\"y|z\",a:2\n\"T\u{1b}[2J\",w,x,\n",
+        "thread,op,target,loc\nT1,w,x,a:1\n# a comment\nT1,w,\"y|z\",a:2\n\"T(2)\",w,x,\n",
     );
     let out = write(&dir, "out.std", "precious\n");
     let (code, stdout, err) = cprace(&["convert", &input, "--to", "std", "-o", &out]);
