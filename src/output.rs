@@ -8,12 +8,20 @@ use std::path::Path;
 use crate::{Error, Result};
 
 /// Fail now, before any work, when `path` cannot become an output file: its
-/// directory is missing or not a directory, or `path` itself is a directory.
+/// directory is missing, not a directory or not writable, or `path` itself
+/// is a directory.
 pub(crate) fn check_output_path(path: &Path) -> Result<()> {
     let dir = parent(path);
-    if !dir.is_dir() {
+    if !dir.exists() {
         return Err(Error::Usage(format!(
             "cannot write {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    if !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "cannot write {}: {} is not a directory",
             path.display(),
             dir.display()
         )));
@@ -22,6 +30,19 @@ pub(crate) fn check_output_path(path: &Path) -> Result<()> {
         return Err(Error::Usage(format!(
             "cannot write {}: it is a directory",
             path.display()
+        )));
+    }
+    // The output is written to a temporary file next to it: try making one
+    // (permissions alone do not tell, e.g. on a read-only file system).
+    if let Err(e) = output_builder().tempfile_in(dir) {
+        // The OS's reason alone: tempfile's error names its probe file.
+        let e = e
+            .raw_os_error()
+            .map_or_else(|| io::Error::from(e.kind()), io::Error::from_raw_os_error);
+        return Err(Error::Usage(format!(
+            "cannot write {}: cannot create a file in {}: {e}",
+            path.display(),
+            dir.display()
         )));
     }
     Ok(())

@@ -102,11 +102,11 @@ pub(crate) struct AnalyzeArgs {
     engine: Option<Engine>,
     /// cp: window K of the reasoning (default 1000; `none`: exact CP).
     /// Other relations: an alias of --max-distance.
-    #[arg(long, value_parser = parse_window)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_window)]
     window: Option<Window>,
     /// Report only pairs less than D events apart (`none`: all, the
     /// default), for every relation.
-    #[arg(long, value_parser = parse_window)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_window)]
     max_distance: Option<Window>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -114,6 +114,8 @@ pub(crate) struct AnalyzeArgs {
     /// Input format (detected when omitted).
     #[arg(long, value_enum)]
     input_format: Option<Format>,
+    #[command(flatten)]
+    lenient: super::Lenient,
     /// Report only the first race (the one CP's soundness theorem covers).
     #[arg(long, conflicts_with = "order_races")]
     first_race: bool,
@@ -125,7 +127,7 @@ pub(crate) struct AnalyzeArgs {
     #[arg(long)]
     all: bool,
     /// Text: print at most N reports (the SUMMARY still counts all).
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = parse_count)]
     max_reports: Option<u64>,
     /// Give each race a witness: a correct reordering prefix of the trace
     /// (event ids) after which both events are enabled, or null when none
@@ -140,9 +142,9 @@ pub(crate) struct AnalyzeArgs {
 }
 
 impl AnalyzeArgs {
-    /// The trace this command reads and its input format.
-    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>) {
-        (&mut self.trace, self.input_format)
+    /// The trace this command reads, its input format and `--lenient`.
+    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>, bool) {
+        (&mut self.trace, self.input_format, self.lenient.on)
     }
 
     /// The library request these options make.

@@ -10,12 +10,18 @@ use super::Outcome;
 /// Compiles with gcc/clang's -fsanitize=thread instrumentation but links
 /// libcprace_rt (next to cprace) instead of ThreadSanitizer's runtime.
 ///
+/// The first argument is always the compiler: an option (`-g`) or an input
+/// file (`prog.c`) in its place is an error (exit 2) that shows the command
+/// with a compiler; $CC is not guessed (it may itself be `cprace cc`).
+///
 /// Examples:
 ///   cprace cc gcc -O1 -g prog.c -o prog -lpthread
 ///   CC="cprace cc gcc" make
 #[command(verbatim_doc_comment)]
 pub(crate) struct CcArgs {
-    /// The compiler to run (gcc, clang, g++, ...).
+    /// The compiler to run (gcc, clang, g++, ...): always the first argument.
+    // Hyphen values reach `run`, which explains what the first argument is.
+    #[arg(allow_hyphen_values = true)]
     compiler: OsString,
     /// The compiler's arguments, passed through.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

@@ -55,6 +55,8 @@ pub(crate) struct ConvertArgs {
     /// Input format (detected when omitted).
     #[arg(long, value_enum)]
     input_format: Option<Format>,
+    #[command(flatten)]
+    lenient: super::Lenient,
     /// With --to std: integer locations RAPID can read, and the side table
     /// OUTPUT.locations.csv naming them (needs -o).
     #[arg(long, requires = "output")]
@@ -62,9 +64,9 @@ pub(crate) struct ConvertArgs {
 }
 
 impl ConvertArgs {
-    /// The trace this command reads and its input format.
-    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>) {
-        (&mut self.trace, self.input_format)
+    /// The trace this command reads, its input format and `--lenient`.
+    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>, bool) {
+        (&mut self.trace, self.input_format, self.lenient.on)
     }
 }
 

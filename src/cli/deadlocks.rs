@@ -71,11 +71,13 @@ pub(crate) struct DeadlocksArgs {
     all: bool,
     /// Predict by reordering at most the last W events before a deadlock
     /// (default 1M; `none`: the whole trace, memory growing with it).
-    #[arg(long, value_parser = super::values::parse_window)]
+    #[arg(long, allow_hyphen_values = true, value_parser = super::values::parse_window)]
     window: Option<super::values::Window>,
     /// Input format (detected when omitted).
     #[arg(long, value_enum)]
     input_format: Option<Format>,
+    #[command(flatten)]
+    lenient: super::Lenient,
 }
 
 impl DeadlocksArgs {
@@ -89,12 +91,13 @@ impl DeadlocksArgs {
             all: false,
             window: None,
             input_format: None,
+            lenient: Default::default(),
         }
     }
 
-    /// The trace this command reads and its input format.
-    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>) {
-        (&mut self.trace, self.input_format)
+    /// The trace this command reads, its input format and `--lenient`.
+    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>, bool) {
+        (&mut self.trace, self.input_format, self.lenient.on)
     }
 }
 

@@ -93,10 +93,10 @@ pub(crate) struct GenArgs {
     #[arg(long, default_value = "bench", value_parser = parse_profile)]
     profile: String,
     /// Number of events to write (k, M, G suffixes: 10M is ten million).
-    #[arg(short = 'n', long, default_value = "1M", value_parser = parse_count)]
+    #[arg(short = 'n', long, allow_hyphen_values = true, default_value = "1M", value_parser = parse_count)]
     events: u64,
     /// Seed of the random generator: same seed and options, same bytes.
-    #[arg(long, default_value = "0", value_parser = parse_count)]
+    #[arg(long, allow_hyphen_values = true, default_value = "0", value_parser = parse_count)]
     seed: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = GenFormat::Csv)]
@@ -105,48 +105,48 @@ pub(crate) struct GenArgs {
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Threads (1 to 65536).
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_u32)]
     threads: Option<u32>,
     /// Locks (0 disables locking).
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_u32)]
     locks: Option<u32>,
     /// Data variables (at least 1).
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_u32)]
     vars: Option<u32>,
     /// Volatile variables (0 disables volatile accesses).
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_u32)]
     volatiles: Option<u32>,
     /// Share of events that are volatile accesses (when there are volatiles).
-    #[arg(long, value_parser = parse_share)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_share)]
     volatile_share: Option<f64>,
     /// Deepest lock nesting per thread.
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_u32)]
     nesting: Option<u32>,
     /// Mean critical-section length in events, acquire and release included.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     cs_length: Option<f64>,
     /// Share of data accesses made while holding a lock (reached within about
     /// 0.01; `cprace stats` reports it as accesses_under_locks).
-    #[arg(long, value_parser = parse_share)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_share)]
     locked_share: Option<f64>,
     /// Share of data accesses that are writes.
-    #[arg(long, value_parser = parse_share)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_share)]
     write_share: Option<f64>,
     /// Thread T0 forks the others and joins them when they finish (true), or
     /// all threads run from the start (false).
     #[arg(long)]
     fork_join: Option<bool>,
     /// Chance per acquire attempt of re-acquiring a lock already held.
-    #[arg(long, value_parser = parse_share)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_share)]
     reentrant: Option<f64>,
     /// Chance that a release is not of the innermost lock held.
-    #[arg(long, value_parser = parse_share)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_share)]
     out_of_nesting: Option<f64>,
     /// Distinct program locations per thread (at least 1).
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_u32)]
     locations: Option<u32>,
     /// Share of accesses going to a few hot variables (contention).
-    #[arg(long, value_parser = parse_share)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_share)]
     hot: Option<f64>,
     /// Nested acquires take locks in `random` order or in one global order
     /// (`ordered`: the background has no lock-order cycle).
@@ -158,10 +158,10 @@ pub(crate) struct GenArgs {
     #[arg(long, value_parser = cprace::deadlock::shapes::parse)]
     deadlocks: Option<cprace::deadlock::shapes::Shapes>,
     /// Weave a shape in every N events, in turn (0: each shape once).
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = parse_count)]
     deadlock_every: Option<u64>,
     /// Philosophers at the table of the `philosophers` shape (2 or more).
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_u32)]
     philosophers: Option<u32>,
 }
 

@@ -42,11 +42,21 @@ pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
     command: Command,
+    /// --lenient of the commands that read a trace, given before the
+    /// command's name. Not a global option: it has no meaning for gen, cc
+    /// or record, so their help does not list it.
+    #[arg(long)]
+    lenient: bool,
+}
+
+/// `--lenient`, an option of every command that reads a trace.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub(crate) struct Lenient {
     /// Skip malformed or ill-formed trace lines (as RAPID does) instead of
     /// failing: they are counted and the first few named on standard error.
     /// Never the default. Event ids are then positions among the kept events.
-    #[arg(long, global = true)]
-    lenient: bool,
+    #[arg(long = "lenient")]
+    on: bool,
 }
 
 /// Subcommands.
@@ -72,8 +82,9 @@ enum Command {
 }
 
 impl Command {
-    /// The trace file and input format the command reads, if it reads one.
-    fn input(&mut self) -> Option<(&mut PathBuf, Option<Format>)> {
+    /// The trace file the command reads, its input format and whether
+    /// `--lenient` was given after the command's name, if it reads one.
+    fn input(&mut self) -> Option<(&mut PathBuf, Option<Format>, bool)> {
         match self {
             Command::Stats(a) => Some(a.input()),
             Command::Convert(a) => Some(a.input()),
@@ -150,8 +161,15 @@ pub(crate) fn run(mut cli: Cli, out: &mut dyn Write) -> Outcome {
     // Cleared when this returns, before main prints an error or the output.
     let _progress = cprace::progress::start(cli.quiet);
     // --lenient: read a cleaned copy of the trace (kept until the command ends).
+    let reads_trace = cli.command.input().is_some();
+    if cli.lenient && !reads_trace {
+        return Err(anyhow::anyhow!(
+            "--lenient applies only to the commands that read a trace (stats, convert, analyze, verify, deadlocks, sweep, query)"
+        )
+        .into());
+    }
     let _cleaned = match cli.command.input() {
-        Some((path, format)) if cli.lenient => {
+        Some((path, format, lenient)) if cli.lenient || lenient => {
             let cleaned = cprace::trace::lenient::clean(path, format)?;
             if let Some(c) = &cleaned {
                 cprace::trace::lenient::report(c);

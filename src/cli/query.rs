@@ -126,10 +126,10 @@ pub(crate) struct QueryArgs {
     /// Window K (cp: 1000 by default; hb, wcp: none): dumps keep pairs less
     /// than K apart; windowed CP orders HB-ordered events K or more apart
     /// (HB and WCP stay exact).
-    #[arg(long, value_parser = parse_window, conflicts_with_all = ["facts", "facts_dir"])]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_window, conflicts_with_all = ["facts", "facts_dir"])]
     window: Option<Window>,
     /// Explain whether event E1 is ordered before event E2 (`E1,E2`).
-    #[arg(long, value_parser = parse_pair, value_name = "E1,E2")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_pair, value_name = "E1,E2")]
     pair: Option<Pair>,
     /// Output format: text (--pair), csv (dumps, --facts) or json.
     #[arg(long, value_enum)]
@@ -143,12 +143,14 @@ pub(crate) struct QueryArgs {
     /// Input format (detected when omitted).
     #[arg(long, value_enum)]
     input_format: Option<Format>,
+    #[command(flatten)]
+    lenient: super::Lenient,
 }
 
 impl QueryArgs {
-    /// The trace this command reads and its input format.
-    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>) {
-        (&mut self.trace, self.input_format)
+    /// The trace this command reads, its input format and `--lenient`.
+    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>, bool) {
+        (&mut self.trace, self.input_format, self.lenient.on)
     }
 }
 

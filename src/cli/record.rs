@@ -47,11 +47,11 @@ pub(crate) struct RecordArgs {
     analyze: Option<Analysis>,
     /// Stop the program after this many seconds (a hang, a deadlock): the
     /// events recorded up to then become the trace.
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(long, allow_hyphen_values = true, value_name = "SECONDS", value_parser = parse_seconds)]
     timeout: Option<f64>,
     /// Deepest call stack recorded per event (deeper calls keep their
     /// outermost frames).
-    #[arg(long, value_name = "FRAMES", default_value_t = cprace_events_depth())]
+    #[arg(long, allow_hyphen_values = true, value_name = "FRAMES", default_value_t = cprace_events_depth(), value_parser = super::values::parse_u32)]
     stack_depth: u32,
     /// Convert the event files a run left in this directory (made by running
     /// a `cprace cc` program with CPRACE_RECORD_DIR=DIR) instead of running a

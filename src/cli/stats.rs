@@ -57,12 +57,14 @@ pub(crate) struct StatsArgs {
     /// Input format (detected when omitted).
     #[arg(long, value_enum)]
     input_format: Option<Format>,
+    #[command(flatten)]
+    lenient: super::Lenient,
 }
 
 impl StatsArgs {
-    /// The trace this command reads and its input format.
-    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>) {
-        (&mut self.trace, self.input_format)
+    /// The trace this command reads, its input format and `--lenient`.
+    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>, bool) {
+        (&mut self.trace, self.input_format, self.lenient.on)
     }
 }
 

@@ -77,7 +77,7 @@ pub(crate) struct SweepArgs {
     trace: PathBuf,
     /// Windows: `auto`, or a comma-separated list of event counts (k, M
     /// suffixes) and `none`, e.g. 100,500,1000,5000,none.
-    #[arg(long, default_value = "auto", value_parser = Windows::parse)]
+    #[arg(long, allow_hyphen_values = true, default_value = "auto", value_parser = Windows::parse)]
     windows: Windows,
     /// Output format.
     #[arg(long, value_enum, default_value_t = SweepFormat::Text)]
@@ -86,25 +86,27 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
     /// Size of the --plot figure in pixels (1/96 inch), WIDTHxHEIGHT.
-    #[arg(long, value_name = "WxH", default_value = "960x720", value_parser = plot::PlotOptions::parse_size)]
+    #[arg(long, allow_hyphen_values = true, value_name = "WxH", default_value = "960x720", value_parser = plot::PlotOptions::parse_size)]
     plot_size: (u32, u32),
     /// Resolution of a --plot PNG in dots per inch: 192 doubles the pixels
     /// of the same figure (the SVG is unaffected).
-    #[arg(long, value_name = "DPI", default_value = "96", value_parser = plot::PlotOptions::parse_dpi)]
+    #[arg(long, allow_hyphen_values = true, value_name = "DPI", default_value = "96", value_parser = plot::PlotOptions::parse_dpi)]
     plot_dpi: u32,
     /// Run every CP and bound row N times; its time is the median (the
     /// figure shows the min-max range).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, allow_hyphen_values = true, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeat: u32,
     /// Input format (detected when omitted).
     #[arg(long, value_enum)]
     input_format: Option<Format>,
+    #[command(flatten)]
+    lenient: super::Lenient,
 }
 
 impl SweepArgs {
-    /// The trace this command reads and its input format.
-    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>) {
-        (&mut self.trace, self.input_format)
+    /// The trace this command reads, its input format and `--lenient`.
+    pub(crate) fn input(&mut self) -> (&mut PathBuf, Option<Format>, bool) {
+        (&mut self.trace, self.input_format, self.lenient.on)
     }
 }
 

@@ -106,8 +106,31 @@ fn link_only(a: &str) -> bool {
     a.starts_with("-l") || a.starts_with("-L") || a.starts_with("-Wl,")
 }
 
+/// True when `arg` is a file a compiler reads rather than the compiler: a
+/// source, header, object or library.
+fn is_input_file(arg: &OsStr) -> bool {
+    is_source(arg)
+        || Path::new(arg)
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| ["h", "hpp", "hh", "o", "a", "so", "s", "S"].contains(&e))
+}
+
 /// Runs `compiler args` the `cprace cc` way; returns the compiler's exit code.
+/// A `compiler` that is an option or an input file is an error saying that
+/// the first argument names the compiler.
 pub fn run(compiler: &OsStr, args: &[OsString]) -> Result<i32> {
+    if compiler.to_string_lossy().starts_with('-') || is_input_file(compiler) {
+        let mut example = String::from("cprace cc gcc");
+        for a in std::iter::once(compiler).chain(args.iter().map(OsString::as_os_str)) {
+            example.push(' ');
+            example.push_str(&a.to_string_lossy());
+        }
+        bail!(
+            "`{}` is not a compiler: the first argument of `cprace cc` names the compiler to run (gcc, clang, g++, ...), e.g. `{example}`",
+            compiler.to_string_lossy()
+        );
+    }
     let args: Vec<OsString> = args
         .iter()
         .filter(|a| a.as_os_str() != "-fsanitize=thread")

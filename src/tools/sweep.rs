@@ -59,7 +59,8 @@ impl Windows {
                 Some(k) if k > 0 => list.push(Some(k)),
                 _ => {
                     return Err(format!(
-                        "`{p}` is not a window; expected `auto`, or a comma-separated list of positive event counts (k, M suffixes) and `none`, e.g. 100,500,1k,none"
+                        "`{p}` is not a window; expected `auto`, or a comma-separated list of `none` and whole numbers of events from 1 to {} (k, M, G suffixes), e.g. 100,500,1k,none",
+                        u64::MAX
                     ));
                 }
             }

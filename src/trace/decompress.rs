@@ -6,7 +6,7 @@
 //! cores a gzip trace loads about as fast as the slower of the two) and
 //! memory stays a few blocks whatever the trace's size.
 
-use std::io::{self, BufReader, Cursor, ErrorKind, Read};
+use std::io::{self, BufRead, BufReader, Cursor, ErrorKind, Read};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -83,13 +83,163 @@ pub(crate) fn open(
         return Ok((Box::new(raw), None));
     };
     // The decoders read in small pieces: buffer the compressed side.
-    let raw = BufReader::with_capacity(1 << 16, raw);
-    let decoder: Box<dyn Read + Send> = match kind {
-        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
-        Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(raw)?),
-        Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(raw)),
+    let raw = Counted {
+        inner: BufReader::with_capacity(1 << 16, raw),
+        pos: 0,
     };
-    Ok((Box::new(Threaded::spawn(decoder, kind)), Some(kind)))
+    let decoder = Concatenated {
+        kind,
+        member: Some(Member::new(kind, raw)?),
+    };
+    Ok((
+        Box::new(Threaded::spawn(Box::new(decoder), kind)),
+        Some(kind),
+    ))
+}
+
+/// A buffered reader counting the bytes consumed: where trailing data starts.
+struct Counted<R> {
+    inner: R,
+    pos: u64,
+}
+
+impl<R: BufRead> Read for Counted<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(out)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Counted<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos += n as u64;
+        self.inner.consume(n);
+    }
+}
+
+/// One gzip member, zstd frame or xz stream being decoded; each decoder
+/// consumes exactly its own bytes, so what follows it can be told apart.
+enum Member<R: BufRead> {
+    Gzip(flate2::bufread::GzDecoder<R>),
+    Zstd(zstd::stream::read::Decoder<'static, R>),
+    Xz(liblzma::bufread::XzDecoder<R>),
+}
+
+impl<R: BufRead> Member<R> {
+    fn new(kind: Compression, r: R) -> io::Result<Self> {
+        Ok(match kind {
+            Compression::Gzip => Member::Gzip(flate2::bufread::GzDecoder::new(r)),
+            Compression::Zstd => {
+                Member::Zstd(zstd::stream::read::Decoder::with_buffer(r)?.single_frame())
+            }
+            Compression::Xz => Member::Xz(liblzma::bufread::XzDecoder::new(r)),
+        })
+    }
+
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Member::Gzip(d) => d.read(out),
+            Member::Zstd(d) => d.read(out),
+            Member::Xz(d) => d.read(out),
+        }
+    }
+
+    fn into_inner(self) -> R {
+        match self {
+            Member::Gzip(d) => d.into_inner(),
+            Member::Zstd(d) => d.finish(),
+            Member::Xz(d) => d.into_inner(),
+        }
+    }
+}
+
+/// Trailing bytes after a complete compressed stream that do not start
+/// another one (an error of its own: the data is whole, the file is not
+/// what it says).
+#[derive(Debug)]
+struct Trailing {
+    /// Offset of the first trailing byte in the file.
+    at: u64,
+}
+
+impl std::fmt::Display for Trailing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "trailing data at byte {}", self.at)
+    }
+}
+
+impl std::error::Error for Trailing {}
+
+/// Concatenated members (gzip), frames (zstd) or streams (xz, with their
+/// zero padding), read as one; anything else after a complete one is a
+/// [`Trailing`] error rather than a truncated next member.
+struct Concatenated<R: BufRead> {
+    kind: Compression,
+    member: Option<Member<Counted<R>>>,
+}
+
+impl<R: BufRead> Concatenated<R> {
+    /// Whether `next` (at least one byte) may start another member.
+    fn starts_member(&self, next: &[u8]) -> bool {
+        let magic: &[u8] = match self.kind {
+            Compression::Gzip => &[0x1F, 0x8B],
+            Compression::Zstd => {
+                // Skippable frames (magic 0x184D2A5?) are zstd too.
+                if next.len() >= 4 && next[0] & 0xF0 == 0x50 && next[1..4] == [0x2A, 0x4D, 0x18] {
+                    return true;
+                }
+                &[0x28, 0xB5, 0x2F, 0xFD]
+            }
+            Compression::Xz => &[0xFD, b'7', b'z', b'X', b'Z', 0x00],
+        };
+        let n = next.len().min(magic.len());
+        next[..n] == magic[..n]
+    }
+}
+
+impl<R: BufRead> Read for Concatenated<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(m) = self.member.as_mut() else {
+                return Ok(0);
+            };
+            let n = m.read(out)?;
+            if n > 0 || out.is_empty() {
+                return Ok(n);
+            }
+            // A member ended: the input ends, another starts, or neither.
+            let mut r = self.member.take().expect("a member").into_inner();
+            loop {
+                let buf = r.fill_buf()?;
+                // xz streams may be followed by zero padding.
+                let zeros = if self.kind == Compression::Xz {
+                    buf.iter().take_while(|&&b| b == 0).count()
+                } else {
+                    0
+                };
+                if zeros == 0 {
+                    break;
+                }
+                r.consume(zeros);
+            }
+            let next = r.fill_buf()?;
+            if next.is_empty() {
+                return Ok(0);
+            }
+            if !self.starts_member(next) {
+                return Err(io::Error::new(
+                    ErrorKind::InvalidData,
+                    Trailing { at: r.pos },
+                ));
+            }
+            self.member = Some(Member::new(self.kind, r)?);
+        }
+    }
 }
 
 /// A message from the decoder thread.
@@ -157,7 +307,14 @@ impl Threaded {
 
 /// A decoder error as the user should read it.
 fn describe(kind: Compression, e: io::Error) -> io::Error {
-    let what = if e.kind() == ErrorKind::UnexpectedEof {
+    let trailing = e.get_ref().and_then(|i| i.downcast_ref::<Trailing>());
+    let what = if let Some(t) = trailing {
+        format!(
+            "is followed by trailing data that is not {0} (from byte {1} on); expected the file to end with the compressed stream",
+            kind.name(),
+            t.at
+        )
+    } else if e.kind() == ErrorKind::UnexpectedEof {
         "ends in the middle of the compressed data (truncated file?)".to_string()
     } else {
         format!("is not valid {} data: {e}", kind.name())
@@ -288,5 +445,26 @@ mod tests {
             let (out, _) = read_all(bad);
             assert!(out.is_err(), "{kind:?} corrupted");
         }
+    }
+
+    #[test]
+    fn trailing_data_after_the_stream_is_named_as_such() {
+        for kind in KINDS {
+            let mut bytes = compress(kind, b"T1|w(x)|1\n");
+            let end = bytes.len();
+            bytes.extend_from_slice(b"junkjunk\n");
+            let e = read_all(bytes).0.expect_err(&format!("{kind:?}"));
+            let msg = e.to_string();
+            assert!(
+                msg.contains("trailing data")
+                    && msg.contains(&format!("from byte {end} on"))
+                    && !msg.contains("truncated"),
+                "{kind:?}: {msg}"
+            );
+        }
+        // Zero padding after an xz stream is part of the format.
+        let mut padded = compress(Compression::Xz, b"T1|w(x)|1\n");
+        padded.extend_from_slice(&[0; 8]);
+        assert_eq!(read_all(padded).0.unwrap(), b"T1|w(x)|1\n");
     }
 }

@@ -114,6 +114,7 @@ pub fn clean(path: &Path, format: Option<Format>) -> Result<Option<Cleaned>> {
             Ok(_) => break,
             Err(e) if e.line > 0 && !skip.contains(&e.line) => {
                 if skip.len() == MAX_SKIPPED {
+                    report_skipped(&skipped);
                     return Err(Error::Usage(format!(
                         "--lenient: more than {MAX_SKIPPED} lines rejected; this does not look like a trace \
                          with a few bad lines (the next: {e})"
@@ -122,7 +123,21 @@ pub fn clean(path: &Path, format: Option<Format>) -> Result<Option<Cleaned>> {
                 skip.insert(e.line);
                 skipped.push(e);
             }
-            Err(e) => return Err(e.into()),
+            Err(mut e) => {
+                // Said even when the loader gives up at last (every line
+                // skipped leaves an empty trace): the skipped lines are
+                // what the user has to look at.
+                if !skipped.is_empty() {
+                    report_skipped(&skipped);
+                    let n = skipped.len();
+                    e.problem = format!(
+                        "{} (after --lenient skipped {n} line{})",
+                        e.problem,
+                        if n == 1 { "" } else { "s" }
+                    );
+                }
+                return Err(e.into());
+            }
         }
     }
     if skip.is_empty() && stdin_copy.is_none() {
@@ -141,10 +156,15 @@ pub fn clean(path: &Path, format: Option<Format>) -> Result<Option<Cleaned>> {
 
 /// Tell standard error what `--lenient` skipped (nothing when nothing was).
 pub fn report(c: &Cleaned) {
-    if c.skipped.is_empty() {
+    report_skipped(&c.skipped);
+}
+
+/// Tell standard error how many lines were skipped and name the first few.
+fn report_skipped(skipped: &[LoadError]) {
+    if skipped.is_empty() {
         return;
     }
-    let n = c.skipped.len();
+    let n = skipped.len();
     eprintln!(
         "cprace: warning: --lenient skipped {n} malformed or ill-formed line{}{}",
         if n == 1 { "" } else { "s" },
@@ -154,7 +174,7 @@ pub fn report(c: &Cleaned) {
             ":".into()
         }
     );
-    let mut first: Vec<&LoadError> = c.skipped.iter().collect();
+    let mut first: Vec<&LoadError> = skipped.iter().collect();
     first.sort_by_key(|e| e.line);
     for e in first.into_iter().take(SHOWN) {
         eprintln!("  {e}");

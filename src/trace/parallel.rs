@@ -213,7 +213,10 @@ fn work<C: Scan>(
     jobs: Receiver<Job>,
     done: SyncSender<Done>,
 ) {
-    let mut local = Local::default();
+    let mut local = Local {
+        file: file.to_string(),
+        ..Local::default()
+    };
     for job in jobs {
         let before = local.lens();
         local.events = job.events;
@@ -312,6 +315,8 @@ impl Default for Remap {
 /// A worker's tables and the events of its current block.
 #[derive(Default)]
 struct Local {
+    /// The file errors name.
+    file: String,
     names: Names,
     namer: Namer,
     events: Vec<Event>,
@@ -341,16 +346,19 @@ impl Push for Local {
     fn push_at(&mut self, start: usize, e: TextEvent<'_>) -> Result<(), String> {
         let op = check_fields(e.thread, e.op, e.target)?;
         let (thread, target, loc) = (named(e.thread), named(e.target), named(e.loc));
-        let ids = self.namer.ids(&mut self.names, thread, op, target, loc);
+        let ids = self.namer.ids(&mut self.names, thread, op, target, loc)?;
         self.add(start, ids, op);
         Ok(())
     }
 
     #[inline]
-    fn push_line(&mut self, block: &[u8], _line: u64, f: &PlainLine) -> Result<(), LoadError> {
+    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<(), LoadError> {
         let name = |(s, e): (usize, usize)| Named::new(&block[s..e], Key::in_buf(block, s, e - s));
         let (thread, target, loc) = (name(f.thread), name(f.target), name(f.loc));
-        let ids = self.namer.ids(&mut self.names, thread, f.op, target, loc);
+        let ids = self
+            .namer
+            .ids(&mut self.names, thread, f.op, target, loc)
+            .map_err(|p| LoadError::new(&self.file, line, &block[f.start..f.end], p))?;
         self.add(f.start, ids, f.op);
         Ok(())
     }

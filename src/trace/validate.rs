@@ -5,7 +5,7 @@
 //! re-entrant acquires and passes each event on. One place, so all formats agree.
 
 use super::error::LoadError;
-use super::intern::Key;
+use super::intern::{Interner, Key};
 use super::model::{Event, EventId, LoadStats, Names, Op, TargetKind};
 
 /// A check every event must pass besides well-formedness (e.g. an output
@@ -149,7 +149,8 @@ impl Default for Namer {
 }
 
 impl Namer {
-    /// The ids of an event's thread, target and location in `n`.
+    /// The ids of an event's thread, target and location in `n`; an error
+    /// when a name seen for the first time holds a control character.
     #[inline(always)]
     pub(crate) fn ids(
         &mut self,
@@ -158,12 +159,12 @@ impl Namer {
         op: Op,
         target: Named<'_>,
         loc: Named<'_>,
-    ) -> (u32, u32, u32) {
+    ) -> Result<(u32, u32, u32), String> {
         // Consecutive events of one thread are common: skip even the cache.
         let t = match thread.key {
             Some(k) if k == self.last_thread_key => self.last_thread,
             key => {
-                let id = n.threads.intern_keyed(key, thread.name);
+                let id = intern_checked(&mut n.threads, key, thread.name, "thread name")?;
                 if let Some(k) = key {
                     self.last_thread_key = k;
                     self.last_thread = id;
@@ -174,14 +175,55 @@ impl Namer {
         let loc = if loc.name.is_empty() {
             0
         } else {
-            n.locs.intern_keyed(loc.key, loc.name)
+            intern_checked(&mut n.locs, loc.key, loc.name, "location")?
         };
         let target = match op.target_kind() {
-            TargetKind::Variable => n.vars.intern_keyed(target.key, target.name),
-            TargetKind::Lock => n.locks.intern_keyed(target.key, target.name),
-            TargetKind::Thread => n.threads.intern_keyed(target.key, target.name),
+            TargetKind::Variable => {
+                intern_checked(&mut n.vars, target.key, target.name, "variable name")?
+            }
+            TargetKind::Lock => intern_checked(&mut n.locks, target.key, target.name, "lock name")?,
+            TargetKind::Thread => {
+                intern_checked(&mut n.threads, target.key, target.name, "thread name")?
+            }
         };
-        (t, target, loc)
+        Ok((t, target, loc))
+    }
+}
+
+/// `name`'s id in `table`. A name is checked once, when first seen (ids are
+/// dense, so a new one is the table's former length): a control character
+/// (a stray carriage return, a tab, an escape) would be written back into
+/// reports and converted traces, where it breaks lines or terminals.
+#[inline(always)]
+fn intern_checked(
+    table: &mut Interner,
+    key: Option<Key>,
+    name: &[u8],
+    what: &str,
+) -> Result<u32, String> {
+    let len = table.len();
+    let id = table.intern_keyed(key, name);
+    if id as usize >= len {
+        control_problem(name, what)?;
+    }
+    Ok(id)
+}
+
+/// The error for a name holding a control character, naming the character.
+#[cold]
+fn control_problem(name: &[u8], what: &str) -> Result<(), String> {
+    let text = String::from_utf8_lossy(name);
+    match text.chars().find(|c| c.is_control()) {
+        None => Ok(()),
+        Some(c) => Err(format!(
+            "{what} `{}` contains the control character {}; expected printable text",
+            text.escape_debug(),
+            match c {
+                '\r' => "\\r (carriage return)".to_string(),
+                '\t' => "\\t (tab)".to_string(),
+                c => format!("U+{:04X}", c as u32),
+            }
+        )),
     }
 }
 
@@ -297,7 +339,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
                 u32::MAX
             ));
         }
-        let (t, target, loc) = self.namer.ids(&mut self.names, thread, op, target, loc);
+        let (t, target, loc) = self.namer.ids(&mut self.names, thread, op, target, loc)?;
         self.accept(t, op, target, loc)
     }
 

@@ -201,6 +201,20 @@ pub fn check(
     e2: EventId,
     witness: &[EventId],
 ) -> Result<Verdict, String> {
+    check_pair(trace, e1, e2)?;
+    let r = replay(trace, witness)?;
+    for e in [e1, e2] {
+        r.is_next(trace, e)?;
+    }
+    Ok(Verdict {
+        sync_preserving: r.sync_preserving,
+    })
+}
+
+/// Check that (e1, e2) can be a race of `trace` at all, witness or not:
+/// both events exist and are conflicting accesses (of two threads, one a
+/// write).
+pub fn check_pair(trace: &Trace, e1: EventId, e2: EventId) -> Result<(), String> {
     let ev = &trace.events;
     let n = ev.len();
     for e in [e1, e2] {
@@ -215,11 +229,5 @@ pub fn check(
     if !a.conflicts(&b) {
         return Err(format!("events {e1} and {e2} do not conflict"));
     }
-    let r = replay(trace, witness)?;
-    for e in [e1, e2] {
-        r.is_next(trace, e)?;
-    }
-    Ok(Verdict {
-        sync_preserving: r.sync_preserving,
-    })
+    Ok(())
 }

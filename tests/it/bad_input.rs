@@ -576,3 +576,134 @@ fn standard_input_errors_name_stdin() {
     assert!(out.stdout.is_empty());
     assert!(err.contains("<stdin>:2: unbalanced parentheses"), "{err}");
 }
+
+/// A negative or too large value of a numeric option reaches its parser,
+/// whose error names the accepted range (never clap's "unexpected argument"
+/// with its advice to write `-- -1`, which would make it a positional).
+#[test]
+fn numeric_options_name_their_range() {
+    let (_dir, path) = file("t.std", b"T0|w(x)|1\nT1|w(x)|2\n");
+    let p = path.as_str();
+    let max = "18446744073709551615";
+    for (args, expect) in [
+        (
+            vec!["analyze", p, "--relation", "cp", "--window", "-1"],
+            vec!["`-1`", "from 1 to 18446744073709551615", "`none`"],
+        ),
+        (
+            vec![
+                "analyze",
+                p,
+                "--relation",
+                "cp",
+                "--window",
+                "99999999999999999999999",
+            ],
+            vec!["from 1 to 18446744073709551615"],
+        ),
+        (
+            vec!["analyze", p, "--relation", "hb", "--max-distance", "-3"],
+            vec!["from 1 to", max],
+        ),
+        (
+            vec!["query", p, "--relation", "hb", "--window", "-1k"],
+            vec!["from 1 to", max],
+        ),
+        (
+            vec!["deadlocks", p, "--window", "-1"],
+            vec!["from 1 to", max],
+        ),
+        (vec!["sweep", p, "--windows", "-5"], vec!["from 1 to", max]),
+        (
+            vec!["gen", "--volatile-share", "-0.1"],
+            vec!["`-0.1`", "from 0 to 1"],
+        ),
+        (vec!["gen", "-n", "-5"], vec!["`-5`", "from 0 to", max]),
+        (vec!["gen", "--threads", "-2"], vec!["from 0 to 4294967295"]),
+        (
+            vec!["gen", "--threads", "99999999999"],
+            vec!["from 0 to 4294967295"],
+        ),
+        (vec!["gen", "--cs-length", "-3"], vec!["at least 1"]),
+        (
+            vec!["record", "-o", "x.std", "--timeout", "-1", "--", "true"],
+            vec!["positive number of seconds"],
+        ),
+    ] {
+        let out = cprace(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+        assert!(!err.contains("-- -"), "{args:?}: {err}");
+        for e in expect {
+            assert!(err.contains(e), "{args:?}: expected `{e}`: {err}");
+        }
+    }
+}
+
+/// A control character in a name (a carriage return inside a location, a
+/// tab, an escape) is rejected where it first appears, in every text format
+/// and on every path (plain lines and lines the general parser reads).
+#[test]
+fn control_characters_in_names_are_rejected() {
+    bad(
+        "cr.std",
+        b"T0|w(x)|a.c:1\nT1|w(x)|a.c\r:2\n",
+        &[],
+        Some(2),
+        &[
+            "location `a.c\\r:2`",
+            "control character \\r (carriage return)",
+        ],
+    );
+    // A name seen before is not checked again, so the first line holding it
+    // is the one named; and the general path (spaces to trim) checks too.
+    bad(
+        "tab.std",
+        b"T0|w(x)|1\n T1 |w(x\ty)| 2\n",
+        &[],
+        Some(2),
+        &["variable name `x\\ty`", "\\t (tab)"],
+    );
+    bad(
+        "esc.std",
+        b"T0|w(x)|1\nT\x1b1|w(x)|2\n",
+        &[],
+        Some(2),
+        &["thread name", "U+001B"],
+    );
+    bad(
+        "lock.std",
+        b"T0|acq(m\x01)|1\n",
+        &[],
+        Some(1),
+        &["lock name", "U+0001"],
+    );
+    let csv = format!("{HEADER}T0,w,x,a.c:1\nT1,w,x,\"a\rb\"\n");
+    bad(
+        "cr.csv",
+        csv.as_bytes(),
+        &[],
+        Some(3),
+        &["location `a\\rb`", "carriage return"],
+    );
+    let csv = format!("{HEADER}T0,w,x,a\x07b\n");
+    bad("bell.csv", csv.as_bytes(), &[], Some(2), &["U+0007"]);
+    bad(
+        "cr.rapid.csv",
+        b"T0,T1\nw(x\x02),\n",
+        &[],
+        Some(2),
+        &["variable name", "U+0002"],
+    );
+    // A CRLF line ending is not part of the location.
+    let (_dir, p) = file("crlf.std", b"T0|w(x)|a.c:1\r\nT1|w(x)|a.c:2\r\n");
+    let out = cprace(&["stats", &p]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

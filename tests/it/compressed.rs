@@ -159,3 +159,29 @@ fn corrupt_streams_exit_2_naming_the_file() {
         assert_fails(&output(&["stats", &p]), &[&p, &name], &format!("{kind:?}"));
     }
 }
+
+/// Bytes after a complete stream that do not start another are trailing
+/// data, said as such (with where they start), not a truncated file.
+#[test]
+fn trailing_data_after_the_stream_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = generated("std");
+    for kind in KINDS {
+        let mut data = compress(kind, &text);
+        let end = data.len();
+        data.extend_from_slice(b"junkjunk\n");
+        let p = write(&dir, "trailing.std", &data);
+        let out = output(&["stats", &p]);
+        let name = format!("{kind:?}").to_lowercase();
+        let at = format!("from byte {end} on");
+        assert_fails(
+            &out,
+            &[&p, &name, "trailing data", &at],
+            &format!("{kind:?}"),
+        );
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("truncated"),
+            "{kind:?}"
+        );
+    }
+}

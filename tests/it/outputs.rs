@@ -18,12 +18,12 @@ fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
 #[test]
 fn a_failed_conversion_keeps_the_existing_output_and_names_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
-    // Line 4 first uses a variable STD cannot hold; line 5 a thread with an
-    // escape sequence (later, so not the one reported).
+    // Line 4 first uses a variable STD cannot hold; line 5 a thread STD
+    // cannot hold either (later, so not the one reported).
     let input = write(
         &dir,
         "t.csv",
-        "thread,op,target,loc\nT1,w,x,a:1\n# a comment\nT1,w,\"y|z\",a:2\n\"T\u{1b}[2J\",w,x,\n",
+        "thread,op,target,loc\nT1,w,x,a:1\n# a comment\nT1,w,\"y|z\",a:2\n\"T(2)\",w,x,\n",
     );
     let out = write(&dir, "out.std", "precious\n");
     let (code, stdout, err) = cprace(&["convert", &input, "--to", "std", "-o", &out]);
@@ -243,4 +243,27 @@ fn rapid_std_has_integer_locations_and_a_side_table() {
     assert_eq!(code, 2);
     let (code, _, _) = cprace(&["convert", &p, "--to", "csv", "--rapid", "-o", o]);
     assert_eq!(code, 2);
+}
+
+/// When --lenient skips every line, the error (empty input) still comes
+/// after the warning that counts the skipped lines and names the first few.
+#[test]
+fn lenient_warns_even_when_every_line_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (1..=82).map(|i| format!("garbage line {i}\n")).collect();
+    let p = write(&dir, "g.std", &text);
+    // (--lenient before the command's name, as it may also be given.)
+    let (code, out, err) = cprace(&["--lenient", "stats", &p]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("--lenient skipped 82 malformed or ill-formed lines; the first 5:"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("  {p}:1: ")), "{err}");
+    assert!(
+        err.contains(&format!("{p}: empty input"))
+            && err.contains("after --lenient skipped 82 lines"),
+        "{err}"
+    );
 }

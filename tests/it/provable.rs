@@ -399,3 +399,42 @@ fn witness_and_verify_on_the_command_line() {
     let (_, json, _) = cprace(&["analyze", &fig, "--relation", "wcp", "--format", "json"]);
     assert!(!json.contains("witness"));
 }
+
+/// `verify` never passes having checked nothing: races without a witness
+/// are still checked to be conflicting accesses of the trace, and when no
+/// race has a witness the exit code is 1.
+#[test]
+fn verify_without_a_witness_checks_the_pair_and_is_no_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.std");
+    std::fs::write(&trace, "T0|w(x)|1\nT1|w(x)|2\nT1|r(y)|3\n").unwrap();
+    let trace = trace.to_str().unwrap();
+    let file = dir.path().join("r.json");
+    let f = file.to_str().unwrap();
+    for (json, code, want) in [
+        (
+            r#"{"first": 0, "second": 1, "witness": null}"#,
+            1,
+            "(0, 1): no witness (the events are conflicting accesses)\nSUMMARY: 0 valid, 0 invalid, 1 without a witness\n",
+        ),
+        (
+            r#"{"first": 0, "second": 7, "witness": null}"#,
+            1,
+            "(0, 7): INVALID: event 7 is not in the trace (3 events)\nSUMMARY: 0 valid, 1 invalid, 0 without a witness\n",
+        ),
+        (
+            r#"{"first": 0, "second": 2, "witness": null}"#,
+            1,
+            "(0, 2): INVALID: events 0 and 2 do not conflict\nSUMMARY: 0 valid, 1 invalid, 0 without a witness\n",
+        ),
+        (
+            r#"{"races": [{"first": 0, "second": 1, "witness": []}, {"first": 0, "second": 1, "witness": null}]}"#,
+            0,
+            "(0, 1): valid (0 events, sync-preserving)\n(0, 1): no witness (the events are conflicting accesses)\nSUMMARY: 1 valid, 0 invalid, 1 without a witness\n",
+        ),
+    ] {
+        std::fs::write(&file, json).unwrap();
+        let (c, out, err) = common::cli::cprace(&["verify", trace, "--witness", f]);
+        assert_eq!((c, out.as_str()), (code, want), "{json}: {err}");
+    }
+}

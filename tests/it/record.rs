@@ -367,3 +367,77 @@ fn rapidbin_falls_back_to_zstd_std_for_volatile_accesses() {
     assert!(std.contains("|vw("));
     assert_eq!(as_std(&d.join("t.bin")), std);
 }
+
+/// The output path is checked before the program runs: a missing or
+/// unwritable directory is an error naming the path given, and the program
+/// (here one that leaves a mark) never starts.
+#[test]
+fn unwritable_output_is_an_error_before_the_program_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("ran");
+    let touch = format!("touch {}", mark.display());
+    let missing = dir.path().join("nodir/x.std");
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let under_file = file.join("x.std");
+    for (out, why) in [
+        (missing.to_str().unwrap(), "does not exist"),
+        (under_file.to_str().unwrap(), "is not a directory"),
+        // Not writable even by root: /proc takes no new files.
+        ("/proc/x.std", "cannot create a file in /proc"),
+    ] {
+        let o = run(Command::new(CPRACE).args(["record", "-o", out, "--", "sh", "-c", &touch]));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{out}: {err}");
+        assert!(
+            err.contains(&format!("cannot write {out}: ")) && err.contains(why),
+            "{out}: {err}"
+        );
+        assert!(!err.contains(".cprace-"), "names a temporary file: {err}");
+        assert!(!mark.exists(), "{out}: the program ran");
+    }
+}
+
+/// `cprace cc` without a compiler explains that the first argument is the
+/// compiler, with the command as it should be.
+#[test]
+fn cc_without_a_compiler_says_the_first_argument_is_the_compiler() {
+    for args in [
+        &["cc", "-g", "-O1", "prog.c", "-o", "prog", "-lpthread"][..],
+        &["cc", "prog.c", "-o", "prog"],
+    ] {
+        let o = run(Command::new(CPRACE).args(args));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("`{}` is not a compiler", args[1]))
+                && err.contains("the first argument of `cprace cc` names the compiler")
+                && err.contains(&format!("`cprace cc gcc {}`", args[1..].join(" "))),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("cannot run"), "{err}");
+    }
+    // Its help is about compiling: no trace options.
+    let o = run(Command::new(CPRACE).args(["cc", "--help"]));
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{help}");
+    assert!(
+        help.contains("The first argument is always the compiler"),
+        "{help}"
+    );
+    assert!(!help.contains("--lenient"), "{help}");
+    for cmd in ["record", "gen"] {
+        let o = run(Command::new(CPRACE).args([cmd, "--help"]));
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("--lenient"),
+            "{cmd}"
+        );
+    }
+    // Commands that read a trace still list it, and it still works before
+    // the command's name; there it is refused for the others.
+    let o = run(Command::new(CPRACE).args(["stats", "--help"]));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--lenient"));
+    let o = run(Command::new(CPRACE).args(["--lenient", "gen", "-n", "10"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--lenient applies only"));
+}
