@@ -1,6 +1,6 @@
 //! Traces: the event model, the three input formats, validation and interning.
 
-pub mod cprace_bin;
+pub(crate) mod cprace_bin;
 pub mod csv_format;
 pub(crate) mod decompress;
 pub(crate) mod error;
