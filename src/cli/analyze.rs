@@ -81,7 +81,8 @@ use cprace::trace::Format;
 /// csv, jsonl, text and summary stream: the hb and wcp engines keep races
 /// on disk, not in memory. Notes (unsound engine, what the soundness
 /// theorem covers) go to standard error whatever the format.
-/// Exit code: 0 no race, 1 races, 2 bad input or usage.
+/// Exit code: 0 no race, 1 races, 2 bad input or usage, 3 when `--engine
+/// compare` finds two engines disagreeing.
 ///
 /// Examples:
 ///   cprace analyze data/figures/cp-fig3-polarcoord.csv --relation cp

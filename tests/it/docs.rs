@@ -132,8 +132,7 @@ fn line_matches(pattern: &str, line: &str) -> bool {
         return pattern == line;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !line.starts_with(first) || line.len() < first.len() + last.len() || !line.ends_with(last)
-    {
+    if !line.starts_with(first) || line.len() < first.len() + last.len() || !line.ends_with(last) {
         return false;
     }
     let mut rest = &line[first.len()..line.len() - last.len()];
@@ -153,7 +152,9 @@ fn matches(expected: &[String], actual: &[&str]) -> bool {
         None => actual.is_empty(),
         Some((e, rest)) if e == "..." => (0..=actual.len()).any(|k| matches(rest, &actual[k..])),
         Some((e, rest)) => {
-            !actual.is_empty() && line_matches(e, actual[0].trim_end()) && matches(rest, &actual[1..])
+            !actual.is_empty()
+                && line_matches(e, actual[0].trim_end())
+                && matches(rest, &actual[1..])
         }
     }
 }
