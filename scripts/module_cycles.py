@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that the library's modules import each other without circles.
+"""Checks that the modules of each workspace crate (the library, the
+recorder runtime, the event encoding) import each other without circles.
 
 For every folder of modules (the crate root, `race`, `race::cp`, ...), the
 sibling modules it holds must depend on each other acyclically: `A -> B`
@@ -16,17 +17,19 @@ import os
 import re
 import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# The library and the other workspace members' crates.
+CRATES = ["src", "recorder/src", "events/src"]
 
 
-def module_files():
-    """(module path as a tuple, file) for every file of the library."""
+def module_files(root):
+    """(module path as a tuple, file) for every file of a crate."""
     out = []
-    for dirpath, _, files in os.walk(ROOT):
+    for dirpath, _, files in os.walk(root):
         for f in files:
             if not f.endswith(".rs"):
                 continue
-            rel = os.path.relpath(os.path.join(dirpath, f), ROOT)
+            rel = os.path.relpath(os.path.join(dirpath, f), root)
             parts = rel[:-3].split(os.sep)
             if parts[0] in ("main", "cli"):  # the binary, not the library
                 continue
@@ -89,7 +92,20 @@ def resolve(path, here, is_mod_file):
 
 def main():
     verbose = "-v" in sys.argv
-    files = module_files()
+    circles = 0
+    count = 0
+    for crate in CRATES:
+        c, n = check(os.path.join(REPO, crate), crate, verbose)
+        circles += c
+        count += n
+    if circles:
+        sys.exit(1)
+    print(f"no import circles among {count} modules")
+
+
+def check(root, crate, verbose):
+    """Prints the circles among one crate's sibling modules; their count."""
+    files = module_files(root)
     modules = {m for m, _ in files}
     edges = {}  # parent -> {(a, b)}
     for here, f in files:
@@ -113,7 +129,7 @@ def main():
         graph = {}
         for a, b in edges[parent]:
             graph.setdefault(a, set()).add(b)
-        name = "::".join(("crate",) + parent)
+        name = crate + ": " + "::".join(("crate",) + parent)
         if verbose:
             for a in sorted(graph):
                 print(f"{name}: {a} -> {', '.join(sorted(graph[a]))}")
@@ -134,9 +150,7 @@ def main():
         for n in sorted(graph):
             if n not in state:
                 visit(n, [n])
-    if circles:
-        sys.exit(1)
-    print(f"no import circles among {len(modules)} modules")
+    return circles, len(modules)
 
 
 if __name__ == "__main__":
