@@ -51,8 +51,13 @@ unsafe extern "C" {
     pub(crate) fn __libc_memalign(align: usize, size: usize) -> *mut libc::c_void;
 }
 
+// SAFETY: every method returns memory from glibc's allocator, which is
+// aligned as the layout asks (malloc for alignments up to 16, memalign above),
+// valid for the layout's size, and not handed out again until freed.
 unsafe impl std::alloc::GlobalAlloc for LibcAlloc {
     unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: glibc's entry points take any size and alignment; a null
+        // result is how GlobalAlloc reports failure too.
         unsafe {
             if l.align() <= 16 {
                 __libc_malloc(l.size()) as *mut u8
@@ -62,9 +67,16 @@ unsafe impl std::alloc::GlobalAlloc for LibcAlloc {
         }
     }
     unsafe fn dealloc(&self, p: *mut u8, _: std::alloc::Layout) {
+        // SAFETY: the caller passes a block `alloc` or `realloc` returned, i.e.
+        // one from glibc's malloc/memalign, which free accepts.
         unsafe { __libc_free(p as *mut libc::c_void) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, size: usize) -> *mut u8 {
+        // SAFETY: `p` is a live block of layout `l` from glibc (the caller's
+        // contract); realloc keeps alignments up to 16, and above that a new
+        // block of the same alignment (a valid layout: `l`'s alignment with a
+        // non-zero size the caller guarantees fits) receives the smaller of
+        // the two sizes before the old block is freed.
         unsafe {
             if l.align() <= 16 {
                 __libc_realloc(p as *mut libc::c_void, size) as *mut u8

@@ -81,7 +81,8 @@ use cprace::trace::{EventId, Format};
 /// csv, jsonl, text and summary stream: the hb and wcp engines keep races
 /// on disk, not in memory. Notes (unsound engine, what the soundness
 /// theorem covers) go to standard error whatever the format.
-/// Exit code: 0 no race, 1 races, 2 bad input or usage.
+/// Exit code: 0 no race, 1 races, 2 bad input or usage, 3 when `--engine
+/// compare` finds two engines disagreeing.
 ///
 /// Examples:
 ///   cprace analyze data/figures/cp-fig3-polarcoord.csv --relation cp
@@ -224,7 +225,7 @@ fn attach_stacks(
             let n = std::fs::File::open(&req.trace)
                 .and_then(|mut f| std::io::Read::read(&mut f, &mut prefix))
                 .unwrap_or(0);
-            cprace::trace::cprace_bin::looks_like(&prefix[..n])
+            cprace::trace::is_cprace_binary(&prefix[..n])
         }
     };
     if !looks_recorded {

@@ -31,7 +31,8 @@ use cprace::trace::Format;
 /// (one column per thread), detected automatically. Event ids are 0-based
 /// positions in the input trace everywhere.
 ///
-/// Exit codes follow diff(1): 0 no race, 1 races reported, 2 bad input or usage.
+/// Exit codes follow diff(1): 0 no race, 1 races reported, 2 bad input or usage,
+/// 3 when `--engine compare` finds two engines disagreeing.
 #[derive(Parser, Debug)]
 #[command(name = "cprace", version, propagate_version = true)]
 pub(crate) struct Cli {

@@ -19,9 +19,10 @@ use cprace::report::Layout;
 /// Passes the program's exit status through and prints on standard error
 /// how many events were recorded. Locations are `file:line` from the debug
 /// info (build with -g); variables are named after globals where the
-/// symbol table knows them, addresses otherwise. The trace is STD text,
-/// or by its name RapidBin (`.bin`, the fastest; zstd-compressed STD
-/// when the run has volatile accesses) or zstd-compressed STD (`.zst`).
+/// symbol table knows them, addresses otherwise. The trace is cprace's
+/// binary format, or by its name STD text (`.std`), zstd-compressed STD
+/// (`.zst`) or RapidBin (`.bin`; zstd-compressed STD when the run has
+/// volatile accesses).
 ///
 /// Examples:
 ///   cprace record -o prog.std -- ./prog arg1 arg2
@@ -32,8 +33,9 @@ use cprace::report::Layout;
 pub(crate) struct RecordArgs {
     /// The trace to write (replaced only when the recording succeeds), in
     /// the format `--format` names, by default the one its name asks for:
-    /// `.bin` RapidBin (the fastest: 8 bytes an event), `.zst` zstd-compressed
-    /// STD, anything else STD text.
+    /// `.std` STD text, `.zst` zstd-compressed STD, `.cpt.zst` zstd-compressed
+    /// cprace binary, `.bin` RapidBin (8 bytes an event), anything else
+    /// (`.cpt`) cprace's binary format.
     #[arg(short, long)]
     output: PathBuf,
     /// The trace's format, whatever its name.

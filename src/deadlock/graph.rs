@@ -88,16 +88,6 @@ impl LockSets {
         self.step.insert((s, l, add), n);
         n
     }
-
-    /// Number of distinct sets seen.
-    pub fn len(&self) -> usize {
-        self.sets.len()
-    }
-
-    /// Never: the empty set is always there.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
 }
 
 /// A lock a thread holds: which, and where it was acquired.

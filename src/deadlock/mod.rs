@@ -11,12 +11,12 @@
 //! - [`engine`]: one pass feeding them all; [`analyze_path`] and
 //!   [`analyze_trace`] run it on a file or a loaded trace.
 
-pub mod engine;
-pub mod graph;
-pub mod patterns;
+pub(crate) mod engine;
+pub(crate) mod graph;
+pub(crate) mod patterns;
 pub mod shapes;
-pub mod spd;
-pub mod window;
+pub(crate) mod spd;
+pub(crate) mod window;
 
 use std::path::Path;
 

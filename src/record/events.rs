@@ -112,18 +112,9 @@ impl Stacks {
         })
     }
 
-    /// Number of stacks (the empty one included).
-    pub fn len(&self) -> usize {
-        self.nodes.len().max(1)
-    }
-
-    /// True when only the empty stack exists.
-    pub fn is_empty(&self) -> bool {
-        self.nodes.len() <= 1
-    }
-
     /// The call pcs of stack `id`, innermost first.
-    pub fn pcs(&self, mut id: u32) -> Vec<u64> {
+    #[cfg(test)]
+    fn pcs(&self, mut id: u32) -> Vec<u64> {
         let mut out = Vec::new();
         while id != 0 && (id as usize) < self.nodes.len() && out.len() < self.nodes.len() {
             let (parent, pc) = self.nodes[id as usize];

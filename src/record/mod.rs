@@ -299,7 +299,7 @@ pub fn record(args: &Recording) -> Result<Recorded> {
 /// hands every trace event (with the lowerer, for its tables) to `f`;
 /// returns the lowerer and the run's call stacks. Tells on standard error
 /// what it had to drop to keep the trace well formed.
-pub fn lower_all(
+pub(crate) fn lower_all(
     dir: &Path,
     mut f: impl FnMut(&lower::Lowerer, &lower::Lowered, &events::Stacks) -> Result<()>,
 ) -> Result<(lower::Lowerer, events::Stacks)> {

@@ -135,7 +135,7 @@ impl Deadlock {
     }
 
     /// Rotate the cycle to start at its earliest request.
-    pub fn start_at_earliest(&mut self) {
+    pub(crate) fn start_at_earliest(&mut self) {
         if let Some(i) = (0..self.links.len()).min_by_key(|&i| self.links[i].request.id) {
             self.links.rotate_left(i);
         }
@@ -276,7 +276,7 @@ fn summary_line(r: &Report) -> String {
 }
 
 /// The text report: one block per deadlock, then the SUMMARY and counters.
-pub fn write_text(r: &Report, names: &Names, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write_text(r: &Report, names: &Names, out: &mut dyn Write) -> io::Result<()> {
     for d in &r.deadlocks {
         write_block(d, names, out)?;
     }
@@ -284,7 +284,7 @@ pub fn write_text(r: &Report, names: &Names, out: &mut dyn Write) -> io::Result<
 }
 
 /// The SUMMARY line and the counters only.
-pub fn write_summary(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write_summary(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{}", summary_line(r))?;
     for (k, v) in &r.stats {
         writeln!(out, "  {k}: {v}")?;
@@ -343,7 +343,7 @@ pub fn to_json(d: &Deadlock, names: &Names) -> Value {
 }
 
 /// The whole report as one JSON document.
-pub fn report_json(r: &Report, names: &Names) -> Value {
+pub(crate) fn report_json(r: &Report, names: &Names) -> Value {
     let count = |k| r.deadlocks.iter().filter(|d| d.kind == k).count();
     json!({
         "relation": r.relation.name(),

@@ -122,7 +122,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<i32> {
 
 /// What leaving out the blocked requests (`req`, which RAPID's formats have
 /// no operation for) does to `t`, or None when it has none.
-pub fn requests_note(t: &Trace) -> Option<String> {
+pub(crate) fn requests_note(t: &Trace) -> Option<String> {
     let n = t.events.iter().filter(|e| e.op == Op::Request).count();
     let first = t.events.iter().position(|e| e.op == Op::Request)?;
     let ids = if first + n == t.events.len() {

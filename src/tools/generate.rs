@@ -310,7 +310,7 @@ impl Config {
 
     /// Threads and locks of the trace: the background's and the deadlock
     /// shapes'.
-    pub fn all_threads_and_locks(&self) -> (u32, u32) {
+    pub(crate) fn all_threads_and_locks(&self) -> (u32, u32) {
         let (t, l) = crate::deadlock::shapes::Weaver::extra(&self.deadlocks, self.events);
         (
             self.threads.max(1).saturating_add(t),

@@ -135,54 +135,6 @@ pub(crate) fn stream_checked(
     read(&name, input, format, side.as_deref(), check, None, sink)
 }
 
-/// [`stream`], also returning what a recorded program's trace carries
-/// beside its events (empty for other formats); with `keep_stacks`, the
-/// stack of every event too.
-pub fn stream_recorded(
-    path: &Path,
-    format: Option<Format>,
-    keep_stacks: bool,
-    sink: impl FnMut(EventId, &Event),
-) -> Result<(Names, LoadStats, Format, Recording), LoadError> {
-    let name = if path.as_os_str() == "-" {
-        "<stdin>".to_string()
-    } else {
-        path.to_string_lossy().into_owned()
-    };
-    let input = open(path, &name)?;
-    let (input, _) = super::decompress::open(input)
-        .map_err(|e| LoadError::new(&name, 0, b"", format!("read error: {e}")))?;
-    let side = (path.as_os_str() != "-").then(|| rapid_bin::side_path(path));
-    let mut rec = Recording::default();
-    let (names, stats, format) = read(
-        &name,
-        input,
-        format,
-        side.as_deref(),
-        None,
-        Some((&mut rec, keep_stacks)),
-        sink,
-    )?;
-    Ok((names, stats, format, rec))
-}
-
-/// [`load`], also returning what a recorded program's trace carries beside
-/// its events, the stack of every event included.
-pub fn load_recorded(path: &Path, format: Option<Format>) -> Result<(Trace, Recording), LoadError> {
-    crate::progress::phase("loading");
-    let mut events = Vec::new();
-    let (names, stats, _, rec) = stream_recorded(path, format, true, |_, ev| events.push(*ev))?;
-    events.shrink_to_fit();
-    Ok((
-        Trace {
-            events,
-            names,
-            stats,
-        },
-        rec,
-    ))
-}
-
 /// Like [`stream`], reading from any reader; `name` is used in errors.
 pub fn stream_reader(
     name: &str,
@@ -352,4 +304,52 @@ pub fn load_str(text: &str, format: Option<Format>) -> Result<Trace, LoadError> 
         names,
         stats,
     })
+}
+
+/// [`stream`], also returning what a recorded program's trace carries
+/// beside its events (empty for other formats); with `keep_stacks`, the
+/// stack of every event too.
+pub fn stream_recorded(
+    path: &Path,
+    format: Option<Format>,
+    keep_stacks: bool,
+    sink: impl FnMut(EventId, &Event),
+) -> Result<(Names, LoadStats, Format, Recording), LoadError> {
+    let name = if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.to_string_lossy().into_owned()
+    };
+    let input = open(path, &name)?;
+    let (input, _) = super::decompress::open(input)
+        .map_err(|e| LoadError::new(&name, 0, b"", format!("read error: {e}")))?;
+    let side = (path.as_os_str() != "-").then(|| rapid_bin::side_path(path));
+    let mut rec = Recording::default();
+    let (names, stats, format) = read(
+        &name,
+        input,
+        format,
+        side.as_deref(),
+        None,
+        Some((&mut rec, keep_stacks)),
+        sink,
+    )?;
+    Ok((names, stats, format, rec))
+}
+
+/// [`load`], also returning what a recorded program's trace carries beside
+/// its events, the stack of every event included.
+pub fn load_recorded(path: &Path, format: Option<Format>) -> Result<(Trace, Recording), LoadError> {
+    crate::progress::phase("loading");
+    let mut events = Vec::new();
+    let (names, stats, _, rec) = stream_recorded(path, format, true, |_, ev| events.push(*ev))?;
+    events.shrink_to_fit();
+    Ok((
+        Trace {
+            events,
+            names,
+            stats,
+        },
+        rec,
+    ))
 }

@@ -1,6 +1,6 @@
 //! Traces: the event model, the three input formats, validation and interning.
 
-pub mod cprace_bin;
+pub(crate) mod cprace_bin;
 pub mod csv_format;
 pub(crate) mod decompress;
 pub(crate) mod error;
@@ -19,6 +19,7 @@ pub mod std_format;
 mod testing;
 pub(crate) mod validate;
 
+pub use cprace_bin::looks_like as is_cprace_binary;
 pub use error::LoadError;
 pub use load::{Format, load, load_recorded, load_str, stream, stream_recorded};
 pub use model::{Event, EventId, LoadStats, Names, Op, ThreadId, Trace};

@@ -3,7 +3,7 @@
 //! the bookkeeping of which write each byte holds last).
 //!
 //! A witness for a race (e1, e2) is a list of event ids that, executed in the
-//! listed order, is a correct reordering prefix of the trace (README,
+//! listed order, is a correct reordering prefix of the trace (docs/src/semantic-decisions.md,
 //! "Semantic decisions") after which e1 and e2 are the next events of their
 //! threads. Reads-from is per byte: every read (`r`, `vr`, `ar`) must see,
 //! for each byte it touches, the write it saw in the trace.

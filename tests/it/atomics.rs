@@ -1,4 +1,4 @@
-//! Atomic accesses and byte masks (README, "Semantic decisions"), on fixed
+//! Atomic accesses and byte masks (docs/src/semantic-decisions.md, "Semantic decisions"), on fixed
 //! traces, for every relation and engine: two accesses conflict when they
 //! are by different threads, touch a common byte of one variable, at least
 //! one writes, and not both are atomic; relaxed atomics (`ar`, `aw`)

@@ -1,4 +1,4 @@
-//! The laws README "Semantic decisions" states between the relations, on
+//! The laws docs/src/semantic-decisions.md "Semantic decisions" states between the relations, on
 //! generated traces (volatiles included) larger than the oracles can handle.
 //! A window bounds CP's reasoning, not the report, so for every K:
 //! - HBv races ⊆ windowed CP races ⊆ exact CP races ⊆ WCP races;

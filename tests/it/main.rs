@@ -19,6 +19,8 @@ mod compressed;
 mod cp_engine;
 // Streaming windowed CP against the whole-trace engine.
 mod cp_stream;
+// Every shell example of README.md and the book runs as the page shows.
+mod docs;
 // Deadlock prediction: the command, the shapes in data/deadlocks, the oracle.
 mod deadlock_cli;
 mod deadlock_shapes;
@@ -41,7 +43,7 @@ mod hb_datalog;
 mod hb_examples;
 // HB engines against the oracle and each other on generated traces.
 mod hb_props;
-// The laws between relations stated in README "Semantic decisions".
+// The laws between relations stated in docs/src/semantic-decisions.md "Semantic decisions".
 mod laws;
 // CP and WCP against their references on nested, never-released sections.
 mod nested;

@@ -1,4 +1,4 @@
-//! Running out of memory is exit 2 with a sentence, never an abort (issue 11).
+//! Running out of memory is exit 2 with a sentence, never an abort.
 //! Linux only: the limit is set with `ulimit -v` in a shell.
 
 #![cfg(target_os = "linux")]

@@ -177,7 +177,7 @@ fn check(p: &Program, cc: (&str, &str), dir: &Path) -> Option<String> {
 }
 
 /// Programs whose verdict cprace gets only on some schedules, with why
-/// (open work, named in the README's recording section): their verdicts are
+/// (open work, named in docs/src/recording.md): their verdicts are
 /// not asserted.
 const UNSTABLE: &[(&str, &str)] = &[(
     "async_race.cpp",

@@ -270,7 +270,7 @@ fn figure_9_cp_race() {
 /// HB follows the Java memory model: only a volatile write before a later
 /// volatile read of the same variable by another thread is an edge. CP keeps
 /// every conflicting pair of volatile accesses of different threads in trace
-/// order (vw -> vr, vr -> vw, vw -> vw; README "Semantic decisions"), so it
+/// order (vw -> vr, vr -> vw, vw -> vw; docs/src/semantic-decisions.md "Semantic decisions"), so it
 /// orders the second and third traces, where HB does not.
 #[test]
 fn volatile_edges_hb_java_cp_every_conflicting_pair() {

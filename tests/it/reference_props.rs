@@ -3,7 +3,7 @@
 //!   (tests/common/oracle.rs), and its races (racy events and witnesses) match;
 //! - `rules/cp.dl` derives exactly the CP of the oracle's literal Definition-2
 //!   fixpoint (rules a, b and c iterated over all event pairs);
-//! - the laws of README "Semantic decisions": CP ⊆ HBv (the HB of
+//! - the laws of docs/src/semantic-decisions.md "Semantic decisions": CP ⊆ HBv (the HB of
 //!   `rules/hb.dl` plus `rules/cp.dl`'s volatile edges), HBv races within K ⊆
 //!   CP(K) races ⊆ exact CP races, HB races likewise on traces where HBv = HB,
 //!   CP(K) races grow with K, and CP(K) with K beyond the trace is exact CP.

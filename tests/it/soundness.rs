@@ -3,7 +3,7 @@
 //! volatiles, nested and re-entrant locks, out-of-nesting releases, fork/join
 //! and (in every fourth trace, cut short) critical sections never released.
 //!
-//! What theory promises, and exactly what is checked (README "Semantic
+//! What theory promises, and exactly what is checked (docs/src/semantic-decisions.md "Semantic
 //! decisions"):
 //! - **CP** (CP paper, Theorem 1 and the paragraph after it) and **WCP** (WCP
 //!   paper, Theorem 1 and its proof): the *first* race -- the earliest racy
@@ -74,7 +74,7 @@ fn config(seed: u64) -> Config {
     if seed % 4 == 2 {
         // Volatile-heavy, race-poor: short traces on one data variable where
         // volatile accesses inside and between critical sections decide
-        // whether CP and WCP may reorder them (issue 11's shape).
+        // whether CP and WCP may reorder them (the shape of data/volatile/issue11.std).
         return Config {
             events: 10 + seed % 15,
             threads: 2 + (seed / 4 % 2) as u32,
@@ -566,7 +566,7 @@ fn soundness_on_generated_traces() {
     assert!(t.hb_beyond > 300 && t.order_races > 500, "{t:?}");
 }
 
-/// The volatile-heavy traces alone (issue 11's shape), many of them: small,
+/// The volatile-heavy traces alone (the shape of data/volatile/issue11.std), many of them: small,
 /// so cheap to explore.
 #[test]
 fn soundness_on_volatile_heavy_traces() {

@@ -61,7 +61,7 @@ fn check_laws(t: &Trace, s: &Sweep, windows: &[Option<u64>], what: &str) {
             "{what} K={w}: location pairs"
         );
         // ... containing every racy event of exact HBv (and of exact HB when
-        // HBv adds no edge to HB, README "Semantic decisions"): a window
+        // HBv adds no edge to HB, docs/src/semantic-decisions.md "Semantic decisions"): a window
         // bounds CP's reasoning, never the report.
         let hb = hb_racy(t, None);
         let cp_racy = cp.racy_events();

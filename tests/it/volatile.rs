@@ -1,6 +1,6 @@
 //! Issue 11's volatile traces (data/volatile): a volatile read or write
 //! followed, in another thread, by a write of the same variable must keep its
-//! order in CP and WCP (README "Semantic decisions"), or they report races no
+//! order in CP and WCP (docs/src/semantic-decisions.md "Semantic decisions"), or they report races no
 //! correct reordering has. Every engine, at every window, and the brute-force
 //! oracles agree with the hand-derived sidecars; HB keeps the Java memory model.
 
@@ -26,7 +26,7 @@ fn traces() -> Vec<(PathBuf, Trace, BTreeMap<String, Vec<u32>>)> {
         .filter(|p| p.extension().is_some_and(|e| e == "std"))
         .collect();
     paths.sort();
-    assert_eq!(paths.len(), 4, "the four traces of issue 11");
+    assert_eq!(paths.len(), 4, "the four traces of data/volatile");
     paths
         .into_iter()
         .map(|p| {

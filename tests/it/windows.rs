@@ -1,4 +1,4 @@
-//! Window values end to end (issue 11 part 3, issue 13 part 1): any K up to
+//! Window values end to end: any K up to
 //! 2^64 - 1 means what the definition says, a K of at least the trace length
 //! is no window in analyze, compare, sweep and query, and `--max-distance`
 //! limits reported pairs for every relation (`--window` its alias off cp).
@@ -219,7 +219,7 @@ fn cp_default_window_never_hides_an_hb_race_without_volatiles() {
     let dir = tempfile::tempdir().unwrap();
     // Long traces: most racy pairs lie more than the default K = 1000 apart.
     // Without volatiles HBv = HB (with them CP may rightly order what HB
-    // does not; README "Semantic decisions").
+    // does not; docs/src/semantic-decisions.md "Semantic decisions").
     for seed in [7, 8] {
         let f = generated_with(dir.path(), 20_000, seed, &["--volatiles", "0"]);
         let racy = |relation: &str| -> Vec<u64> {

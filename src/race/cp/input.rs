@@ -5,7 +5,7 @@
 //! edge (fork, join, or two atomic accesses of one variable by different
 //! threads, at least one a write: vw -> vr, vr -> vw, vw -> vw and the same
 //! with relaxed ar/aw, in trace order). CP composes with HBv, HB plus those
-//! atomic edges (README, "Semantic decisions"), so every "HB" below is
+//! atomic edges (docs/src/semantic-decisions.md, "Semantic decisions"), so every "HB" below is
 //! HBv and the sync clocks are HBv clocks. CP is then exactly
 //! `{(x, y) : some base (r, a) with x <=HBv r and a <=HBv y}` plus, under a
 //! window K, the conservative pairs `x <=HBv y` with `y - x >= K`. Consequences

@@ -36,7 +36,7 @@ pub enum VolatileOrder {
     /// access -> every later volatile write of the same variable (read ->
     /// write and write -> write). Together: every pair of volatile accesses
     /// of a variable, at least one a write, in trace order. Relaxed atomic
-    /// accesses (`ar`, `aw`) have no edge in either order (README, "Semantic
+    /// accesses (`ar`, `aw`) have no edge in either order (docs/src/semantic-decisions.md, "Semantic
     /// decisions").
     Conflicting,
 }

@@ -3,7 +3,7 @@
 //!
 //! CP(x, y) holds exactly when some base edge (r, a) has `x <=HB r` and
 //! `a <=HB y`, or, under a window K, when `x <=HB y` and `y - x >= K` (see
-//! `crate::race::cp::input`). CP composes with HBv (HB plus the volatile edges; README,
+//! `crate::race::cp::input`). CP composes with HBv (HB plus the volatile edges; docs/src/semantic-decisions.md,
 //! "Semantic decisions"), so "HB" in this module, its paths and its `hb_ordered`
 //! answers, is HBv: the engine's sync clocks are HBv clocks. A chain is therefore an HB path into a base edge, the
 //! edge, and an HB path out of it. A rule (b) edge rests on CP(acq1, end2),

@@ -43,7 +43,7 @@ impl<'a> HbQuery<'a> {
     /// Schedulable HB (Mathur, Kini & Viswanathan, OOPSLA 2018): HB plus,
     /// for every data read, an edge from the write it reads from when another
     /// thread made it. Its clocks are HB's with those edges as hard edges
-    /// (volatiles keep the Java memory model, as in HB: README, "Semantic
+    /// (volatiles keep the Java memory model, as in HB: docs/src/semantic-decisions.md, "Semantic
     /// decisions"), so every test and path carries over; paths may take a
     /// `reads-from` step.
     pub(crate) fn shb(trace: &'a Trace, window: Option<u64>) -> HbQuery<'a> {

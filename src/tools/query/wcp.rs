@@ -23,7 +23,7 @@
 //!   vr -> vw, vw -> vw; per access, the latest conflicting access of each
 //!   other thread), all listed, as for CP.
 //!
-//! WCP composes with HBv (HB plus the volatile edges; README, "Semantic
+//! WCP composes with HBv (HB plus the volatile edges; docs/src/semantic-decisions.md, "Semantic
 //! decisions"), so every `<=HB` here, and every HB path in a chain, is HBv.
 //!
 //! A rule (a) or (b) edge is also left out when its source is already

@@ -1,4 +1,4 @@
-//! What the laws of README "Semantic decisions" need beyond the engines:
+//! What the laws of docs/src/semantic-decisions.md "Semantic decisions" need beyond the engines:
 //! HBv races (HB plus the volatile edges CP and WCP keep), and the condition
 //! under which HB races ⊆ CP races holds.
 
