@@ -95,33 +95,12 @@ pub(crate) fn output_builder() -> tempfile::Builder<'static, 'static> {
 
 /// Stream `write` to standard output; a closed pipe ends it quietly.
 pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-    grow_pipe(1);
+    crate::pipe::grow_pipe(1);
     let mut w = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     match write(&mut w).and_then(|_| w.flush()) {
         Err(e) if crate::error::io_broken_pipe(&e) => Ok(()),
         r => r.map_err(Error::io("cannot write to standard output")),
     }
-}
-
-/// Asks the kernel for a 1 MiB buffer on the pipe at file descriptor `fd`
-/// (standard input or output), when it is one: with the default 64 KiB, a
-/// generator and an analyzer streaming hundreds of MB/s through it wake each
-/// other every few thousand events. Best effort: nothing happens elsewhere.
-pub(crate) fn grow_pipe(fd: i32) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: `libc::stat` is plain data, valid when all zero; `fstat` writes
-    // into it through a pointer to that live local; `fcntl` takes only
-    // integers. An invalid or non-pipe descriptor makes either return an
-    // error, which is ignored: nothing is read from `st` unless `fstat`
-    // succeeded.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO {
-            libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = fd;
 }
 
 #[cfg(test)]

@@ -7,3 +7,4 @@ pub(crate) mod clock;
 pub mod detector;
 pub mod history;
 pub mod reference;
+pub mod sync;

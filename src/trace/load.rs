@@ -86,7 +86,7 @@ pub fn detect(prefix: &[u8]) -> Option<Format> {
 fn open(path: &Path, name: &str) -> Result<Box<dyn Read + Send>, LoadError> {
     if path.as_os_str() == "-" {
         // Not locked: a decoder thread may read it.
-        crate::output::grow_pipe(0);
+        crate::pipe::grow_pipe(0);
         return Ok(Box::new(std::io::stdin()));
     }
     let f =

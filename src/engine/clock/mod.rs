@@ -13,7 +13,7 @@
 //!   before the next event instead). Joins happen before the event that
 //!   receives the edge. So the events of one epoch (one own-entry value) are
 //!   interchangeable for every ordering question.
-//! - Exception, CP (`crate::race::cp::sync`): its fixpoint relates single events,
+//! - Exception, CP (`crate::engine::sync`): its fixpoint relates single events,
 //!   so its clocks tick at *every* event: an entry is the 1-based position of
 //!   the latest known event within its thread, and the epoch test reads
 //!   `C.get(u) >= position`.

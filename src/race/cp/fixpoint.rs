@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use datafrog::{Iteration, Relation};
 
 use super::input::{CpInput, Rule};
-use super::sync::NONE;
+use crate::engine::sync::NONE;
 
 /// Proposes, for a base edge `(a, r)`, the sections CS2 whose rule (b) edge
 /// it can newly justify. Per lock l (sections in trace order, so their ends are

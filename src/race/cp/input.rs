@@ -22,7 +22,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::sync::{Carried, NONE, SyncPoints, VolatileOrder};
+use crate::engine::sync::{Carried, NONE, SyncPoints, VolatileOrder};
 use crate::facts::Facts;
 use crate::trace::{EventId, Op, Trace};
 

@@ -10,7 +10,6 @@ pub(crate) mod input;
 pub(crate) mod races;
 pub mod reference;
 pub mod stream;
-pub mod sync;
 
 use std::time::Instant;
 

@@ -15,9 +15,9 @@
 //! only limits which unordered pairs are reported.
 
 use super::input::CpInput;
-use super::sync::{Clocks, VolatileOrder};
 use crate::engine::clock::VectorClock;
 use crate::engine::history::AccessHistory;
+use crate::engine::sync::{Clocks, VolatileOrder};
 use crate::report::Race;
 use crate::trace::{Event, EventId, Trace};
 

@@ -54,7 +54,7 @@ use serde_json::json;
 use super::Reporting;
 use super::input::{CpInput, Rule, Stretch};
 use super::races::{Incoming, PassOptions, RaceState};
-use super::sync::{Carried, NONE, Pinned};
+use crate::engine::sync::{Carried, NONE, Pinned};
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::model::{Interner, intern};
@@ -119,7 +119,10 @@ impl CpStream {
             every: every.max(1),
             stretch: Trace::default(),
             carried: Carried {
-                clocks: super::sync::Clocks::empty(true, super::sync::VolatileOrder::Conflicting),
+                clocks: crate::engine::sync::Clocks::empty(
+                    true,
+                    crate::engine::sync::VolatileOrder::Conflicting,
+                ),
                 ..Carried::default()
             },
             summaries: Vec::new(),

@@ -27,8 +27,8 @@ use datafrog::{Iteration, Relation, RelationLeaper, ValueFilter};
 use rustc_hash::FxHashMap;
 
 use crate::engine::history::AccessHistory;
+use crate::engine::sync::{NONE, SyncPoints};
 use crate::facts::Facts;
-use crate::race::cp::sync::{NONE, SyncPoints};
 use crate::relation::{self, Engine};
 use crate::report::Report;
 use crate::trace::{EventId, Op, Trace};

@@ -23,9 +23,9 @@ use super::{
     Answer, CpEdge, Dropped, DumpSink, Justification, Kind, QueryEngine, Step, clock_pairs,
     hb_only_text, show,
 };
+use crate::engine::sync::NONE;
 use crate::facts::{CriticalSection, Facts};
 use crate::race::cp::input::{CpInput, Rule, Section};
-use crate::race::cp::sync::NONE;
 use crate::relation::Relation;
 use crate::trace::{EventId, Op, Trace};
 

@@ -224,7 +224,7 @@ impl DumpSink for JsonDump<'_, '_> {
 /// is how HB and CP pairs come out of their vector clocks.
 pub(crate) fn clock_pairs(
     trace: &Trace,
-    sync: &crate::race::cp::sync::SyncPoints,
+    sync: &crate::engine::sync::SyncPoints,
     clocks: &[crate::engine::clock::VectorClock],
     window: Option<u64>,
     mut emit: impl FnMut(EventId, EventId) -> io::Result<()>,

@@ -6,8 +6,8 @@ use std::io;
 
 use super::hbpath::HbIndex;
 use super::{Answer, DumpSink, QueryEngine, clock_pairs, is_sync_event, show};
+use crate::engine::sync::{SyncPoints, VolatileOrder};
 use crate::facts::Facts;
-use crate::race::cp::sync::{SyncPoints, VolatileOrder};
 use crate::relation::Relation;
 use crate::trace::{EventId, Op, Trace};
 

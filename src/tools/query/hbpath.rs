@@ -10,8 +10,8 @@
 use rustc_hash::FxHashMap;
 
 use super::{Kind, Step};
+use crate::engine::sync::{SyncPoints, VolatileOrder};
 use crate::facts::Facts;
-use crate::race::cp::sync::{SyncPoints, VolatileOrder};
 use crate::trace::{EventId, Op, Trace};
 
 /// HB tests and paths over one trace.

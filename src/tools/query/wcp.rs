@@ -65,8 +65,8 @@ use super::{
     hb_only_text, show,
 };
 use crate::engine::clock::VectorClock;
+use crate::engine::sync::{Clocks, NONE, SyncPoints, VolatileOrder};
 use crate::facts::{CriticalSection, Facts};
-use crate::race::cp::sync::{Clocks, NONE, SyncPoints, VolatileOrder};
 use crate::relation::Relation;
 use crate::trace::{EventId, Op, Trace};
 

@@ -3,7 +3,7 @@
 //! under which HB races ⊆ CP races holds.
 
 use cprace::engine::history::AccessHistory;
-use cprace::race::cp::sync::{Clocks, VolatileOrder};
+use cprace::engine::sync::{Clocks, VolatileOrder};
 use cprace::trace::{EventId, Op, Trace};
 
 /// Racy events under HBv (pairs less than `window` apart): streaming HBv
