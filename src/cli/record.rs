@@ -126,8 +126,9 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
             &Layout::default(),
             out,
         ),
-        Some(Analysis::Deadlocks) => {
-            super::deadlocks::run(super::deadlocks::DeadlocksArgs::witnessed(recorded.trace), out)
-        }
+        Some(Analysis::Deadlocks) => super::deadlocks::run(
+            super::deadlocks::DeadlocksArgs::witnessed(recorded.trace),
+            out,
+        ),
     }
 }
