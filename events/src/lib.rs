@@ -41,7 +41,7 @@
 
 /// The first line of the `modules` file: names this format, so that cprace
 /// refuses event files it cannot read (a program built by another version).
-pub const FORMAT: &str = "cprace-events 3";
+pub const FORMAT: &str = "cprace-events 4";
 
 /// Bit position of a word's tag.
 pub const TAG_SHIFT: u32 = 60;
@@ -80,6 +80,11 @@ pub const MAX_TID: u64 = (1 << 24) - 1;
 /// Largest heap block, range or object size a file may hold (the user half
 /// of the x86-64 address space).
 pub const MAX_SIZE: u64 = 1 << 47;
+/// Most bytes one range event or synchronization-object event covers. The
+/// runtime splits a longer range (a large `memcpy`) into events of at most
+/// this many bytes, so that what a file's events lower to is bounded by the
+/// file's size: a corrupt size word cannot stand for terabytes of accesses.
+pub const MAX_RANGE: u64 = 4096;
 
 /// The slot of `pc` in a thread's pc table (a multiplicative hash: return
 /// addresses a few bytes apart spread over the table).
@@ -525,6 +530,8 @@ pub enum DecodeError {
     Node(u64),
     /// A size (block, range, object) beyond the address space.
     Size(u64),
+    /// A range or object event longer than [`MAX_RANGE`] bytes.
+    Range(u64),
     /// A thread id beyond [`MAX_TID`].
     Thread(u64),
 }
@@ -547,6 +554,10 @@ impl core::fmt::Display for DecodeError {
             }
             DecodeError::Node(n) => write!(f, "stack node {n} is used before it is defined"),
             DecodeError::Size(s) => write!(f, "a size of {s} bytes is beyond the address space"),
+            DecodeError::Range(s) => write!(
+                f,
+                "a range of {s} bytes is longer than the runtime writes ({MAX_RANGE})"
+            ),
             DecodeError::Thread(t) => write!(f, "thread id {t} is beyond {MAX_TID}"),
         }
     }
@@ -729,9 +740,18 @@ fn check(l: &Long) -> Result<(), DecodeError> {
         kind: l.kind as u8,
         flags: l.flags,
     };
+    // A block or range lies in the 48-bit address space.
     let size = |s: u64| {
-        if s > MAX_SIZE {
+        if s > MAX_SIZE || l.addr.saturating_add(s) > 1 << 48 {
             Err(DecodeError::Size(s))
+        } else {
+            Ok(())
+        }
+    };
+    let range = |s: u64| {
+        size(s)?;
+        if s > MAX_RANGE {
+            Err(DecodeError::Range(s))
         } else {
             Ok(())
         }
@@ -755,12 +775,12 @@ fn check(l: &Long) -> Result<(), DecodeError> {
             if l.flags & !RANGE_WRITE != 0 {
                 return Err(bad());
             }
-            size(l.extra[0])?;
+            range(l.extra[0])?;
         }
         Kind::Benign => size(l.extra[0])?,
         Kind::Object => {
             Object::from_flags(l.flags).ok_or_else(bad)?;
-            size(l.extra[0])?;
+            range(l.extra[0])?;
         }
         Kind::SyncRead | Kind::SyncWrite if l.arg > SYNC_KEY => return Err(bad()),
         _ => {}
@@ -929,6 +949,29 @@ mod tests {
         assert_eq!(d.next(&[node_word(4), 0]), Err((0, DecodeError::Node(4))));
         let mut l = encode_long(Kind::Free, 0, false, 0, 0, 0, 0, &[1 << 50]);
         assert_eq!(d.next(&l[..5]), Err((0, DecodeError::Size(1 << 50))));
+        l = encode_long(Kind::Free, 0, false, 0xffff_0000_0000, 0, 0, 0, &[1 << 40]);
+        assert_eq!(d.next(&l[..5]), Err((0, DecodeError::Size(1 << 40))));
+        // A range or object event is never longer than the runtime splits
+        // ranges (a corrupt size once stood for a trace of 2^44 accesses).
+        l = encode_long(Kind::Range, 0, false, 0x1000, 0, 0, 0, &[MAX_RANGE]);
+        assert!(matches!(d.next(&l[..5]), Ok(Step::Record { .. })));
+        l = encode_long(Kind::Range, 0, false, 0x1000, 0, 0, 0, &[MAX_RANGE + 1]);
+        assert_eq!(d.next(&l[..5]), Err((0, DecodeError::Range(MAX_RANGE + 1))));
+        let obj = Object {
+            ty: ObjectType::Mutex,
+            op: ObjectOp::Init,
+        };
+        l = encode_long(
+            Kind::Object,
+            obj.flags(),
+            false,
+            0x1000,
+            0,
+            0,
+            0,
+            &[1 << 30],
+        );
+        assert_eq!(d.next(&l[..5]), Err((0, DecodeError::Range(1 << 30))));
         l = encode_long(Kind::Join, 0, false, 1 << 30, 0, 0, 0, &[]);
         assert_eq!(d.next(&l[..4]), Err((0, DecodeError::Thread(1 << 30))));
         l = encode_long(Kind::Release, 0, true, 1, 0, 0, 0, &[]);

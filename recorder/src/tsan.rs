@@ -11,7 +11,7 @@ use std::sync::atomic::{
     Ordering::Relaxed, Ordering::Release, Ordering::SeqCst,
 };
 
-use cprace_events::{Atomic, AtomicOp, Kind, Order, RANGE_WRITE, SYNC_KEY};
+use cprace_events::{Atomic, AtomicOp, Kind, MAX_RANGE, Order, RANGE_WRITE, SYNC_KEY};
 
 use crate::buffer::{recording, thread};
 
@@ -79,7 +79,15 @@ pub fn range(write: bool, addr: u64, size: u64, pc: u64) {
         t.access(write, size.trailing_zeros(), addr, pc);
     } else if (write && t.ignore_writes == 0) || (!write && t.ignore_reads == 0) {
         let flags = if write { RANGE_WRITE } else { 0 };
-        t.long(Kind::Range, flags, addr, pc, 0, &[size]);
+        // In pieces of at most MAX_RANGE bytes: cprace refuses a longer
+        // range event as corrupt (its size alone would decide how many
+        // accesses the trace gets).
+        let (mut addr, end) = (addr, addr.saturating_add(size));
+        while addr < end {
+            let n = (end - addr).min(MAX_RANGE);
+            t.long(Kind::Range, flags, addr, pc, 0, &[n]);
+            addr += n;
+        }
     }
 }
 

@@ -30,7 +30,8 @@
 use std::collections::BTreeMap;
 
 use cprace_events::{
-    Atomic, AtomicOp, Kind, LOCK_OWNER_DEAD, LOCK_RW, LOCK_SHARED, Object, ObjectOp, SYNC_MEMORY,
+    Atomic, AtomicOp, Kind, LOCK_OWNER_DEAD, LOCK_RW, LOCK_SHARED, MAX_RANGE, Object, ObjectOp,
+    SYNC_MEMORY,
 };
 use rustc_hash::FxHashMap;
 
@@ -334,6 +335,20 @@ impl Lowerer {
         self.cells.clear(start >> 3, end >> 3);
     }
 
+    /// Bytes from `addr` that the free of a block of usable size `size`
+    /// writes: cut to the allocation the recording saw at `addr` (the bytes
+    /// the program asked for, in whole cells), or to [`MAX_RANGE`] bytes
+    /// when it saw none (a block allocated before the recording began).
+    /// A free's size word alone never decides how many accesses the trace
+    /// gets: a corrupt one cannot stand for terabytes of writes.
+    fn freed_extent(&self, addr: u64, size: u64) -> u64 {
+        let known = match self.gens.get(&(addr & !7)) {
+            Some(&(end, _)) => end.saturating_sub(addr),
+            None => MAX_RANGE,
+        };
+        size.min(known)
+    }
+
     /// Lowers `e`, handing each trace event to `out`.
     pub fn event(&mut self, e: &Event, out: &mut impl FnMut(Lowered)) {
         let ts = self.thread(e.tid);
@@ -443,7 +458,8 @@ impl Lowerer {
                     // free (before or after it) conflicts with it. The
                     // cells stay what they were until an allocation
                     // hands the memory out again.
-                    self.memory(e.tid, LOp::Write, l.addr, l.extra[0], emit);
+                    let size = self.freed_extent(l.addr, l.extra[0]);
+                    self.memory(e.tid, LOp::Write, l.addr, size, emit);
                 }
                 Kind::Range => {
                     let op = if l.flags & cprace_events::RANGE_WRITE != 0 {

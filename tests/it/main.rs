@@ -72,6 +72,8 @@ mod rapidbin;
 // `cprace cc` and `cprace record` on real C programs.
 mod record;
 mod record_deadlocks;
+// Corrupted event files: a clear error or a loadable trace, memory bounded.
+mod record_mutation;
 // `analyze` with the reference engines: wiring, window, size limit.
 mod reference_cli;
 // The reference engines on the CP paper's figures.
