@@ -215,23 +215,12 @@ fn attach_stacks(
     layout: &Layout,
 ) -> Result<(), cprace::Error> {
     let shown = layout.max_reports.unwrap_or(u64::MAX);
-    if report.race_count() == 0 || req.trace.as_os_str() == "-" {
+    if report.race_count() == 0 {
         return Ok(());
     }
-    let looks_recorded = match req.input_format {
-        Some(f) => f == cprace::trace::Format::Cprace,
-        None => {
-            let mut prefix = [0u8; 16];
-            let n = std::fs::File::open(&req.trace)
-                .and_then(|mut f| std::io::Read::read(&mut f, &mut prefix))
-                .unwrap_or(0);
-            cprace::trace::is_cprace_binary(&prefix[..n])
-        }
+    let Some(rec) = cprace::trace::recorded_stacks(&req.trace, req.input_format)? else {
+        return Ok(());
     };
-    if !looks_recorded {
-        return Ok(());
-    }
-    let rec = cprace::trace::stream_recorded(&req.trace, req.input_format, true, |_, _| {})?.3;
     let depth = cprace::record::DEFAULT_STACK_DEPTH as usize;
     let cap = usize::try_from(shown).unwrap_or(usize::MAX);
     // The races the text shows: the first of each group, or with --all the
@@ -253,11 +242,9 @@ fn attach_stacks(
     };
     for (first, second) in shown {
         for e in [first, second] {
-            if let Some(&s) = rec.event_stacks.get(e as usize) {
-                let frames = rec.stack_text(s, depth);
-                if !frames.is_empty() {
-                    report.stacks.insert(e, frames);
-                }
+            let frames = rec.frames_of(e, depth);
+            if !frames.is_empty() {
+                report.stacks.insert(e, frames);
             }
         }
     }

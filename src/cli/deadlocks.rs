@@ -126,8 +126,8 @@ pub(crate) fn run(args: DeadlocksArgs, out: &mut dyn Write) -> Outcome {
 
 /// Call stacks, for a recorded program's trace that carries them (cprace's
 /// binary format): each deadlock gets the frames of the events it names.
-/// Read in a second pass when the analysis streamed (standard input has
-/// none to give).
+/// Read in a second pass when the analysis streamed, and then only from a
+/// binary trace ([`cprace::trace::recorded_stacks`]).
 fn attach_stacks(
     report: &mut cprace::report::Report,
     path: &std::path::Path,
@@ -139,19 +139,17 @@ fn attach_stacks(
     }
     let rec = match rec {
         Some(rec) => rec,
-        None if path.as_os_str() == "-" => return Ok(()),
-        None => cprace::trace::stream_recorded(path, format, true, |_, _| {})?.3,
+        None => match cprace::trace::recorded_stacks(path, format)? {
+            Some(rec) => rec,
+            None => return Ok(()),
+        },
     };
-    if rec.event_stacks.is_empty() {
-        return Ok(());
-    }
+    let depth = cprace::record::DEFAULT_STACK_DEPTH as usize;
     for d in &mut report.deadlocks {
         for e in d.sites() {
-            if let Some(&s) = rec.event_stacks.get(e as usize) {
-                let frames = rec.stack_text(s, cprace::record::DEFAULT_STACK_DEPTH as usize);
-                if !frames.is_empty() {
-                    d.stacks.insert(e, frames);
-                }
+            let frames = rec.frames_of(e, depth);
+            if !frames.is_empty() {
+                d.stacks.insert(e, frames);
             }
         }
     }

@@ -306,6 +306,33 @@ pub fn load_str(text: &str, format: Option<Format>) -> Result<Trace, LoadError> 
     })
 }
 
+/// The call stacks of a recorded program's trace (cprace's binary format,
+/// read in a pass of its own); None for other formats and for standard
+/// input, which cannot be read again. Only the first bytes of any other
+/// file are read.
+pub fn recorded_stacks(
+    path: &Path,
+    format: Option<Format>,
+) -> Result<Option<Recording>, LoadError> {
+    if path.as_os_str() == "-" {
+        return Ok(None);
+    }
+    let recorded = match format {
+        Some(f) => f == Format::Cprace,
+        None => {
+            let mut prefix = [0u8; 16];
+            let n = File::open(path)
+                .and_then(|mut f| f.read(&mut prefix))
+                .unwrap_or(0);
+            cprace_bin::looks_like(&prefix[..n])
+        }
+    };
+    if !recorded {
+        return Ok(None);
+    }
+    Ok(Some(stream_recorded(path, format, true, |_, _| {})?.3))
+}
+
 /// [`stream`], also returning what a recorded program's trace carries
 /// beside its events (empty for other formats); with `keep_stacks`, the
 /// stack of every event too.

@@ -19,8 +19,7 @@ pub mod std_format;
 mod testing;
 pub(crate) mod validate;
 
-pub use cprace_bin::looks_like as is_cprace_binary;
 pub use error::LoadError;
-pub use load::{Format, load, load_recorded, load_str, stream, stream_recorded};
+pub use load::{Format, load, load_recorded, load_str, recorded_stacks, stream, stream_recorded};
 pub use model::{Event, EventId, LoadStats, Names, Op, ThreadId, Trace};
 pub use recorded::Recording;

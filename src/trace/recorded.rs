@@ -168,6 +168,14 @@ impl Recording {
         out
     }
 
+    /// The call stack of event `e` as [`Recording::stack_text`] prints it
+    /// (empty when the trace kept none for it).
+    pub fn frames_of(&self, e: EventId, depth: usize) -> Vec<String> {
+        self.event_stacks
+            .get(e as usize)
+            .map_or_else(Vec::new, |&s| self.stack_text(s, depth))
+    }
+
     /// Stack `id` as ThreadSanitizer prints one, innermost first: a line
     /// `#k function file:line (module+0xoffset)` per frame, and per function
     /// inlined into it; at most `depth` frames. The recording runtime's own

@@ -44,9 +44,8 @@ fn deadlock_lines(file: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Build `file` with `cc`, record it (extra `record` options first), and
-/// return the trace's path and record's stderr.
-fn record(file: &str, cc: &str, extra: &[&str], dir: &Path) -> (PathBuf, String) {
+/// Build `file` with `cc` (`cprace cc`, -O1 -g) into `DIR/FILE-CC`.
+fn build(file: &str, cc: &str, dir: &Path) -> PathBuf {
     let exe = dir.join(format!("{file}-{cc}"));
     let src = programs().join(file);
     let b = cprace(
@@ -63,7 +62,14 @@ fn record(file: &str, cc: &str, extra: &[&str], dir: &Path) -> (PathBuf, String)
         dir,
     );
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-    let trace = dir.join(format!("{file}-{cc}.std"));
+    exe
+}
+
+/// Build `file` with `cc`, record it into `DIR/FILE-CC.EXT` (extra `record`
+/// options first), and return the trace's path and record's stderr.
+fn record(file: &str, cc: &str, ext: &str, extra: &[&str], dir: &Path) -> (PathBuf, String) {
+    let exe = build(file, cc, dir);
+    let trace = dir.join(format!("{file}-{cc}.{ext}"));
     let mut args = vec!["record", "-o", trace.to_str().unwrap()];
     args.extend_from_slice(extra);
     args.extend(["--", exe.to_str().unwrap()]);
@@ -106,7 +112,7 @@ fn a_rare_inversion_is_predicted_at_its_lines_with_a_witness_verify_accepts() {
     let dir = tempfile::tempdir().unwrap();
     for cc in compilers() {
         let file = "deadlock_inversion.c";
-        let (trace, err) = record(file, cc, &[], dir.path());
+        let (trace, err) = record(file, cc, "std", &[], dir.path());
         assert!(err.contains("exited with status 0"), "{cc}: {err}");
         let (code, v) = deadlocks(&trace, dir.path());
         assert_eq!(code, 1, "{cc}: {v}");
@@ -136,7 +142,7 @@ fn a_hung_program_stopped_by_timeout_gives_the_deadlock_that_happened() {
     let dir = tempfile::tempdir().unwrap();
     for cc in compilers() {
         let file = "deadlock_always.c";
-        let (trace, err) = record(file, cc, &["--timeout", "2"], dir.path());
+        let (trace, err) = record(file, cc, "std", &["--timeout", "2"], dir.path());
         assert!(err.contains("stopped by --timeout"), "{cc}: {err}");
         let text = std::fs::read_to_string(&trace).unwrap();
         assert_eq!(
@@ -178,7 +184,7 @@ fn a_gate_lock_and_an_ordered_table_report_nothing() {
     let dir = tempfile::tempdir().unwrap();
     for cc in compilers() {
         for file in ["deadlock_gate_lock.c", "deadlock_philosophers3_ordered.c"] {
-            let (trace, _) = record(file, cc, &[], dir.path());
+            let (trace, _) = record(file, cc, "std", &[], dir.path());
             let (code, v) = deadlocks(&trace, dir.path());
             assert_eq!(code, 0, "{file} ({cc}): {v}");
         }
@@ -190,7 +196,7 @@ fn three_philosophers_are_predicted() {
     let dir = tempfile::tempdir().unwrap();
     for cc in compilers() {
         let file = "deadlock_philosophers3.c";
-        let (trace, _) = record(file, cc, &[], dir.path());
+        let (trace, _) = record(file, cc, "std", &[], dir.path());
         let (code, v) = deadlocks(&trace, dir.path());
         assert_eq!(code, 1, "{cc}: {v}");
         let found = v["deadlocks"].as_array().unwrap();
@@ -206,36 +212,9 @@ fn three_philosophers_are_predicted() {
 #[test]
 fn a_binary_recording_gives_each_site_its_call_stack() {
     let dir = tempfile::tempdir().unwrap();
-    let cc = "gcc";
     let file = "deadlock_inversion.c";
-    let exe = dir.path().join("inv");
-    let src = programs().join(file);
-    let b = cprace(
-        &[
-            "cc",
-            cc,
-            "-O1",
-            "-g",
-            "-pthread",
-            src.to_str().unwrap(),
-            "-o",
-            exe.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-    let trace = dir.path().join("inv.cpt");
-    let r = cprace(
-        &[
-            "record",
-            "-o",
-            trace.to_str().unwrap(),
-            "--",
-            exe.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (trace, err) = record(file, "gcc", "cpt", &[], dir.path());
+    assert!(err.contains("exited with status 0"), "{err}");
     // Streamed (stacks read in a second pass) and loaded (--witness).
     for extra in [&[][..], &["--witness"][..]] {
         let mut args = vec!["deadlocks", trace.to_str().unwrap()];
@@ -273,34 +252,8 @@ fn a_binary_recording_gives_each_site_its_call_stack() {
 #[test]
 fn race_reports_of_a_binary_recording_show_call_stacks() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("heap");
-    let src = programs().join("heap_block_race.c");
-    let b = cprace(
-        &[
-            "cc",
-            "gcc",
-            "-O1",
-            "-g",
-            "-pthread",
-            src.to_str().unwrap(),
-            "-o",
-            exe.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-    let trace = dir.path().join("heap.cpt");
-    let r = cprace(
-        &[
-            "record",
-            "-o",
-            trace.to_str().unwrap(),
-            "--",
-            exe.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (trace, err) = record("heap_block_race.c", "gcc", "cpt", &[], dir.path());
+    assert!(err.contains("exited with status 0"), "{err}");
     for extra in [&[][..], &["--all"][..]] {
         let mut args = vec!["analyze", trace.to_str().unwrap(), "--relation", "hb"];
         args.extend_from_slice(extra);
