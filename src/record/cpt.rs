@@ -43,7 +43,13 @@ pub struct CptWriter<W: Write> {
     pub events: u64,
     /// Globals recorded (by address).
     globals: FxHashSet<u64>,
+    /// Recent events' (pc, recorder stack) and their (location, stack),
+    /// direct-mapped: a loop's accesses repeat a few of them.
+    places: Box<[Option<((u64, u32), (u32, u32))>; PLACES]>,
 }
+
+/// Entries of [`CptWriter::places`] (a power of two).
+const PLACES: usize = 1 << 10;
 
 impl<W: Write> CptWriter<W> {
     /// A writer to `out`, naming addresses with `sym`.
@@ -64,6 +70,7 @@ impl<W: Write> CptWriter<W> {
             of_node: vec![0],
             events: 0,
             globals: FxHashSet::default(),
+            places: Box::new([None; PLACES]),
         })
     }
 
@@ -121,6 +128,13 @@ impl<W: Write> CptWriter<W> {
     fn declare_vars(&mut self, low: &Lowerer, upto: u32) -> std::io::Result<()> {
         while self.vars <= upto {
             let (name, info) = match low.vars[self.vars as usize] {
+                Var::Cell { addr, generation } if !self.sym.in_object(addr) => {
+                    // Heap or stack: named by its address, consecutive
+                    // cells in one record.
+                    self.w.cell(self.vars, addr, generation)?;
+                    self.vars += 1;
+                    continue;
+                }
                 Var::Cell { addr, generation } => {
                     let mut name = String::new();
                     let symbolic = self.sym.global_into(addr, &mut name);
@@ -282,10 +296,19 @@ impl<W: Write> CptWriter<W> {
         match l.op {
             LOp::Acquire | LOp::Release | LOp::Request => self.declare_locks(low, l.target)?,
             LOp::Fork | LOp::Join => self.declare_threads(low, l.target)?,
-            _ => self.declare_vars(low, l.target)?,
+            _ => self.declare_vars(low, l.target + (l.run - 1))?,
         }
-        let loc = self.loc(l.pc)?;
-        let stack = self.stack(stacks, l.stack, l.pc)?;
+        let key = (l.pc, l.stack);
+        let slot = (l.pc ^ l.pc >> 12 ^ u64::from(l.stack).wrapping_mul(0x9e37_79b9)) as usize
+            & (PLACES - 1);
+        let (loc, stack) = match self.places[slot] {
+            Some((k, place)) if k == key => place,
+            _ => {
+                let place = (self.loc(l.pc)?, self.stack(stacks, l.stack, l.pc)?);
+                self.places[slot] = Some((key, place));
+                place
+            }
+        };
         let ev = Event {
             thread: l.thread,
             target: l.target,
@@ -297,8 +320,8 @@ impl<W: Write> CptWriter<W> {
                 0
             },
         };
-        self.events += 1;
-        self.w.event(&ev, stack)
+        self.events += u64::from(l.run);
+        self.w.run(&ev, stack, l.run, l.last_mask)
     }
 
     fn block(&mut self, b: &super::lower::Block, stacks: &Stacks) -> std::io::Result<BlockInfo> {

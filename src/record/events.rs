@@ -349,11 +349,11 @@ fn bytemuck_words(w: &mut [u64]) -> &mut [u8] {
 }
 
 /// Bytes read from each thread's file at a time (less when there are many).
-const BLOCK: usize = 1 << 20;
+const BLOCK: usize = 1 << 18;
 /// Most bytes of read buffers in all.
 const BUFFERS: usize = 256 << 20;
 /// Events handed from the merge to the callback at a time.
-const BATCH: usize = 1 << 15;
+const BATCH: usize = 1 << 13;
 /// Batches the merge may run ahead of the callback.
 const QUEUE: usize = 4;
 

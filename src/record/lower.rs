@@ -92,10 +92,61 @@ pub struct Lowered {
     /// Bytes of the variable's cell touched (bit i: byte i); 0xff for
     /// variables that are not memory cells.
     pub mask: u8,
+    /// How many variables, from `target` on, the event stands for: a
+    /// range access on consecutive variables is one lowered event, its
+    /// first variable touched as `mask` says, its last as `last_mask`, the
+    /// ones between whole. 1 for every other event.
+    pub run: u32,
+    /// Bytes of the last variable's cell touched (`mask` when `run` is 1).
+    pub last_mask: u8,
     /// The instrumented code's pc (0: none).
     pub pc: u64,
     /// The call stack (a [`super::events::Stacks`] id).
     pub stack: u32,
+}
+
+impl Lowered {
+    /// The events this one stands for, one per variable.
+    pub fn singles(&self) -> impl Iterator<Item = Lowered> + '_ {
+        (0..self.run).map(move |i| {
+            let mask = if i == 0 {
+                self.mask
+            } else if i + 1 == self.run {
+                self.last_mask
+            } else {
+                0xff
+            };
+            Lowered {
+                target: self.target.wrapping_add(i),
+                mask,
+                run: 1,
+                last_mask: mask,
+                ..*self
+            }
+        })
+    }
+}
+
+/// Consecutive variables `target..target + n` touched by one access (see
+/// [`Lowered::run`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    target: u32,
+    mask: u8,
+    n: u32,
+    last_mask: u8,
+}
+
+impl Span {
+    /// One variable, `mask` its bytes touched.
+    fn one(target: u32, mask: u8) -> Span {
+        Span {
+            target,
+            mask,
+            n: 1,
+            last_mask: mask,
+        }
+    }
 }
 
 /// What a variable is.
@@ -361,27 +412,30 @@ impl Lowerer {
         let at = self.emitted.min(u64::from(u32::MAX)) as u32;
         let mut count = 0u64;
         let mut counts = LoweredCounts::default();
-        let mut put = |thread: u32, op: LOp, target: u32, mask: u8| {
+        let mut put = |thread: u32, op: LOp, span: Span| {
+            let n = u64::from(span.n);
             if op != LOp::Request {
-                count += 1;
+                count += n;
             }
             match op {
-                LOp::Read | LOp::Write => counts.accesses += 1,
-                LOp::Acquire | LOp::Release => counts.locks += 1,
-                LOp::Fork | LOp::Join => counts.forks_joins += 1,
+                LOp::Read | LOp::Write => counts.accesses += n,
+                LOp::Acquire | LOp::Release => counts.locks += n,
+                LOp::Fork | LOp::Join => counts.forks_joins += n,
                 LOp::Request => {}
-                _ => counts.atomics += 1,
+                _ => counts.atomics += n,
             }
             out(Lowered {
                 thread,
                 op,
-                target,
-                mask,
+                target: span.target,
+                mask: span.mask,
+                run: span.n,
+                last_mask: span.last_mask,
                 pc: e.pc,
                 stack: e.stack,
             })
         };
-        let emit = &mut |op: LOp, target: u32, mask: u8| put(thread, op, target, mask);
+        let emit = &mut |op: LOp, span: Span| put(thread, op, span);
         match e.what {
             What::Access { write, size } => {
                 let op = if write { LOp::Write } else { LOp::Read };
@@ -389,7 +443,7 @@ impl Lowerer {
             }
             What::Request(l) => {
                 let id = self.lock(l.addr);
-                emit(LOp::Request, id, 0xff);
+                emit(LOp::Request, Span::one(id, 0xff));
             }
             What::Long(l) => match l.kind {
                 Kind::Atomic => {
@@ -415,7 +469,7 @@ impl Lowerer {
                     cs.forked = true;
                     let cid = cs.id;
                     self.created.insert(cid, (thread, e.pc, e.stack));
-                    emit(LOp::Fork, cid, 0xff);
+                    emit(LOp::Fork, Span::one(cid, 0xff));
                 }
                 Kind::Join => {
                     let child = l.addr as u32;
@@ -426,7 +480,7 @@ impl Lowerer {
                     let cs = self.thread(child);
                     cs.joined = true;
                     let cid = cs.id;
-                    emit(LOp::Join, cid, 0xff);
+                    emit(LOp::Join, Span::one(cid, 0xff));
                 }
                 // A thread that ends holding a lock never releases it (a
                 // robust mutex's next owner gets it with EOWNERDEAD, which
@@ -479,7 +533,7 @@ impl Lowerer {
                         self.memory(e.tid, op, l.addr, 1, emit);
                     } else {
                         let v = self.other(Var::Key(l.addr));
-                        emit(op, v, 0xff);
+                        emit(op, Span::one(v, 0xff));
                     }
                 }
                 Kind::Object => {
@@ -521,24 +575,31 @@ impl Lowerer {
     }
 
     /// Events on the memory `addr..addr + size`, one per cell.
-    fn memory(
-        &mut self,
-        tid: u32,
-        op: LOp,
-        addr: u64,
-        size: u64,
-        emit: &mut dyn FnMut(LOp, u32, u8),
-    ) {
+    fn memory(&mut self, tid: u32, op: LOp, addr: u64, size: u64, emit: &mut dyn FnMut(LOp, Span)) {
+        // Cells whose variables are consecutive go out as one span (a
+        // range's cells usually are: declared together, in order).
+        let mut span: Option<Span> = None;
         for (cell, mask) in cells(addr, size) {
             let v = self.cell(cell, tid);
-            emit(op, v, mask);
+            if let Some(s) = &mut span {
+                if s.last_mask == 0xff && v == s.target.wrapping_add(s.n) {
+                    s.n += 1;
+                    s.last_mask = mask;
+                    continue;
+                }
+                emit(op, *s);
+            }
+            span = Some(Span::one(v, mask));
+        }
+        if let Some(s) = span {
+            emit(op, s);
         }
     }
 
-    fn atomic(&mut self, e: &Event, a: Atomic, emit: &mut dyn FnMut(LOp, u32, u8)) {
+    fn atomic(&mut self, e: &Event, a: Atomic, emit: &mut dyn FnMut(LOp, Span)) {
         let size = 1u64 << a.log2size;
         let tid = e.tid;
-        let load = |s: &mut Self, emit: &mut dyn FnMut(LOp, u32, u8)| {
+        let load = |s: &mut Self, emit: &mut dyn FnMut(LOp, Span)| {
             let op = if a.order.acquires() {
                 LOp::VolatileRead
             } else {
@@ -552,10 +613,10 @@ impl Lowerer {
                         ts.relaxed_loads.push((v, mask));
                     }
                 }
-                emit(op, v, mask);
+                emit(op, Span::one(v, mask));
             }
         };
-        let store = |s: &mut Self, emit: &mut dyn FnMut(LOp, u32, u8)| {
+        let store = |s: &mut Self, emit: &mut dyn FnMut(LOp, Span)| {
             let op = if a.order.releases() || s.thread(tid).released {
                 LOp::VolatileWrite
             } else {
@@ -563,7 +624,7 @@ impl Lowerer {
             };
             for (cell, mask) in cells(e.addr, size) {
                 let v = s.cell(cell, tid);
-                emit(op, v, mask);
+                emit(op, Span::one(v, mask));
             }
         };
         match a.op {
@@ -580,21 +641,21 @@ impl Lowerer {
                 if a.order.acquires() {
                     let loads = std::mem::take(&mut self.thread(tid).relaxed_loads);
                     for (v, mask) in loads {
-                        emit(LOp::VolatileRead, v, mask);
+                        emit(LOp::VolatileRead, Span::one(v, mask));
                     }
                 }
             }
         }
     }
 
-    fn acquire(&mut self, tid: u32, addr: u64, flags: u16, emit: &mut dyn FnMut(LOp, u32, u8)) {
+    fn acquire(&mut self, tid: u32, addr: u64, flags: u16, emit: &mut dyn FnMut(LOp, Span)) {
         if flags & LOCK_SHARED != 0 {
             let readers = self.readers.entry(addr).or_default();
             if !readers.contains(&tid) {
                 readers.push(tid);
             }
             let v = self.other(Var::RwWriter(addr));
-            emit(LOp::VolatileRead, v, 0xff);
+            emit(LOp::VolatileRead, Span::one(v, 0xff));
             return;
         }
         match self.holders.get(&addr).copied() {
@@ -623,20 +684,20 @@ impl Lowerer {
             Some((_, d)) => *d += 1,
             None => ts.held.push((addr, 1)),
         }
-        emit(LOp::Acquire, id, 0xff);
+        emit(LOp::Acquire, Span::one(id, 0xff));
         if flags & LOCK_RW != 0 {
             let readers = self.readers.get(&addr).cloned().unwrap_or_default();
             for t in readers {
                 let v = self.other(Var::RwReader(addr, t));
-                emit(LOp::VolatileRead, v, 0xff);
+                emit(LOp::VolatileRead, Span::one(v, 0xff));
             }
         }
     }
 
-    fn release(&mut self, tid: u32, addr: u64, flags: u16, emit: &mut dyn FnMut(LOp, u32, u8)) {
+    fn release(&mut self, tid: u32, addr: u64, flags: u16, emit: &mut dyn FnMut(LOp, Span)) {
         if flags & LOCK_SHARED != 0 {
             let v = self.other(Var::RwReader(addr, tid));
-            emit(LOp::VolatileWrite, v, 0xff);
+            emit(LOp::VolatileWrite, Span::one(v, 0xff));
             return;
         }
         match self.holders.get(&addr).copied() {
@@ -662,9 +723,9 @@ impl Lowerer {
         }
         if flags & LOCK_RW != 0 {
             let v = self.other(Var::RwWriter(addr));
-            emit(LOp::VolatileWrite, v, 0xff);
+            emit(LOp::VolatileWrite, Span::one(v, 0xff));
         }
         let id = self.lock(addr);
-        emit(LOp::Release, id, 0xff);
+        emit(LOp::Release, Span::one(id, 0xff));
     }
 }

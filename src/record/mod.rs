@@ -410,8 +410,10 @@ pub fn write_trace(
     let mut w = write::StdWriter::default();
     let mut each = |out: &mut dyn Write| -> Result<()> {
         lower_all(dir, |low, l, _| {
-            if let Some(e) = n.event(low, l) {
-                w.event(&n, e, &mut *out).with_context(cannot)?;
+            for l in l.singles() {
+                if let Some(e) = n.event(low, &l) {
+                    w.event(&n, e, &mut *out).with_context(cannot)?;
+                }
             }
             Ok(())
         })?;
@@ -466,12 +468,14 @@ fn write_rapidbin(
         write::ThreadWriter::new(file.try_clone().with_context(cannot)?).with_context(cannot)?;
     let mut unfit = None;
     let r = lower_all(dir, |low, l, _| {
-        if let Some(e) = n.event(low, l) {
-            match w.event(n, e, &mut out) {
-                Ok(r) => r.with_context(cannot)?,
-                Err(why) => {
-                    unfit = Some(why);
-                    anyhow::bail!("unfit");
+        for l in l.singles() {
+            if let Some(e) = n.event(low, &l) {
+                match w.event(n, e, &mut out) {
+                    Ok(r) => r.with_context(cannot)?,
+                    Err(why) => {
+                        unfit = Some(why);
+                        anyhow::bail!("unfit");
+                    }
                 }
             }
         }

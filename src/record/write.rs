@@ -531,7 +531,7 @@ mod tests {
         for e in events {
             let mut lowered = Vec::new();
             low.event(e, &mut |l| lowered.push(l));
-            for l in lowered {
+            for l in lowered.iter().flat_map(|l| l.singles()) {
                 if let Some(e) = n.event(&low, &l) {
                     w.event(&n, e, &mut out).unwrap();
                 }

@@ -17,6 +17,13 @@
 //!   empty one); [`FRAME`] and [`STACK`] records build the call stacks
 //!   (stack 0 is empty); [`ALLOC`], [`FREE`], [`THREAD_INFO`],
 //!   [`THREAD_NAME`] and [`BENIGN`] records carry what reports describe.
+//! - Runs keep a recorded program's range accesses (a `memcpy` of 4 KiB is
+//!   512 cell events) small: a [`RUN`] record (count, last byte mask)
+//!   before an access event repeats it on the next variables, one by one
+//!   (the first with the event's mask, the last with the record's, the
+//!   ones between whole); a [`CELLS`] record declares consecutive 8-byte
+//!   cells of no global as variables named by their hex address (`~N`
+//!   after it when the memory was freed or allocated N times before).
 //! - [`END`] and the number of events end the stream: a file cut short is
 //!   an error, never a shorter trace.
 //!
@@ -33,8 +40,9 @@ use super::validate::Builder;
 
 /// The first bytes of the format (a non-text byte first, like PNG's).
 pub const MAGIC: &[u8; 8] = b"\x89CPRT\r\n\x1a";
-/// Format version written after the magic.
-pub const VERSION: u64 = 1;
+/// Format version written after the magic (version 1, without runs and
+/// cells, is read too).
+pub const VERSION: u64 = 2;
 
 /// Record tag: end of the stream.
 pub const END: u8 = 0;
@@ -63,8 +71,27 @@ pub const BENIGN: u8 = 11;
 /// Record tag: a global variable (name, address, size, object, offset).
 pub const GLOBAL: u8 = 12;
 
+/// Record tag: consecutive memory cells declared as variables.
+pub const CELLS: u8 = 13;
+/// Record tag: the next event repeated on consecutive variables.
+pub const RUN: u8 = 14;
+
+/// Most variables one [`CELLS`] record declares, and most events one
+/// [`RUN`] stands for: a few bytes of file never stand for more.
+pub const MAX_RUN: u32 = 1 << 16;
+
 /// Longest string a file may hold.
 const MAX_STRING: u64 = 1 << 20;
+
+/// Appends the name of the cell at `addr` of no global: its address in
+/// hex, then `~N` when the memory was freed or allocated N times before.
+pub fn cell_name(out: &mut String, addr: u64, generation: u32) {
+    use std::fmt::Write as _;
+    let _ = write!(out, "{addr:#x}");
+    if generation != 0 {
+        let _ = write!(out, "~{generation}");
+    }
+}
 
 /// True when `prefix` starts like this format.
 pub fn looks_like(prefix: &[u8]) -> bool {
@@ -112,6 +139,28 @@ pub struct Writer<W: Write> {
     loc: u32,
     stack: u32,
     events: u64,
+    /// Accesses not written yet, that later ones may extend into a run.
+    run: Option<Run>,
+    /// Cells declared but not written yet, that later ones may extend.
+    cells: Option<Cells>,
+}
+
+/// An access event and the ones after it on the next variables.
+#[derive(Clone, Copy)]
+struct Run {
+    first: Event,
+    stack: u32,
+    n: u32,
+    last_mask: u8,
+}
+
+/// Cells `addr`, `addr + 8`, ... declared as variables `first`, ...
+#[derive(Clone, Copy)]
+struct Cells {
+    first: u32,
+    addr: u64,
+    generation: u32,
+    n: u32,
 }
 
 fn put(buf: &mut Vec<u8>, mut v: u64) {
@@ -137,6 +186,8 @@ impl<W: Write> Writer<W> {
             loc: u32::MAX,
             stack: u32::MAX,
             events: 0,
+            run: None,
+            cells: None,
         };
         w.buf.extend_from_slice(MAGIC);
         put(&mut w.buf, VERSION);
@@ -153,6 +204,8 @@ impl<W: Write> Writer<W> {
     }
 
     fn record(&mut self, tag: u8, f: impl FnOnce(&mut Vec<u8>)) -> io::Result<()> {
+        self.flush_cells();
+        self.flush_run();
         self.buf.push(tag);
         f(&mut self.buf);
         self.spill()
@@ -288,9 +341,91 @@ impl<W: Write> Writer<W> {
         })
     }
 
-    /// Appends an event (its names declared before) made at stack `stack`.
-    #[inline]
-    pub fn event(&mut self, ev: &Event, stack: u32) -> io::Result<()> {
+    /// Declares variable `id` as the 8-byte cell at `addr` in its
+    /// `generation`th lifetime, named by its address: the cells of a range
+    /// take one record.
+    pub fn cell(&mut self, id: u32, addr: u64, generation: u32) -> io::Result<()> {
+        if let Some(c) = &mut self.cells
+            && c.n < MAX_RUN
+            && id == c.first.wrapping_add(c.n)
+            && addr == c.addr.wrapping_add(8 * u64::from(c.n))
+            && generation == c.generation
+        {
+            c.n += 1;
+            return Ok(());
+        }
+        self.flush_cells();
+        self.cells = Some(Cells {
+            first: id,
+            addr,
+            generation,
+            n: 1,
+        });
+        self.spill()
+    }
+
+    fn flush_cells(&mut self) {
+        if let Some(c) = self.cells.take() {
+            let b = &mut self.buf;
+            b.push(CELLS);
+            put(b, c.first.into());
+            put(b, c.n.into());
+            put(b, c.addr);
+            put(b, c.generation.into());
+        }
+    }
+
+    fn flush_run(&mut self) {
+        if let Some(r) = self.run.take() {
+            if r.n > 1 {
+                self.buf.push(RUN);
+                put(&mut self.buf, r.n.into());
+                self.buf.push(r.last_mask);
+            }
+            self.put_event(&r.first, r.stack);
+        }
+    }
+
+    /// Appends event `ev` (its names declared before) made at stack `stack`,
+    /// and for an access the same access on the `n - 1` variables after its
+    /// target (`n` 1 for a single event), the last touching the bytes of
+    /// `last_mask`, those between whole. An access on the variable after
+    /// the last one's, by the same thread at the same place, joins it in a
+    /// run.
+    pub fn run(&mut self, ev: &Event, stack: u32, n: u32, last_mask: u8) -> io::Result<()> {
+        self.events += u64::from(n);
+        if let Some(r) = &mut self.run {
+            if r.n.saturating_add(n) <= MAX_RUN
+                && (r.n == 1 || r.last_mask == 0xff)
+                && (n == 1 || ev.bytes() == 0xff)
+                && ev.target == r.first.target.wrapping_add(r.n)
+                && ev.op == r.first.op
+                && ev.thread == r.first.thread
+                && ev.loc == r.first.loc
+                && stack == r.stack
+            {
+                r.n += n;
+                r.last_mask = last_mask;
+                return Ok(());
+            }
+            self.flush_cells();
+            self.flush_run();
+        }
+        if ev.op.is_memory() {
+            self.run = Some(Run {
+                first: *ev,
+                stack,
+                n,
+                last_mask,
+            });
+        } else {
+            self.flush_cells();
+            self.put_event(ev, stack);
+        }
+        self.spill()
+    }
+
+    fn put_event(&mut self, ev: &Event, stack: u32) {
         let mut head = 0x80 | op_code(ev.op) << 3;
         let new_thread = ev.thread != self.thread;
         let new_loc = ev.loc != self.loc;
@@ -314,12 +449,12 @@ impl<W: Write> Writer<W> {
             put(b, stack.into());
             self.stack = stack;
         }
-        self.events += 1;
-        self.spill()
     }
 
     /// Ends the stream; returns the output.
     pub fn finish(mut self) -> io::Result<W> {
+        self.flush_cells();
+        self.flush_run();
         self.buf.push(END);
         put(&mut self.buf, self.events);
         self.out.write_all(&self.buf)?;
@@ -431,7 +566,7 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
         }};
     }
     let version = num!();
-    if version != VERSION {
+    if version != VERSION && version != 1 {
         return Err(err(
             8,
             format!("format version {version}; this cprace reads version {VERSION}"),
@@ -447,9 +582,16 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
     let (mut thread, mut loc, mut stack) = (None::<u32>, 0u32, 0u32);
     rec.stacks.push((0, 0));
     let mut events = 0u64;
+    // A run record's count and last mask, for the event after it.
+    let mut repeat: Option<(u32, u8)> = None;
     loop {
         let at = r.at;
         let tag = next_byte!();
+        if repeat.is_some()
+            && (tag & 0x80 == 0 || !op_of((tag >> 3) & 15).is_some_and(|o| o.is_memory()))
+        {
+            return Err(err(at, "a run record not followed by an access".into()));
+        }
         if tag & 0x80 != 0 {
             let op = op_of((tag >> 3) & 15)
                 .ok_or_else(|| err(at, format!("an event of unknown op {}", (tag >> 3) & 15)))?;
@@ -464,7 +606,8 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
             let Some(t) = thread else {
                 return Err(err(at, "an event before any thread".into()));
             };
-            let target = num32!("target");
+            let file_target = num32!("target");
+            let target = file_target;
             let table = match op.target_kind() {
                 super::model::TargetKind::Variable => &vars,
                 super::model::TargetKind::Lock => &locks,
@@ -495,12 +638,41 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 }
                 stack = s;
             }
-            b.push_ids_masked(t, op, target, loc, mask)
-                .map_err(|p| err(at, p))?;
-            if keep_stacks {
-                rec.event_stacks.push(stack);
+            let Some((n, last)) = repeat.take() else {
+                b.push_ids_masked(t, op, target, loc, mask)
+                    .map_err(|p| err(at, p))?;
+                if keep_stacks {
+                    rec.event_stacks.push(stack);
+                }
+                events += 1;
+                continue;
+            };
+            // The same access on file variables `file_target..+n`, the
+            // first with the event's mask, the last with the run's.
+            let end = file_target as usize + n as usize;
+            if end > vars.len() {
+                return Err(err(at, format!("a run of {n} past the declared variables")));
             }
-            events += 1;
+            for (i, &v) in vars[file_target as usize..end].iter().enumerate() {
+                let m = match i {
+                    0 => mask,
+                    _ if i + 1 == n as usize => {
+                        if last == 0xff {
+                            0
+                        } else {
+                            last
+                        }
+                    }
+                    _ => 0,
+                };
+                b.push_ids_masked(t, op, v, loc, m)
+                    .map_err(|p| err(at, p))?;
+            }
+            if keep_stacks {
+                rec.event_stacks
+                    .extend(std::iter::repeat_n(stack, n as usize));
+            }
+            events += u64::from(n);
             continue;
         }
         match tag {
@@ -513,6 +685,54 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                     ));
                 }
                 return Ok(());
+            }
+            RUN => {
+                let n = num32!("run length");
+                if !(2..=MAX_RUN).contains(&n) {
+                    return Err(err(at, format!("a run of {n} events (2 to {MAX_RUN})")));
+                }
+                let last = next_byte!();
+                if last == 0 {
+                    return Err(err(at, "an access touching no byte".into()));
+                }
+                repeat = Some((n, last));
+            }
+            CELLS => {
+                let first = num!();
+                let n = num32!("cell count");
+                let addr = num!();
+                let generation = num32!("generation");
+                if !(1..=MAX_RUN).contains(&n) {
+                    return Err(err(at, format!("{n} cells in one record (1 to {MAX_RUN})")));
+                }
+                if first != vars.len() as u64 {
+                    return Err(err(
+                        at,
+                        format!(
+                            "declaration of id {first}; expected {} (ids are dense, in order)",
+                            vars.len()
+                        ),
+                    ));
+                }
+                if addr.checked_add(8 * u64::from(n)).is_none() {
+                    return Err(err(at, "cells past the end of the address space".into()));
+                }
+                let mut name = String::new();
+                for i in 0..u64::from(n) {
+                    let a = addr + 8 * i;
+                    name.clear();
+                    cell_name(&mut name, a, generation);
+                    let names = &mut b.names.vars;
+                    if names.contains(&name) {
+                        return Err(err(at, format!("`{name}` is declared twice")));
+                    }
+                    vars.push(names.intern(&name));
+                    rec.vars.push(VarInfo {
+                        kind: VarKind::Cell,
+                        addr: a,
+                        extra: generation,
+                    });
+                }
             }
             THREAD | LOCK | VAR | LOC => {
                 let id = num!();
@@ -688,6 +908,162 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 });
             }
             t => return Err(err(at, format!("a record of unknown tag {t}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::load::stream_reader;
+
+    fn access(op: Op, thread: u32, target: u32, mask: u8, loc: u32) -> Event {
+        Event {
+            thread,
+            op,
+            target,
+            loc,
+            mask,
+        }
+    }
+
+    /// (thread name, op, variable name, mask, location) of every event read.
+    fn read_back(bytes: &[u8]) -> Result<Vec<(String, Op, String, u8, String)>, String> {
+        let mut events = Vec::new();
+        let (names, _, _) = stream_reader("t.cpt", bytes, None, |_, e| events.push(*e))
+            .map_err(|e| e.to_string())?;
+        Ok(events
+            .iter()
+            .map(|e| {
+                let target = match e.op.target_kind() {
+                    super::super::model::TargetKind::Variable => {
+                        names.vars.get_index(e.target as usize).unwrap()
+                    }
+                    super::super::model::TargetKind::Lock => {
+                        names.locks.get_index(e.target as usize).unwrap()
+                    }
+                    super::super::model::TargetKind::Thread => {
+                        names.threads.get_index(e.target as usize).unwrap()
+                    }
+                };
+                (
+                    names
+                        .threads
+                        .get_index(e.thread as usize)
+                        .unwrap()
+                        .to_string(),
+                    e.op,
+                    target.to_string(),
+                    e.bytes(),
+                    names.locs.get_index(e.loc as usize).unwrap().to_string(),
+                )
+            })
+            .collect())
+    }
+
+    /// Cells declared and accessed one by one, or as runs: the same file,
+    /// read back as single events.
+    #[test]
+    fn runs_and_cells_read_back_as_single_events() {
+        let write = |runs: bool| {
+            let mut w = Writer::new(Vec::new()).unwrap();
+            w.thread(0, "T0").unwrap();
+            w.thread(1, "T1").unwrap();
+            w.loc(1, "a.c:1").unwrap();
+            w.lock(0, "m", 0x10).unwrap();
+            // Cells 0..5 at 0x1000, generation 2, then a global.
+            for i in 0..5u32 {
+                w.cell(i, 0x1000 + 8 * u64::from(i), 2).unwrap();
+            }
+            let g = VarInfo {
+                kind: VarKind::Cell,
+                addr: 0x50,
+                extra: 0,
+            };
+            w.var(5, "g", &g).unwrap();
+            w.cell(6, 0x2000, 0).unwrap();
+            let masks = [0xf0u8, 0xff, 0xff, 0xff, 0x01];
+            if runs {
+                w.run(&access(Op::Write, 0, 0, 0xf0, 1), 0, 5, 0x01)
+                    .unwrap();
+            } else {
+                for (i, &m) in masks.iter().enumerate() {
+                    w.run(&access(Op::Write, 0, i as u32, m, 1), 0, 1, m)
+                        .unwrap();
+                }
+            }
+            let acq = access(Op::Acquire, 1, 0, 0, 1);
+            w.run(&acq, 0, 1, 0xff).unwrap();
+            // Single reads of consecutive cells join into a run; a partial
+            // cell in the middle ends it.
+            for (v, m) in [(1, 0xff), (2, 0xff), (3, 0x0f), (4, 0xff), (6, 0xff)] {
+                w.run(&access(Op::Read, 1, v, m, 1), 0, 1, m).unwrap();
+            }
+            w.run(&access(Op::Release, 1, 0, 0, 1), 0, 1, 0xff).unwrap();
+            w.finish().unwrap()
+        };
+        // Single events on consecutive cells are written as the run.
+        let single = write(false);
+        let runs = write(true);
+        assert_eq!(single, runs);
+        let a = read_back(&runs).unwrap();
+        let names: Vec<_> = a.iter().map(|e| (e.2.as_str(), e.3)).collect();
+        assert_eq!(
+            names,
+            [
+                ("0x1000~2", 0xf0),
+                ("0x1008~2", 0xff),
+                ("0x1010~2", 0xff),
+                ("0x1018~2", 0xff),
+                ("0x1020~2", 0x01),
+                ("m", 0xff),
+                ("0x1008~2", 0xff),
+                ("0x1010~2", 0xff),
+                ("0x1018~2", 0x0f),
+                ("0x1020~2", 0xff),
+                ("0x2000", 0xff),
+                ("m", 0xff),
+            ]
+        );
+    }
+
+    /// Runs and cells name only what was declared, and a run precedes an
+    /// access: anything else is an error naming the byte.
+    #[test]
+    fn bad_runs_and_cells_are_errors() {
+        let head = |w: &mut Vec<u8>| {
+            w.extend_from_slice(MAGIC);
+            put(w, VERSION);
+            w.push(THREAD);
+            put(w, 0);
+            put_str(w, "T0");
+        };
+        let cases: [(&str, fn(&mut Vec<u8>)); 5] = [
+            ("past the declared variables", |b| {
+                b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
+                b.extend([RUN, 3, 0xff, 0x80 | 1, 0, 0, 0xff]);
+            }),
+            ("not followed by an access", |b| {
+                b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
+                b.extend([RUN, 2, 0xff, END, 0]);
+            }),
+            ("cells in one record", |b| {
+                b.extend([CELLS, 0, 0, 0x80, 0x20, 0]);
+            }),
+            ("expected 0", |b| {
+                b.extend([CELLS, 1, 1, 0x80, 0x20, 0]);
+            }),
+            ("a run of 1 events", |b| {
+                b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
+                b.extend([RUN, 1, 0xff, 0x80 | 1, 0, 0, 0xff]);
+            }),
+        ];
+        for (want, body) in cases {
+            let mut b = Vec::new();
+            head(&mut b);
+            body(&mut b);
+            let e = read_back(&b).unwrap_err();
+            assert!(e.contains(want) && e.contains("at byte"), "{want}: {e}");
         }
     }
 }
