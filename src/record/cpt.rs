@@ -45,8 +45,11 @@ pub struct CptWriter<W: Write> {
     globals: FxHashSet<u64>,
     /// Recent events' (pc, recorder stack) and their (location, stack),
     /// direct-mapped: a loop's accesses repeat a few of them.
-    places: Box<[Option<((u64, u32), (u32, u32))>; PLACES]>,
+    places: Box<[Option<Place>; PLACES]>,
 }
+
+/// An event's (pc, recorder stack) and its (location id, stack id).
+type Place = ((u64, u32), (u32, u32));
 
 /// Entries of [`CptWriter::places`] (a power of two).
 const PLACES: usize = 1 << 10;

@@ -927,8 +927,11 @@ mod tests {
         }
     }
 
-    /// (thread name, op, variable name, mask, location) of every event read.
-    fn read_back(bytes: &[u8]) -> Result<Vec<(String, Op, String, u8, String)>, String> {
+    /// (thread name, op, variable name, mask, location) of an event.
+    type Named = (String, Op, String, u8, String);
+
+    /// Every event read, named.
+    fn read_back(bytes: &[u8]) -> Result<Vec<Named>, String> {
         let mut events = Vec::new();
         let (names, _, _) = stream_reader("t.cpt", bytes, None, |_, e| events.push(*e))
             .map_err(|e| e.to_string())?;
@@ -1038,7 +1041,8 @@ mod tests {
             put(w, 0);
             put_str(w, "T0");
         };
-        let cases: [(&str, fn(&mut Vec<u8>)); 5] = [
+        type Case = (&'static str, fn(&mut Vec<u8>));
+        let cases: [Case; 5] = [
             ("past the declared variables", |b| {
                 b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
                 b.extend([RUN, 3, 0xff, 0x80 | 1, 0, 0, 0xff]);
