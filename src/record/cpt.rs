@@ -379,3 +379,100 @@ impl<W: Write> CptWriter<W> {
         Ok(self.w.finish()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::events::{Event as Recorded, What};
+    use crate::trace::load::stream_reader;
+    use crate::trace::model::TargetKind;
+    use cprace_events::{Kind, Long, RANGE_WRITE};
+
+    /// Ranges and single accesses of many sizes and overlaps, by two
+    /// threads, with frees between (new generations): the trace written
+    /// with runs and cells reads back as the lowered events one by one.
+    #[test]
+    fn runs_read_back_as_the_lowered_events() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut recorded = Vec::new();
+        for _ in 0..400 {
+            let tid = next(2) as u32;
+            let addr = 0x10_0000 + next(0x800);
+            let what = match next(8) {
+                0 => Kind::Free,
+                1..=4 => Kind::Range,
+                _ => Kind::Atomic,
+            };
+            let e = match what {
+                Kind::Atomic => Recorded {
+                    tid,
+                    what: What::Access {
+                        write: next(2) == 0,
+                        size: 1 << next(4),
+                    },
+                    addr,
+                    pc: 0x400 + next(3),
+                    stack: 0,
+                },
+                kind => Recorded {
+                    tid,
+                    what: What::Long(Long {
+                        kind,
+                        flags: if next(2) == 0 { RANGE_WRITE } else { 0 },
+                        pending: false,
+                        addr,
+                        pc: 0x400 + next(3),
+                        arg: 0,
+                        extra: [1 + next(300), 0, 0],
+                    }),
+                    addr,
+                    pc: 0x400 + next(3),
+                    stack: 0,
+                },
+            };
+            recorded.push(e);
+        }
+        let mut low = Lowerer::default();
+        let stacks = Stacks::default();
+        let mut w = CptWriter::new(Vec::new(), Symbolizer::from_listing("")).unwrap();
+        let mut want = Vec::new();
+        let mut spans = 0;
+        for e in &recorded {
+            let mut out = Vec::new();
+            low.event(e, &mut |l| out.push(l));
+            for l in &out {
+                spans += usize::from(l.run > 1);
+                w.event(&low, l, &stacks).unwrap();
+                for one in l.singles() {
+                    let Var::Cell { addr, generation } = low.vars[one.target as usize] else {
+                        panic!("not a cell");
+                    };
+                    let mut name = String::new();
+                    crate::trace::cprace_bin::cell_name(&mut name, addr, generation);
+                    want.push((one.thread, name, one.mask));
+                }
+            }
+        }
+        // Not only single cells: runs were written.
+        assert!(spans > 100, "{spans} spans");
+        let bytes = w.finish(&low, &stacks).unwrap();
+        let mut got = Vec::new();
+        let (names, _, _) = stream_reader("t.cpt", &bytes[..], None, |_, e| got.push(*e)).unwrap();
+        let got: Vec<(u32, String, u8)> = got
+            .iter()
+            .map(|e| {
+                assert_eq!(e.op.target_kind(), TargetKind::Variable);
+                let name = names.vars.get_index(e.target as usize).unwrap();
+                (e.thread, name.to_string(), e.bytes())
+            })
+            .collect();
+        assert_eq!(got.len(), want.len());
+        assert_eq!(got, want);
+    }
+}

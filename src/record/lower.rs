@@ -281,19 +281,25 @@ pub struct Lowerer {
 
 /// The bytes of a cell an access of `size` bytes at `addr` touches, split
 /// by cell: (cell address, mask) pairs.
-fn cells(addr: u64, size: u64) -> impl Iterator<Item = (u64, u8)> {
+pub(super) fn cells(addr: u64, size: u64) -> impl Iterator<Item = (u64, u8)> {
     let end = addr.saturating_add(size);
     let first = addr & !7;
-    (first..end).step_by(8).map(move |cell| {
-        let lo = addr.max(cell) - cell;
-        let hi = end.min(cell + 8) - cell;
-        let mask = if hi - lo == 8 {
-            0xff
-        } else {
-            (((1u16 << (hi - lo)) - 1) << lo) as u8
-        };
-        (cell, mask)
-    })
+    (first..end)
+        .step_by(8)
+        .map(move |cell| (cell, cell_mask(addr, end, cell)))
+}
+
+/// The bytes of the 8-byte cell at `cell` that `addr..end` covers (bit i:
+/// byte i).
+#[inline]
+fn cell_mask(addr: u64, end: u64, cell: u64) -> u8 {
+    let lo = addr.max(cell) - cell;
+    let hi = end.min(cell + 8) - cell;
+    if hi - lo == 8 {
+        0xff
+    } else {
+        (((1u16 << (hi - lo)) - 1) << lo) as u8
+    }
 }
 
 impl Lowerer {
@@ -579,17 +585,45 @@ impl Lowerer {
         // Cells whose variables are consecutive go out as one span (a
         // range's cells usually are: declared together, in order).
         let mut span: Option<Span> = None;
-        for (cell, mask) in cells(addr, size) {
-            let v = self.cell(cell, tid);
-            if let Some(s) = &mut span {
-                if s.last_mask == 0xff && v == s.target.wrapping_add(s.n) {
-                    s.n += 1;
-                    s.last_mask = mask;
+        let end = addr.saturating_add(size);
+        let mut cell = addr & !7;
+        while cell < end {
+            let mask = cell_mask(addr, end, cell);
+            // Whole cells whose variables continue the span: walked in the
+            // shadow a line at a time.
+            if let Some(s) = &mut span
+                && mask == 0xff
+                && (s.n == 1 || s.last_mask == 0xff)
+            {
+                let whole = (end - cell) / 8;
+                let n = self
+                    .cells
+                    .count_from(cell >> 3, tid, s.target.wrapping_add(s.n), whole);
+                if n > 0 {
+                    s.n += n as u32;
+                    s.last_mask = 0xff;
+                    cell += 8 * n;
                     continue;
                 }
-                emit(op, *s);
             }
-            span = Some(Span::one(v, mask));
+            let v = self.cell(cell, tid);
+            if let Some(s) = &mut span {
+                // The first cell may be partial, the ones between not.
+                if (s.n == 1 || s.last_mask == 0xff) && v == s.target.wrapping_add(s.n) {
+                    s.n += 1;
+                    s.last_mask = mask;
+                } else {
+                    emit(op, *s);
+                    *s = Span::one(v, mask);
+                }
+            } else {
+                span = Some(Span::one(v, mask));
+            }
+            // The last cell of the address space ends the range.
+            let Some(next) = cell.checked_add(8) else {
+                break;
+            };
+            cell = next;
         }
         if let Some(s) = span {
             emit(op, s);

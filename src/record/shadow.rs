@@ -73,6 +73,31 @@ impl Shadow {
         self.lines[l as usize - 1][addr as usize & (BYTES - 1)].checked_sub(1)
     }
 
+    /// How many of the `max` addresses from `addr` on, within its line,
+    /// hold the ids `id`, `id + 1`, ... in order (0 when `addr` holds
+    /// another): a range's cells, walked without a lookup each.
+    #[inline]
+    pub(super) fn count_from(&mut self, addr: u64, tid: u32, id: u32, max: u64) -> u64 {
+        let Some(p) = self.page(addr, tid) else {
+            return 0;
+        };
+        let l = self.pages[p][(addr as usize >> LINE_BITS) & (LINES - 1)];
+        if l == 0 {
+            return 0;
+        }
+        let at = addr as usize & (BYTES - 1);
+        let ids = &self.lines[l as usize - 1][at..];
+        let n = ids.len().min(max.min(BYTES as u64) as usize);
+        let mut want = id.wrapping_add(1);
+        for (k, &v) in ids[..n].iter().enumerate() {
+            if v != want {
+                return k as u64;
+            }
+            want = want.wrapping_add(1);
+        }
+        n as u64
+    }
+
     /// Sets the id at `addr` (looked up for thread `tid`) to `id`.
     pub(super) fn set(&mut self, addr: u64, tid: u32, id: u32) {
         let p = match self.page(addr, tid) {

@@ -493,6 +493,7 @@ impl Drop for ThreadWriter {
 mod tests {
     use super::*;
     use crate::record::events::{Event, What};
+    use crate::record::lower::{Var, cells};
     use cprace_events::{Kind, Long};
 
     fn access(tid: u32, write: bool, addr: u64, size: u8) -> Event {
@@ -543,6 +544,54 @@ mod tests {
             .lines()
             .map(String::from)
             .collect()
+    }
+
+    /// A range becomes spans of consecutive variables (one lowered event
+    /// each) whose singles are the range's cells in order, first and last
+    /// partial; cells met before, alone, are not consecutive and split it.
+    #[test]
+    fn ranges_lower_to_spans_of_their_cells() {
+        let range =
+            |addr: u64, size: u64| long(0, Kind::Range, cprace_events::RANGE_WRITE, addr, 0, size);
+        let mut low = Lowerer::default();
+        let mut out = Vec::new();
+        // Cells 0x1010 and 0x1030 first, alone: the range's cells around
+        // them are new, so its variables run 2..5, 0, 6, 1, 7...
+        for e in [access(0, true, 0x1010, 8), access(0, true, 0x1030, 8)] {
+            low.event(&e, &mut |l| out.push(l));
+        }
+        out.clear();
+        low.event(&range(0x1004, 0x1000), &mut |l| out.push(l));
+        let singles: Vec<(u32, u8)> = out
+            .iter()
+            .flat_map(|l| l.singles())
+            .map(|l| (l.target, l.mask))
+            .collect();
+        let cells: Vec<(u64, u8)> = cells(0x1004, 0x1000).collect();
+        assert_eq!(singles.len(), cells.len());
+        assert_eq!(singles[0], (2, 0xf0));
+        assert_eq!(singles[cells.len() - 1].1, 0x0f);
+        for (&(v, m), &(cell, mask)) in singles.iter().zip(&cells) {
+            assert_eq!(m, mask);
+            assert_eq!(
+                low.vars[v as usize],
+                Var::Cell {
+                    addr: cell,
+                    generation: 0
+                }
+            );
+        }
+        let runs: Vec<(u32, u32)> = out.iter().map(|l| (l.target, l.run)).collect();
+        assert_eq!(runs, [(2, 2), (0, 1), (4, 3), (1, 1), (7, 506)]);
+        // The same range again: its variables, in the same spans.
+        let mut again = Vec::new();
+        low.event(&range(0x1004, 0x1000), &mut |l| again.push(l));
+        assert_eq!(again, out);
+        // Part of it: the part of its spans.
+        let mut part = Vec::new();
+        low.event(&range(0x1008, 0x20), &mut |l| part.push(l));
+        let p: Vec<(u32, u32)> = part.iter().map(|l| (l.target, l.run)).collect();
+        assert_eq!(p, [(3, 1), (0, 1), (4, 2)]);
     }
 
     #[test]
