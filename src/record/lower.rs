@@ -595,7 +595,7 @@ impl Lowerer {
                 && mask == 0xff
                 && (s.n == 1 || s.last_mask == 0xff)
             {
-                let whole = (end - cell) / 8;
+                let whole = ((end - cell) / 8).min(u64::from(u32::MAX - s.n));
                 let n = self
                     .cells
                     .count_from(cell >> 3, tid, s.target.wrapping_add(s.n), whole);
@@ -609,7 +609,10 @@ impl Lowerer {
             let v = self.cell(cell, tid);
             if let Some(s) = &mut span {
                 // The first cell may be partial, the ones between not.
-                if (s.n == 1 || s.last_mask == 0xff) && v == s.target.wrapping_add(s.n) {
+                if (s.n == 1 || s.last_mask == 0xff)
+                    && v == s.target.wrapping_add(s.n)
+                    && s.n < u32::MAX
+                {
                     s.n += 1;
                     s.last_mask = mask;
                 } else {

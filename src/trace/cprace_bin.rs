@@ -393,6 +393,18 @@ impl<W: Write> Writer<W> {
     /// the last one's, by the same thread at the same place, joins it in a
     /// run.
     pub fn run(&mut self, ev: &Event, stack: u32, n: u32, last_mask: u8) -> io::Result<()> {
+        // A longer run (a large block's free) in pieces a record can hold.
+        let (mut ev, mut n) = (*ev, n);
+        while n > MAX_RUN {
+            self.run_piece(&ev, stack, MAX_RUN, 0xff)?;
+            ev.target = ev.target.wrapping_add(MAX_RUN);
+            ev.mask = 0;
+            n -= MAX_RUN;
+        }
+        self.run_piece(&ev, stack, n, last_mask)
+    }
+
+    fn run_piece(&mut self, ev: &Event, stack: u32, n: u32, last_mask: u8) -> io::Result<()> {
         self.events += u64::from(n);
         if let Some(r) = &mut self.run {
             if r.n.saturating_add(n) <= MAX_RUN
@@ -1027,6 +1039,31 @@ mod tests {
                 ("0x2000", 0xff),
                 ("m", 0xff),
             ]
+        );
+    }
+
+    /// A run longer than a record holds is written in pieces.
+    #[test]
+    fn long_runs_are_split() {
+        let n = 3 * MAX_RUN + 5;
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.thread(0, "T0").unwrap();
+        for i in 0..n {
+            w.cell(i, 0x10_0000 + 8 * u64::from(i), 0).unwrap();
+        }
+        w.run(&access(Op::Write, 0, 0, 0x80, 0), 0, n, 0x01)
+            .unwrap();
+        let bytes = w.finish().unwrap();
+        assert!(bytes.len() < 100, "{}", bytes.len());
+        let got = read_back(&bytes).unwrap();
+        assert_eq!(got.len(), n as usize);
+        let masks: Vec<u8> = got.iter().map(|e| e.3).collect();
+        assert_eq!(masks[0], 0x80);
+        assert!(masks[1..n as usize - 1].iter().all(|&m| m == 0xff));
+        assert_eq!(masks[n as usize - 1], 0x01);
+        assert_eq!(
+            got[n as usize - 1].2,
+            format!("{:#x}", 0x10_0000 + 8 * (n - 1))
         );
     }
 
