@@ -437,27 +437,25 @@ impl Context<'_> {
             };
             return Some((loc, Some(b.thread)));
         }
+        // TLS first: glibc places a thread's static TLS inside the mapping
+        // its stack range covers.
         let within = |(lo, hi): (u64, u64)| lo < hi && addr >= lo && addr < hi;
-        for (t, info) in self.rec.threads.iter().enumerate() {
-            let t = t as ThreadId;
-            if within(info.stack) {
-                return Some((
-                    Location::Stack {
-                        thread: self.who(t),
-                    },
-                    Some(t),
-                ));
-            }
-            if within(info.tls) {
-                return Some((
-                    Location::Tls {
-                        thread: self.who(t),
-                    },
-                    Some(t),
-                ));
-            }
+        let threads = || (0..).zip(self.rec.threads.iter());
+        if let Some((t, _)) = threads().find(|(_, i)| within(i.tls)) {
+            return Some((
+                Location::Tls {
+                    thread: self.who(t),
+                },
+                Some(t),
+            ));
         }
-        None
+        let (t, _) = threads().find(|(_, i)| within(i.stack))?;
+        Some((
+            Location::Stack {
+                thread: self.who(t),
+            },
+            Some(t),
+        ))
     }
 
     /// `file:line in function` of event `e` (its location when the stack
