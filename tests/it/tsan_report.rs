@@ -389,7 +389,8 @@ fn twelve_deep_stack_with_an_inlined_frame() {
 }
 
 /// A thread writing main's stack variable, and main reading the thread's
-/// TLS variable: "Location is stack of main thread" and "TLS of thread T1".
+/// TLS variable: "Location is stack of main thread" and "TLS of thread T1";
+/// the thread's name (pthread_setname_np) follows its number.
 #[test]
 fn stack_and_tls_locations() {
     let dir = tempfile::tempdir().unwrap();
@@ -420,6 +421,10 @@ fn stack_and_tls_locations() {
             location(find("RACE-TLS")),
             "Location is TLS of thread T1.",
             "{cc}:\n{out}"
+        );
+        assert!(
+            out.contains("  Thread T1 'worker' (running) created by main thread T0 at:"),
+            "{cc}: the name the thread gave itself:\n{out}"
         );
     }
 }

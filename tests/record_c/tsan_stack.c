@@ -1,6 +1,7 @@
 /* Two races on thread-private memory shared by pointer: main's stack
  * variable written by a thread, and the thread's TLS variable read by main
- * after the thread published its address. */
+ * after the thread published its address. The thread names itself. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 
@@ -8,6 +9,7 @@ __thread int per_thread;
 int *volatile published;
 
 static void *worker(void *arg) {
+    pthread_setname_np(pthread_self(), "worker");
     *(int *)arg = 1; /* RACE-STACK */
     per_thread = 2;  /* RACE-TLS */
     __atomic_store_n(&published, &per_thread, __ATOMIC_RELAXED);
