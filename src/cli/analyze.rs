@@ -10,7 +10,7 @@ use super::values::{Window, parse_count, parse_window};
 use cprace::race;
 use cprace::relation::{Engine, Relation};
 use cprace::report::{Layout, OutputFormat};
-use cprace::trace::{EventId, Format};
+use cprace::trace::Format;
 
 #[derive(clap::Args, Debug)]
 /// Report the data races a relation predicts.
@@ -187,7 +187,8 @@ pub(crate) fn run(args: AnalyzeArgs, out: &mut dyn Write) -> Outcome {
 pub(crate) fn report(req: &race::Request, layout: &Layout, out: &mut dyn Write) -> Outcome {
     let (mut report, names) = race::analyze(req)?;
     if req.format == cprace::report::OutputFormat::Text {
-        attach_stacks(&mut report, req, layout)?;
+        // ThreadSanitizer's fields for a recorded program's trace.
+        cprace::tools::describe::attach(&mut report, &req.trace, req.input_format, layout)?;
     }
     // Notes qualify the result in every format, so they go to stderr.
     for n in &report.notes {
@@ -204,49 +205,4 @@ pub(crate) fn report(req: &race::Request, layout: &Layout, out: &mut dyn Write) 
     let big = report.events > cprace::alloc::BIG;
     cprace::alloc::drop_later((report, names), big);
     Ok(code)
-}
-
-/// Call stacks of the accesses the text report shows, for a recorded
-/// program's trace that carries them (cprace's binary format), read in a
-/// second pass (standard input has none to give).
-fn attach_stacks(
-    report: &mut cprace::report::Report,
-    req: &race::Request,
-    layout: &Layout,
-) -> Result<(), cprace::Error> {
-    let shown = layout.max_reports.unwrap_or(u64::MAX);
-    if report.race_count() == 0 {
-        return Ok(());
-    }
-    let Some(rec) = cprace::trace::recorded_stacks(&req.trace, req.input_format)? else {
-        return Ok(());
-    };
-    let depth = cprace::record::DEFAULT_STACK_DEPTH as usize;
-    let cap = usize::try_from(shown).unwrap_or(usize::MAX);
-    // The races the text shows: the first of each group, or with --all the
-    // first ones.
-    let shown: Vec<(EventId, EventId)> = if layout.all {
-        let mut v = Vec::new();
-        report.each_race(|r| {
-            if v.len() < cap {
-                v.push((r.first.id, r.second.id));
-            }
-            Ok(())
-        })?;
-        v
-    } else {
-        cprace::report::first_of_groups(report)?
-            .into_iter()
-            .take(cap)
-            .collect()
-    };
-    for (first, second) in shown {
-        for e in [first, second] {
-            let frames = rec.frames_of(e, depth);
-            if !frames.is_empty() {
-                report.stacks.insert(e, frames);
-            }
-        }
-    }
-    Ok(())
 }

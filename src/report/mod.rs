@@ -29,6 +29,7 @@ pub(crate) mod format;
 pub(crate) mod sarif;
 pub(crate) mod spill;
 pub(crate) mod text;
+pub mod tsan;
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
@@ -49,6 +50,9 @@ pub fn first_of_groups(report: &Report) -> std::io::Result<Vec<(EventId, EventId
         .map(|g| (g.first.first.id, g.first.second.id))
         .collect())
 }
+
+/// [`Report::details`]: TSan-style details by `(first, second)` event ids.
+pub type Details = std::collections::BTreeMap<(EventId, EventId), tsan::Detail>;
 
 /// One side of a race.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -261,10 +265,10 @@ pub struct Report {
     pub witnesses: Option<Vec<Option<Vec<EventId>>>>,
     /// The deadlocks of a deadlock report (relation [`Relation::Deadlock`]).
     pub deadlocks: Vec<Deadlock>,
-    /// For a recorded program's trace that carries call stacks: the frames
-    /// of racy events, innermost first, as ThreadSanitizer prints them
-    /// (text output shows them under each access).
-    pub stacks: std::collections::BTreeMap<EventId, Vec<String>>,
+    /// For a recorded program's trace that carries call stacks: what the
+    /// text report prints about each race it shows, ThreadSanitizer's
+    /// fields ([`tsan::Detail`]), by the race's `(first, second)` events.
+    pub details: Details,
     /// Where pushed races go instead of `races`, when not collected.
     kept: Option<Kept>,
 }
@@ -305,7 +309,7 @@ impl Clone for Report {
             notes: self.notes.clone(),
             witnesses: self.witnesses.clone(),
             deadlocks: self.deadlocks.clone(),
-            stacks: self.stacks.clone(),
+            details: self.details.clone(),
             kept: None,
         }
     }
@@ -348,7 +352,7 @@ impl Report {
             witnesses: None,
             kept: None,
             deadlocks: Vec::new(),
-            stacks: Default::default(),
+            details: Default::default(),
         }
     }
 

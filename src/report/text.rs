@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use super::{Access, Layout, Race, Report, Tally, printable};
+use super::{Access, Layout, Race, Report, Tally, printable, tsan};
 use crate::trace::{EventId, Names, ThreadId};
 
 const SEPARATOR: &str = "==================";
@@ -110,16 +110,11 @@ fn write_block(
     out: &mut dyn Write,
     r: &Race,
     names: &Names,
-    stacks: &std::collections::BTreeMap<EventId, Vec<String>>,
+    details: &super::Details,
     group: Option<&Group>,
     witness: Option<Option<&[EventId]>>,
 ) -> io::Result<()> {
-    let frames = |out: &mut dyn Write, e: EventId| -> io::Result<()> {
-        for f in stacks.get(&e).into_iter().flatten() {
-            writeln!(out, "    {}", printable(f))?;
-        }
-        Ok(())
-    };
+    let detail = details.get(&(r.first.id, r.second.id));
     writeln!(out, "{SEPARATOR}")?;
     writeln!(
         out,
@@ -127,12 +122,18 @@ fn write_block(
         printable(names.var(r.variable)),
         r.kind()
     )?;
-    writeln!(out, "  {}", describe(&r.second, names, ""))?;
-    frames(out, r.second.id)?;
-    writeln!(out, "  {}", describe(&r.first, names, "previous "))?;
-    frames(out, r.first.id)?;
+    match detail {
+        Some(d) => tsan::write_detail(out, d)?,
+        None => {
+            writeln!(out, "  {}", describe(&r.second, names, ""))?;
+            writeln!(out, "  {}", describe(&r.first, names, "previous "))?;
+        }
+    }
     if let Some(w) = witness {
         writeln!(out, "  witness: {}", compact(w))?;
+        for step in detail.into_iter().flat_map(|d| &d.witness) {
+            writeln!(out, "    {}", printable(step))?;
+        }
     }
     if let Some(g) = group {
         let threads: Vec<String> = g
@@ -155,6 +156,9 @@ fn write_block(
             threads.join(", ")
         )?;
     }
+    if let Some(d) = detail {
+        tsan::write_summary(out, d)?;
+    }
     writeln!(out, "{SEPARATOR}")
 }
 
@@ -171,7 +175,7 @@ pub(crate) fn write(
         report.each_race(|r| {
             if shown < max {
                 shown += 1;
-                write_block(out, r, names, &report.stacks, None, report.witness_of(r))?;
+                write_block(out, r, names, &report.details, None, report.witness_of(r))?;
             }
             Ok(())
         })?;
@@ -186,7 +190,7 @@ pub(crate) fn write(
                 out,
                 &g.first,
                 names,
-                &report.stacks,
+                &report.details,
                 Some(g),
                 report.witness_of(&g.first),
             )?;
@@ -274,6 +278,16 @@ pub(crate) fn compact(w: Option<&[EventId]>) -> String {
     if w.is_empty() {
         return "[] (both events are enabled at the start)".into();
     }
+    let n = w.len();
+    format!(
+        "[{}] ({n} event{})",
+        ranges(w),
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// Event ids with runs of consecutive ids as `a-b`: `3-7 9`.
+pub(crate) fn ranges(w: &[EventId]) -> String {
     let mut parts = Vec::new();
     let mut i = 0;
     while i < w.len() {
@@ -288,12 +302,7 @@ pub(crate) fn compact(w: Option<&[EventId]>) -> String {
         });
         i = j + 1;
     }
-    let n = w.len();
-    format!(
-        "[{}] ({n} event{})",
-        parts.join(" "),
-        if n == 1 { "" } else { "s" }
-    )
+    parts.join(" ")
 }
 
 #[cfg(test)]

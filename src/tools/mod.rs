@@ -2,6 +2,7 @@
 //! the window sweep and its figure, and queries of the derived relations.
 
 pub mod convert;
+pub mod describe;
 pub mod generate;
 pub mod plot;
 pub mod query;

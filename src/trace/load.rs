@@ -314,10 +314,20 @@ pub fn recorded_stacks(
     path: &Path,
     format: Option<Format>,
 ) -> Result<Option<Recording>, LoadError> {
-    if path.as_os_str() == "-" {
+    if !carries_stacks(path, format) {
         return Ok(None);
     }
-    let recorded = match format {
+    Ok(Some(stream_recorded(path, format, true, |_, _| {})?.3))
+}
+
+/// Whether `path` is a recorded program's trace carrying call stacks
+/// (cprace's binary format) that can be read again: never standard input.
+/// Only the file's first bytes are read.
+pub fn carries_stacks(path: &Path, format: Option<Format>) -> bool {
+    if path.as_os_str() == "-" {
+        return false;
+    }
+    match format {
         Some(f) => f == Format::Cprace,
         None => {
             let mut prefix = [0u8; 16];
@@ -326,11 +336,7 @@ pub fn recorded_stacks(
                 .unwrap_or(0);
             cprace_bin::looks_like(&prefix[..n])
         }
-    };
-    if !recorded {
-        return Ok(None);
     }
-    Ok(Some(stream_recorded(path, format, true, |_, _| {})?.3))
 }
 
 /// [`stream`], also returning what a recorded program's trace carries

@@ -20,6 +20,8 @@ mod testing;
 pub(crate) mod validate;
 
 pub use error::LoadError;
-pub use load::{Format, load, load_recorded, load_str, recorded_stacks, stream, stream_recorded};
+pub use load::{
+    Format, carries_stacks, load, load_recorded, load_str, recorded_stacks, stream, stream_recorded,
+};
 pub use model::{Event, EventId, LoadStats, Names, Op, ThreadId, Trace};
 pub use recorded::Recording;
