@@ -255,7 +255,18 @@ pub fn begin_thread(tid: u32, start: u64) {
     // SAFETY: the state was just set for this thread.
     let t = unsafe { &mut *tls::get() };
     t.busy = 0;
-    t.long(Kind::ThreadStart, 0, lo, start, 0, &[hi, tls_lo, tls_hi]);
+    // The kernel's thread id, as TSan's reports give it (`tid=`); ids fit
+    // the argument's 24 bits (Linux's pid_max is at most 2^22).
+    // SAFETY: gettid has no preconditions.
+    let os_tid = unsafe { libc::gettid() } as u64 & 0xff_ffff;
+    t.long(
+        Kind::ThreadStart,
+        0,
+        lo,
+        start,
+        os_tid,
+        &[hi, tls_lo, tls_hi],
+    );
 }
 
 /// This thread's state, or None when it records nothing.

@@ -353,6 +353,7 @@ impl<W: Write> CptWriter<W> {
             let mem = low.stacks.get(&id).copied().unwrap_or_default();
             let info = ThreadInfo {
                 tid: low.thread_tids[id as usize],
+                os_tid: low.os_tids.get(&id).copied().unwrap_or(0),
                 parent,
                 create_stack,
                 create_pc,

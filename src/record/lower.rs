@@ -273,6 +273,8 @@ pub struct Lowerer {
     pub benign: Vec<(u64, u64)>,
     /// Thread starts: dense id -> (stack lo, stack hi, tls lo, tls hi).
     pub stacks: FxHashMap<u32, [u64; 4]>,
+    /// The kernel's id of each thread (dense id -> tid), when recorded.
+    pub os_tids: FxHashMap<u32, u32>,
     /// Parent (dense id) and creation pc/stack of each forked thread.
     pub created: FxHashMap<u32, (u32, u64, u32)>,
     /// What was dropped.
@@ -566,6 +568,9 @@ impl Lowerer {
                 Kind::ThreadStart => {
                     self.stacks
                         .insert(thread, [l.addr, l.extra[0], l.extra[1], l.extra[2]]);
+                    if l.arg != 0 {
+                        self.os_tids.insert(thread, l.arg);
+                    }
                 }
                 Kind::Benign => {
                     self.benign

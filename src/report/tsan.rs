@@ -123,6 +123,8 @@ pub struct ThreadDetail {
     pub name: Option<String>,
     /// Whether it was joined before the later access.
     pub finished: bool,
+    /// The kernel's thread id (0: not recorded).
+    pub os_tid: u32,
     /// The creating thread, as TSan names it.
     pub parent: Option<String>,
     /// Where it was created.
@@ -240,7 +242,12 @@ fn thread(out: &mut dyn Write, t: &ThreadDetail) -> io::Result<()> {
         .name
         .as_deref()
         .map_or(String::new(), |n| format!(" '{}'", printable(n)));
-    let status = if t.finished { "finished" } else { "running" };
+    let status = match (t.os_tid, t.finished) {
+        (0, true) => "finished".to_string(),
+        (0, false) => "running".to_string(),
+        (tid, true) => format!("tid={tid}, finished"),
+        (tid, false) => format!("tid={tid}, running"),
+    };
     let parent = t
         .parent
         .as_deref()
@@ -336,6 +343,7 @@ mod tests {
                 id: "T1".into(),
                 name: Some("worker".into()),
                 finished: true,
+                os_tid: 4242,
                 parent: Some("main thread T0".into()),
                 frames: vec![frame("main", 6)],
             }],
@@ -354,7 +362,7 @@ mod tests {
              \x20   #0 main /src/hr.c:6 (hr+0x11fe)\n\n\
              \x20 Mutex M0 (0x2000, `m`) acquired by thread T1 (event 5) at:\n\
              \x20   #0 t1 /src/hr.c:4 (hr+0x11fe)\n\n\
-             \x20 Thread T1 'worker' (finished) created by main thread T0 at:\n\
+             \x20 Thread T1 'worker' (tid=4242, finished) created by main thread T0 at:\n\
              \x20   #0 main /src/hr.c:6 (hr+0x11fe)\n\n\
              SUMMARY: data race /src/hr.c:5 in t1\n"
         );

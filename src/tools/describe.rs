@@ -403,6 +403,7 @@ impl Context<'_> {
                 id: self.names.thread(t).to_string(),
                 name: info.name.clone(),
                 finished: self.g.joined.get(&t).is_some_and(|&j| j < r.second.id),
+                os_tid: info.os_tid,
                 parent: info.parent.map(|p| self.who(p)),
                 frames: self.rec.stack_text(info.create_stack, DEPTH),
             });

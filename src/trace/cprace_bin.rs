@@ -311,6 +311,7 @@ impl<W: Write> Writer<W> {
             for v in [t.stack.0, t.stack.1, t.tls.0, t.tls.1] {
                 put(b, v);
             }
+            put(b, t.os_tid.into());
         })
     }
 
@@ -875,6 +876,7 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 let create_stack = num32!("stack");
                 let create_pc = num!();
                 let v = [num!(), num!(), num!(), num!()];
+                let os_tid = if version >= 2 { num32!("thread id") } else { 0 };
                 let (Some(&me), true) = (
                     threads.get(id as usize),
                     parent == 0 || ((parent - 1) as usize) < threads.len(),
@@ -891,6 +893,7 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 info.create_pc = create_pc;
                 info.stack = (v[0], v[1]);
                 info.tls = (v[2], v[3]);
+                info.os_tid = os_tid;
             }
             THREAD_NAME => {
                 let id = num32!("thread");

@@ -65,6 +65,8 @@ pub struct VarInfo {
 pub struct ThreadInfo {
     /// The recorder's thread number (0: the main thread).
     pub tid: u32,
+    /// The kernel's thread id (0: not recorded).
+    pub os_tid: u32,
     /// The thread that created it, if recorded.
     pub parent: Option<u32>,
     /// Where it was created (a stack id).

@@ -330,7 +330,7 @@ fn heap_and_mutex_fields_without_tsan() {
             "Location is heap block of size 4 at 0x".into(),
             format!("/{alloc} "),
             format!("/{create} "),
-            "Thread T1 (".into(),
+            "Thread T1 (tid=".into(),
             "created by main thread T0 at:".into(),
         ] {
             assert!(heap.contains(&want), "{cc}: `{want}` missing:\n{heap}");
@@ -422,9 +422,21 @@ fn stack_and_tls_locations() {
             "Location is TLS of thread T1.",
             "{cc}:\n{out}"
         );
+        // The name the thread gave itself, and its kernel id (a number
+        // other than the process's).
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("  Thread T1 'worker' (tid="))
+            .unwrap_or_else(|| panic!("{cc}: no named thread line:\n{out}"));
+        let tid: u32 = line["  Thread T1 'worker' (tid=".len()..]
+            .split(',')
+            .next()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("{cc}: {line}"));
+        assert!(tid > 0, "{line}");
         assert!(
-            out.contains("  Thread T1 'worker' (running) created by main thread T0 at:"),
-            "{cc}: the name the thread gave itself:\n{out}"
+            line.ends_with(", running) created by main thread T0 at:"),
+            "{cc}: {line}"
         );
     }
 }
