@@ -140,6 +140,8 @@ pub(crate) struct AnalyzeArgs {
     /// the two racy events) in STD to DIR/race-E1-E2.std.
     #[arg(long, value_name = "DIR", requires = "witness")]
     witness_out: Option<PathBuf>,
+    #[command(flatten)]
+    suppress: super::Suppress,
 }
 
 impl AnalyzeArgs {
@@ -148,8 +150,9 @@ impl AnalyzeArgs {
         (&mut self.trace, self.input_format, self.lenient.on)
     }
 
-    /// The library request these options make.
-    fn request(self) -> race::Request {
+    /// The library request these options make (reading the suppressions).
+    fn request(self) -> Result<race::Request, cprace::Error> {
+        let suppressions = self.suppress.load()?;
         let reporting = if self.first_race {
             cprace::race::cp::Reporting::FirstRace
         } else if self.order_races {
@@ -157,7 +160,7 @@ impl AnalyzeArgs {
         } else {
             cprace::race::cp::Reporting::All
         };
-        race::Request {
+        Ok(race::Request {
             trace: self.trace,
             input_format: self.input_format,
             relation: self.relation,
@@ -168,7 +171,8 @@ impl AnalyzeArgs {
             format: self.format,
             witness: self.witness,
             witness_out: self.witness_out,
-        }
+            suppressions,
+        })
     }
 }
 
@@ -178,7 +182,7 @@ pub(crate) fn run(args: AnalyzeArgs, out: &mut dyn Write) -> Outcome {
         all: args.all,
         max_reports: args.max_reports,
     };
-    report(&args.request(), &layout, out)
+    report(&args.request()?, &layout, out)
 }
 
 /// Carry out `req` and print its report: notes on standard error, the report
