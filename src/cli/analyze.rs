@@ -81,8 +81,18 @@ use cprace::trace::Format;
 /// csv, jsonl, text and summary stream: the hb and wcp engines keep races
 /// on disk, not in memory. Notes (unsound engine, what the soundness
 /// theorem covers) go to standard error whatever the format.
-/// Exit code: 0 no race, 1 races, 2 bad input or usage, 3 when `--engine
-/// compare` finds two engines disagreeing.
+/// Suppressions: --suppressions FILE (default: `suppressions=FILE` in
+/// TSAN_OPTIONS) reads a ThreadSanitizer suppressions file; `race:PAT`
+/// drops races any frame of whose stacks (function, file, object file),
+/// thread creation stacks or global matches, `race_top:PAT` only the top
+/// frames, `called_from_lib:LIB` races with an access made innermost in
+/// LIB; on traces without stacks `race:` matches the `file:line` locations
+/// and variable names. The summary counts them (`suppressed: N races (RULE
+/// N, ...)`), json has `suppressed`. The book's "Coming from
+/// ThreadSanitizer" chapter has the details.
+/// Exit code: 0 no race (or every race suppressed), 1 races, 2 bad input,
+/// usage or suppressions file, 3 when `--engine compare` finds two engines
+/// disagreeing.
 ///
 /// Examples:
 ///   cprace analyze data/figures/cp-fig3-polarcoord.csv --relation cp

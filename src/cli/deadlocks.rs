@@ -46,7 +46,12 @@ use super::Outcome;
 /// line), csv (one row a deadlock), sarif (rules deadlock/KIND), summary.
 /// --witness fills `witness` (loads the trace); check it with
 /// `cprace verify TRACE --witness REPORT.json`.
-/// Exit code: 0 no deadlock, 1 some reported, 2 bad input or usage.
+/// --suppressions FILE (default: TSAN_OPTIONS' `suppressions=FILE`): a
+/// ThreadSanitizer suppressions file; `deadlock:PAT` drops the deadlocks
+/// any frame of whose stacks (or, without stacks, whose locations or lock
+/// names) match; the summary counts them.
+/// Exit code: 0 no deadlock (or all suppressed), 1 some reported, 2 bad
+/// input, usage or suppressions file.
 ///
 /// Examples:
 ///   cprace deadlocks data/figures/cp-fig9.csv
