@@ -22,6 +22,7 @@ pub mod race;
 
 // Results: the one report every engine fills, and witness reorderings.
 pub mod report;
+pub mod suppress;
 pub mod witness;
 
 // Tools on top of the analysis, and recording C/C++ programs.

@@ -81,8 +81,18 @@ use cprace::trace::Format;
 /// csv, jsonl, text and summary stream: the hb and wcp engines keep races
 /// on disk, not in memory. Notes (unsound engine, what the soundness
 /// theorem covers) go to standard error whatever the format.
-/// Exit code: 0 no race, 1 races, 2 bad input or usage, 3 when `--engine
-/// compare` finds two engines disagreeing.
+/// Suppressions: --suppressions FILE (default: `suppressions=FILE` in
+/// TSAN_OPTIONS) reads a ThreadSanitizer suppressions file; `race:PAT`
+/// drops races any frame of whose stacks (function, file, object file),
+/// thread creation stacks or global matches, `race_top:PAT` only the top
+/// frames, `called_from_lib:LIB` races with an access made innermost in
+/// LIB; on traces without stacks `race:` matches the `file:line` locations
+/// and variable names. The summary counts them (`suppressed: N races (RULE
+/// N, ...)`), json has `suppressed`. The book's "Coming from
+/// ThreadSanitizer" chapter has the details.
+/// Exit code: 0 no race (or every race suppressed), 1 races, 2 bad input,
+/// usage or suppressions file, 3 when `--engine compare` finds two engines
+/// disagreeing.
 ///
 /// Examples:
 ///   cprace analyze data/figures/cp-fig3-polarcoord.csv --relation cp
@@ -140,6 +150,8 @@ pub(crate) struct AnalyzeArgs {
     /// the two racy events) in STD to DIR/race-E1-E2.std.
     #[arg(long, value_name = "DIR", requires = "witness")]
     witness_out: Option<PathBuf>,
+    #[command(flatten)]
+    suppress: super::Suppress,
 }
 
 impl AnalyzeArgs {
@@ -148,8 +160,9 @@ impl AnalyzeArgs {
         (&mut self.trace, self.input_format, self.lenient.on)
     }
 
-    /// The library request these options make.
-    fn request(self) -> race::Request {
+    /// The library request these options make (reading the suppressions).
+    fn request(self) -> Result<race::Request, cprace::Error> {
+        let suppressions = self.suppress.load()?;
         let reporting = if self.first_race {
             cprace::race::cp::Reporting::FirstRace
         } else if self.order_races {
@@ -157,7 +170,7 @@ impl AnalyzeArgs {
         } else {
             cprace::race::cp::Reporting::All
         };
-        race::Request {
+        Ok(race::Request {
             trace: self.trace,
             input_format: self.input_format,
             relation: self.relation,
@@ -168,7 +181,8 @@ impl AnalyzeArgs {
             format: self.format,
             witness: self.witness,
             witness_out: self.witness_out,
-        }
+            suppressions,
+        })
     }
 }
 
@@ -178,7 +192,7 @@ pub(crate) fn run(args: AnalyzeArgs, out: &mut dyn Write) -> Outcome {
         all: args.all,
         max_reports: args.max_reports,
     };
-    report(&args.request(), &layout, out)
+    report(&args.request()?, &layout, out)
 }
 
 /// Carry out `req` and print its report: notes on standard error, the report

@@ -46,7 +46,12 @@ use super::Outcome;
 /// line), csv (one row a deadlock), sarif (rules deadlock/KIND), summary.
 /// --witness fills `witness` (loads the trace); check it with
 /// `cprace verify TRACE --witness REPORT.json`.
-/// Exit code: 0 no deadlock, 1 some reported, 2 bad input or usage.
+/// --suppressions FILE (default: TSAN_OPTIONS' `suppressions=FILE`): a
+/// ThreadSanitizer suppressions file; `deadlock:PAT` drops the deadlocks
+/// any frame of whose stacks (or, without stacks, whose locations or lock
+/// names) match; the summary counts them.
+/// Exit code: 0 no deadlock (or all suppressed), 1 some reported, 2 bad
+/// input, usage or suppressions file.
 ///
 /// Examples:
 ///   cprace deadlocks data/figures/cp-fig9.csv
@@ -78,12 +83,14 @@ pub(crate) struct DeadlocksArgs {
     input_format: Option<Format>,
     #[command(flatten)]
     lenient: super::Lenient,
+    #[command(flatten)]
+    suppress: super::Suppress,
 }
 
 impl DeadlocksArgs {
     /// `cprace deadlocks TRACE --witness` with every other option at its
-    /// default (`record --analyze deadlocks`).
-    pub(crate) fn witnessed(trace: PathBuf) -> DeadlocksArgs {
+    /// default but the suppressions (`record --analyze deadlocks`).
+    pub(crate) fn witnessed(trace: PathBuf, suppress: super::Suppress) -> DeadlocksArgs {
         DeadlocksArgs {
             trace,
             format: OutputFormat::Text,
@@ -92,6 +99,7 @@ impl DeadlocksArgs {
             window: None,
             input_format: None,
             lenient: Default::default(),
+            suppress,
         }
     }
 
@@ -103,6 +111,7 @@ impl DeadlocksArgs {
 
 /// `cprace deadlocks`: analyze, print, return the exit code (0 none, 1 some).
 pub(crate) fn run(args: DeadlocksArgs, out: &mut dyn Write) -> Outcome {
+    let suppressions = args.suppress.load()?;
     let opts = Options {
         window: args.window.map_or(Some(DEFAULT_WINDOW), |w| w.0),
         all: args.all,
@@ -116,7 +125,13 @@ pub(crate) fn run(args: DeadlocksArgs, out: &mut dyn Write) -> Outcome {
         let (r, names) = deadlock::analyze_path(&args.trace, args.input_format, &opts)?;
         (r, names, None)
     };
-    attach_stacks(&mut report, &args.trace, args.input_format, rec)?;
+    let rec = recording(&report, &args.trace, args.input_format, rec)?;
+    if let Some(supp) = &suppressions {
+        cprace::suppress::apply::deadlocks(&mut report, &names, rec.as_ref(), supp);
+    }
+    if let Some(rec) = &rec {
+        attach_stacks(&mut report, rec);
+    }
     for n in &report.notes {
         eprintln!("cprace: note: {}", cprace::report::printable(n));
     }
@@ -124,26 +139,27 @@ pub(crate) fn run(args: DeadlocksArgs, out: &mut dyn Write) -> Outcome {
     Ok(report.exit_code())
 }
 
-/// Call stacks, for a recorded program's trace that carries them (cprace's
-/// binary format): each deadlock gets the frames of the events it names.
-/// Read in a second pass when the analysis streamed, and then only from a
-/// binary trace ([`cprace::trace::recorded_stacks`]).
-fn attach_stacks(
-    report: &mut cprace::report::Report,
+/// What a recorded program's trace that carries call stacks (cprace's
+/// binary format) carries beside its events, when the report has
+/// deadlocks to show stacks for: `rec` when the trace was loaded, else read
+/// in a second pass ([`cprace::trace::recorded_stacks`]); None otherwise.
+fn recording(
+    report: &cprace::report::Report,
     path: &std::path::Path,
     format: Option<Format>,
     rec: Option<cprace::trace::Recording>,
-) -> Result<(), cprace::Error> {
+) -> Result<Option<cprace::trace::Recording>, cprace::Error> {
     if report.deadlocks.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
-    let rec = match rec {
-        Some(rec) => rec,
-        None => match cprace::trace::recorded_stacks(path, format)? {
-            Some(rec) => rec,
-            None => return Ok(()),
-        },
-    };
+    match rec {
+        Some(rec) => Ok(Some(rec)),
+        None => Ok(cprace::trace::recorded_stacks(path, format)?),
+    }
+}
+
+/// Call stacks: each deadlock gets the frames of the events it names.
+fn attach_stacks(report: &mut cprace::report::Report, rec: &cprace::trace::Recording) {
     let depth = cprace::record::DEFAULT_STACK_DEPTH as usize;
     for d in &mut report.deadlocks {
         for e in d.sites() {
@@ -153,5 +169,4 @@ fn attach_stacks(
             }
         }
     }
-    Ok(())
 }

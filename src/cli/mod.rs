@@ -60,6 +60,46 @@ pub(crate) struct Lenient {
     on: bool,
 }
 
+/// `--suppressions FILE`, of the commands that report races or deadlocks.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct Suppress {
+    /// ThreadSanitizer suppressions file (`race:PATTERN`, `race_top:`,
+    /// `called_from_lib:`, `deadlock:`, ... one rule a line): reports a rule
+    /// matches are dropped, counted in the summary, and do not count for
+    /// the exit status. Default: the `suppressions=FILE` of the
+    /// TSAN_OPTIONS environment variable, if any.
+    #[arg(long, value_name = "FILE")]
+    suppressions: Option<std::path::PathBuf>,
+}
+
+impl Suppress {
+    /// `--suppressions` given as `file` (None: not given).
+    pub(crate) fn new(file: Option<std::path::PathBuf>) -> Suppress {
+        Suppress { suppressions: file }
+    }
+
+    /// The rules: `--suppressions`, else TSAN_OPTIONS' `suppressions`, else
+    /// none. A file that cannot be read or parsed is an error (exit 2).
+    pub(crate) fn load(&self) -> Result<Option<cprace::suppress::Suppressions>, cprace::Error> {
+        use cprace::suppress::{Suppressions, from_tsan_options};
+        if let Some(path) = &self.suppressions {
+            return Ok(Some(Suppressions::read(path)?));
+        }
+        let Some(file) = std::env::var("TSAN_OPTIONS")
+            .ok()
+            .and_then(|o| from_tsan_options(&o))
+        else {
+            return Ok(None);
+        };
+        Suppressions::read(std::path::Path::new(&file))
+            .map(Some)
+            .map_err(|mut e| {
+                e.problem = format!("{} (named by TSAN_OPTIONS)", e.problem);
+                e.into()
+            })
+    }
+}
+
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 enum Command {

@@ -60,6 +60,10 @@ pub(crate) struct RecordArgs {
     /// program: measures the trace writing alone.
     #[arg(long, value_name = "DIR", conflicts_with = "program")]
     from_events: Option<PathBuf>,
+    /// With --analyze: ThreadSanitizer suppressions, as `cprace analyze
+    /// --suppressions` (default: TSAN_OPTIONS' `suppressions=FILE`).
+    #[arg(long, value_name = "FILE")]
+    suppressions: Option<PathBuf>,
     /// The program and its arguments (after `--`).
     #[arg(
         required_unless_present = "from_events",
@@ -109,6 +113,12 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
     let format = args
         .format
         .unwrap_or_else(|| OutFormat::for_path(&args.output));
+    // A bad suppressions file is found before the program runs.
+    let suppress = super::Suppress::new(args.suppressions);
+    let suppressions = match args.analyze {
+        Some(_) => suppress.load()?,
+        None => None,
+    };
     let (source, analyze) = match args.from_events {
         // Converting event files measures the trace writing alone.
         Some(dir) => (Source::Events(dir), None),
@@ -123,13 +133,13 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
     })?;
     match analyze {
         None => Ok(recorded.exit_code),
-        Some(Analysis::Races(relation)) => super::analyze::report(
-            &Request::new(recorded.trace, relation),
-            &Layout::default(),
-            out,
-        ),
+        Some(Analysis::Races(relation)) => {
+            let mut req = Request::new(recorded.trace, relation);
+            req.suppressions = suppressions;
+            super::analyze::report(&req, &Layout::default(), out)
+        }
         Some(Analysis::Deadlocks) => super::deadlocks::run(
-            super::deadlocks::DeadlocksArgs::witnessed(recorded.trace),
+            super::deadlocks::DeadlocksArgs::witnessed(recorded.trace, suppress),
             out,
         ),
     }

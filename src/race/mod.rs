@@ -137,6 +137,9 @@ pub struct Request {
     pub witness: bool,
     /// With `witness`: write each race's reordered trace into this directory.
     pub witness_out: Option<PathBuf>,
+    /// ThreadSanitizer suppressions: the races they match are dropped
+    /// before witnesses and output ([`crate::suppress`]).
+    pub suppressions: Option<crate::suppress::Suppressions>,
 }
 
 impl Request {
@@ -154,6 +157,7 @@ impl Request {
             format: OutputFormat::Text,
             witness: false,
             witness_out: None,
+            suppressions: None,
         }
     }
 
@@ -184,6 +188,8 @@ impl Request {
             // the whole report.
             keep: match self.format {
                 _ if self.witness => Keep::Collect,
+                // Suppressions filter the races, so they must be kept.
+                OutputFormat::Summary if self.suppressions.is_some() => Keep::Spill,
                 OutputFormat::Summary => Keep::Count,
                 f if f.streams() => Keep::Spill,
                 _ => Keep::Collect,
@@ -198,10 +204,13 @@ impl Request {
 pub fn analyze(req: &Request) -> Result<(Report, Names)> {
     let opts = req.options()?;
     if !req.witness {
-        return analyze_path(&req.trace, &opts);
+        let (mut report, names) = analyze_path(&req.trace, &opts)?;
+        suppress(req, &mut report, &names)?;
+        return Ok((report, names));
     }
     let t = trace::load(&req.trace, req.input_format)?;
     let mut report = analyze_trace(&t, &opts)?;
+    suppress(req, &mut report, &t.names)?;
     crate::witness::attach(&mut report, &t);
     if let Some(dir) = &req.witness_out {
         let n = crate::witness::write_dir(&report, &t, dir)?;
@@ -211,6 +220,21 @@ pub fn analyze(req: &Request) -> Result<(Report, Names)> {
         ));
     }
     Ok((report, t.names))
+}
+
+/// Drop the races `req`'s suppressions match (reading the trace's call
+/// stacks once more when it is a recorded program's).
+fn suppress(req: &Request, report: &mut Report, names: &Names) -> Result<()> {
+    let Some(supp) = &req.suppressions else {
+        return Ok(());
+    };
+    let rec = if report.race_count() > 0 {
+        trace::recorded_stacks(&req.trace, req.input_format)?
+    } else {
+        None
+    };
+    crate::suppress::apply::races(report, names, rec.as_ref(), supp)
+        .map_err(Error::io("cannot filter the races"))
 }
 
 /// Analyse the trace at `path`. Streaming engines never load the whole trace.

@@ -286,6 +286,9 @@ pub(crate) fn write_text(r: &Report, names: &Names, out: &mut dyn Write) -> io::
 /// The SUMMARY line and the counters only.
 pub(crate) fn write_summary(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{}", summary_line(r))?;
+    if let Some(line) = r.suppressed_line("deadlock") {
+        writeln!(out, "{line}")?;
+    }
     for (k, v) in &r.stats {
         writeln!(out, "  {k}: {v}")?;
     }
@@ -345,7 +348,7 @@ pub fn to_json(d: &Deadlock, names: &Names) -> Value {
 /// The whole report as one JSON document.
 pub(crate) fn report_json(r: &Report, names: &Names) -> Value {
     let count = |k| r.deadlocks.iter().filter(|d| d.kind == k).count();
-    json!({
+    let mut v = json!({
         "relation": r.relation.name(),
         "engine": r.engine.name(),
         "window": r.window,
@@ -356,7 +359,11 @@ pub(crate) fn report_json(r: &Report, names: &Names) -> Value {
         "deadlocks": r.deadlocks.iter().map(|d| to_json(d, names)).collect::<Vec<_>>(),
         "stats": r.stats,
         "notes": r.notes,
-    })
+    });
+    if r.suppressed.is_some() {
+        v["suppressed"] = json!(r.suppressed_count());
+    }
+    v
 }
 
 /// CSV columns, one row per deadlock (lists separated by spaces).

@@ -66,6 +66,7 @@ pub(super) fn json_view<'a>(r: &'a Report, names: &'a Names) -> JsonReport<'a> {
         location_pairs: r.location_pairs().len(),
         stats: &r.stats,
         notes: &r.notes,
+        suppressed: r.suppressed.as_ref().map(|_| r.suppressed_count()),
     }
 }
 
@@ -80,6 +81,7 @@ pub(super) fn write_json(r: &Report, names: &Names, out: &mut dyn Write) -> io::
         c.max_distance = r.max_distance;
         c.stats = r.stats.clone();
         c.notes = r.notes.clone();
+        c.suppressed = r.suppressed.clone();
         return write_json(&c, names, out);
     }
     serde_json::to_writer_pretty(&mut *out, &json_view(r, names))?;
@@ -159,6 +161,9 @@ pub(super) struct JsonReport<'a> {
     location_pairs: usize,
     stats: &'a Map<String, Value>,
     notes: &'a [String],
+    /// With a suppressions file: how many races it dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suppressed: Option<u64>,
 }
 
 struct JsonRaces<'a> {

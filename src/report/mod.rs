@@ -269,6 +269,10 @@ pub struct Report {
     /// text report prints about each race it shows, ThreadSanitizer's
     /// fields ([`tsan::Detail`]), by the race's `(first, second)` events.
     pub details: Details,
+    /// With a suppressions file: each rule that dropped races (or
+    /// deadlocks), as written (`race:foo`), and how many, in the file's
+    /// order ([`crate::suppress`]). None without a file.
+    pub suppressed: Option<Vec<(String, u64)>>,
     /// Where pushed races go instead of `races`, when not collected.
     kept: Option<Kept>,
 }
@@ -310,6 +314,7 @@ impl Clone for Report {
             witnesses: self.witnesses.clone(),
             deadlocks: self.deadlocks.clone(),
             details: self.details.clone(),
+            suppressed: self.suppressed.clone(),
             kept: None,
         }
     }
@@ -353,7 +358,67 @@ impl Report {
             kept: None,
             deadlocks: Vec::new(),
             details: Default::default(),
+            suppressed: None,
         }
+    }
+
+    /// How many races (or deadlocks) the suppressions dropped.
+    pub fn suppressed_count(&self) -> u64 {
+        self.suppressed
+            .as_ref()
+            .map_or(0, |v| v.iter().map(|(_, n)| n).sum())
+    }
+
+    /// The text line saying what was suppressed (`suppressed: 3 races
+    /// (race:foo 2, called_from_lib:libz.so 1)`), when a suppressions file
+    /// was given.
+    pub(crate) fn suppressed_line(&self, what: &str) -> Option<String> {
+        let fired = self.suppressed.as_ref()?;
+        let mut line = format!(
+            "suppressed: {}",
+            text::plural(self.suppressed_count(), what)
+        );
+        if !fired.is_empty() {
+            let by: Vec<String> = fired
+                .iter()
+                .map(|(rule, n)| format!("{} {n}", printable(rule)))
+                .collect();
+            line.push_str(&format!(" ({})", by.join(", ")));
+        }
+        Some(line)
+    }
+
+    /// Keep only the races `keep` accepts (collected or spilled, in order;
+    /// their witnesses with them). A counted report keeps none to filter.
+    pub(crate) fn retain_races(&mut self, mut keep: impl FnMut(&Race) -> bool) -> io::Result<()> {
+        match &mut self.kept {
+            Some(Kept::Spilled(s)) => {
+                let mut fresh = spill::Spill::new()?;
+                s.each(|r| {
+                    if keep(r) {
+                        fresh.push(r);
+                    }
+                    Ok(())
+                })?;
+                fresh.finish();
+                *s = fresh;
+            }
+            Some(Kept::Counted(_)) => {
+                return Err(io::Error::other(
+                    "the races were only counted, not kept: they cannot be filtered",
+                ));
+            }
+            None => {
+                let mask: Vec<bool> = self.races.iter().map(&mut keep).collect();
+                let mut m = mask.iter();
+                self.races.retain(|_| *m.next().expect("one flag a race"));
+                if let Some(w) = &mut self.witnesses {
+                    let mut m = mask.iter();
+                    w.retain(|_| *m.next().unwrap_or(&true));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// From now on, write pushed races to a temporary file instead of

@@ -238,6 +238,9 @@ pub(crate) fn write_summary(
         report.engine,
         plural(report.events, "event")
     )?;
+    if let Some(line) = report.suppressed_line("race") {
+        writeln!(out, "{line}")?;
+    }
     for (k, v) in &report.stats {
         writeln!(out, "  {k}: {}", plain(v))?;
     }

@@ -83,6 +83,7 @@ mod reference_props;
 // The output contract of `analyze`: text, JSON, JSONL, CSV, summary.
 mod reports;
 // Recorded programs' race reports carry every field ThreadSanitizer prints.
+mod suppressions;
 mod tsan_report;
 // `--format sarif` validates against the SARIF 2.1.0 schema.
 mod sarif;
