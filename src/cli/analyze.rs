@@ -200,9 +200,9 @@ pub(crate) fn run(args: AnalyzeArgs, out: &mut dyn Write) -> Outcome {
 /// into `out`). Returns the exit code: 0 no race, 1 races.
 pub(crate) fn report(req: &race::Request, layout: &Layout, out: &mut dyn Write) -> Outcome {
     let (mut report, names) = race::analyze(req)?;
-    if req.format == cprace::report::OutputFormat::Text {
+    if let Some(shown) = cprace::tools::describe::shown_in(req.format, layout) {
         // ThreadSanitizer's fields for a recorded program's trace.
-        cprace::tools::describe::attach(&mut report, &req.trace, req.input_format, layout)?;
+        cprace::tools::describe::attach(&mut report, &req.trace, req.input_format, &shown)?;
     }
     // Notes qualify the result in every format, so they go to stderr.
     for n in &report.notes {

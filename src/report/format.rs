@@ -5,7 +5,8 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value};
 
-use super::{Race, Report};
+use super::detail_json::DetailJson;
+use super::{Details, Race, Report};
 use crate::trace::{EventId, Names};
 
 /// Output formats of `analyze`.
@@ -56,6 +57,7 @@ pub(super) fn json_view<'a>(r: &'a Report, names: &'a Names) -> JsonReport<'a> {
         races: JsonRaces {
             races: &r.races,
             witnesses: r.witnesses.as_deref(),
+            details: &r.details,
             names,
         },
         racy_variables: r
@@ -82,6 +84,8 @@ pub(super) fn write_json(r: &Report, names: &Names, out: &mut dyn Write) -> io::
         c.stats = r.stats.clone();
         c.notes = r.notes.clone();
         c.suppressed = r.suppressed.clone();
+        c.witnesses = r.witnesses.clone();
+        c.details = r.details.clone();
         return write_json(&c, names, out);
     }
     serde_json::to_writer_pretty(&mut *out, &json_view(r, names))?;
@@ -95,7 +99,7 @@ pub(super) fn write_jsonl(r: &Report, names: &Names, out: &mut dyn Write) -> io:
             engine: r.engine.name(),
             window: r.window,
             max_distance: r.max_distance,
-            race: JsonRace::new(race, names),
+            race: JsonRace::new(race, names, &r.details),
         };
         serde_json::to_writer(&mut *out, &row)?;
         writeln!(out)
@@ -169,13 +173,14 @@ pub(super) struct JsonReport<'a> {
 struct JsonRaces<'a> {
     races: &'a [Race],
     witnesses: Option<&'a [Option<Vec<EventId>>]>,
+    details: &'a Details,
     names: &'a Names,
 }
 
 impl serde::Serialize for JsonRaces<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.races.iter().enumerate().map(|(i, r)| {
-            let mut j = JsonRace::new(r, self.names);
+            let mut j = JsonRace::new(r, self.names, self.details);
             j.witness = self.witnesses.map(|w| w.get(i).and_then(|x| x.as_deref()));
             j
         }))
@@ -209,10 +214,14 @@ struct JsonRace<'a> {
     /// Only with `--witness`: the witness array, or null when none was found.
     #[serde(skip_serializing_if = "Option::is_none")]
     witness: Option<Option<&'a [EventId]>>,
+    /// Only for a recorded program's trace with call stacks: what the text
+    /// report prints about the race (ThreadSanitizer's fields).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<DetailJson<'a>>,
 }
 
 impl<'a> JsonRace<'a> {
-    fn new(r: &Race, names: &'a Names) -> JsonRace<'a> {
+    fn new(r: &Race, names: &'a Names, details: &'a Details) -> JsonRace<'a> {
         JsonRace {
             first: r.first.id,
             second: r.second.id,
@@ -225,6 +234,7 @@ impl<'a> JsonRace<'a> {
             first_op: r.first.op.as_str(),
             second_op: r.second.op.as_str(),
             witness: None,
+            details: details.get(&(r.first.id, r.second.id)).map(DetailJson::new),
         }
     }
 }

@@ -25,6 +25,7 @@
 //! asks); its `--first-race` mode simply stops calling back after the first.
 
 pub mod deadlock;
+mod detail_json;
 pub(crate) mod format;
 pub(crate) mod sarif;
 pub(crate) mod spill;

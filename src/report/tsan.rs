@@ -13,6 +13,7 @@ use std::io::{self, Write};
 
 use super::printable;
 use crate::trace::EventId;
+use crate::trace::recorded::StackEntry;
 
 /// What the text report prints about one race of a recorded program.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -29,6 +30,26 @@ pub struct Detail {
     pub ordering: Vec<String>,
     /// With a witness: the reordering in source terms, one step a line.
     pub witness: Vec<String>,
+    /// With a witness: its runs of one thread, in order, then the two
+    /// accesses (the sites `witness` names, for SARIF's code flows).
+    pub witness_runs: Vec<WitnessRun>,
+}
+
+/// A run of one thread in a witness: it runs to `event`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WitnessRun {
+    /// The thread, as TSan names it.
+    pub thread: String,
+    /// cprace's name of the thread (`T1`).
+    pub thread_id: String,
+    /// The run's events, in order (one of the racy accesses alone at the end).
+    pub events: Vec<EventId>,
+    /// The last event's location id.
+    pub loc: u32,
+    /// The last event's innermost frame, when the trace kept its stack.
+    pub top: Option<StackEntry>,
+    /// The step in source terms (as in `witness`).
+    pub text: String,
 }
 
 /// One access of a race.
@@ -46,9 +67,9 @@ pub struct AccessDetail {
     pub thread: String,
     /// Mutexes held: (write side, number `M<n>`).
     pub mutexes: Vec<(bool, usize)>,
-    /// The call stack, innermost first (TSan's `#k function file:line
-    /// (object+0xoffset)` lines).
-    pub frames: Vec<String>,
+    /// The call stack, innermost first (printed as TSan's `#k function
+    /// file:line (object+0xoffset)` lines).
+    pub frames: Vec<StackEntry>,
     /// The innermost frame's `file:line` and function, for the SUMMARY.
     pub top: Option<(String, String)>,
 }
@@ -78,10 +99,10 @@ pub enum Location {
         /// The allocating thread.
         thread: String,
         /// Where it was allocated.
-        frames: Vec<String>,
+        frames: Vec<StackEntry>,
         /// When it was freed before the later access: the freeing thread
         /// and where.
-        freed: Option<(String, Vec<String>)>,
+        freed: Option<(String, Vec<StackEntry>)>,
     },
     /// A thread's stack.
     Stack {
@@ -111,7 +132,7 @@ pub struct MutexDetail {
     /// The acquire event.
     pub event: EventId,
     /// Where it was acquired.
-    pub frames: Vec<String>,
+    pub frames: Vec<StackEntry>,
 }
 
 /// A thread a block names.
@@ -128,24 +149,30 @@ pub struct ThreadDetail {
     /// The creating thread, as TSan names it.
     pub parent: Option<String>,
     /// Where it was created.
-    pub frames: Vec<String>,
+    pub frames: Vec<StackEntry>,
 }
 
-fn stack(out: &mut dyn Write, frames: &[String]) -> io::Result<()> {
-    for f in frames {
-        writeln!(out, "    {}", printable(f))?;
+fn stack(out: &mut dyn Write, frames: &[StackEntry]) -> io::Result<()> {
+    for (k, f) in frames.iter().enumerate() {
+        writeln!(out, "    {}", printable(&f.tsan_line(k)))?;
     }
     writeln!(out)
 }
 
-/// `Previous atomic write`, `Read`, ... as TSan words them.
-fn what(a: &AccessDetail, previous: bool) -> String {
-    let base = match (a.atomic, a.write) {
+/// The access's kind in TSan's words: `read`, `write`, `atomic read`,
+/// `atomic write`.
+pub(crate) fn kind_words(a: &AccessDetail) -> &'static str {
+    match (a.atomic, a.write) {
         (true, true) => "atomic write",
         (true, false) => "atomic read",
         (false, true) => "write",
         (false, false) => "read",
-    };
+    }
+}
+
+/// `Previous atomic write`, `Read`, ... as TSan words them.
+pub(crate) fn what(a: &AccessDetail, previous: bool) -> String {
+    let base = kind_words(a);
     if previous {
         format!("Previous {base}")
     } else {
@@ -155,7 +182,9 @@ fn what(a: &AccessDetail, previous: bool) -> String {
     }
 }
 
-fn access(out: &mut dyn Write, a: &AccessDetail, previous: bool) -> io::Result<()> {
+/// An access's header: `Write of size 4 at 0x1000 by thread T1 (mutexes:
+/// write M0), event 6` (`Previous read ...` for the earlier).
+pub(crate) fn access_header(a: &AccessDetail, previous: bool) -> String {
     let memory = match a.memory {
         Some((addr, size)) => format!(" of size {size} at {addr:#x}"),
         None => String::new(),
@@ -170,17 +199,24 @@ fn access(out: &mut dyn Write, a: &AccessDetail, previous: bool) -> io::Result<(
             .collect();
         format!(" (mutexes: {})", m.join(", "))
     };
-    writeln!(
-        out,
-        "  {}{memory} by {}{mutexes}, event {}:",
+    format!(
+        "{}{memory} by {}{mutexes}, event {}",
         what(a, previous),
         printable(&a.thread),
         a.event
-    )?;
+    )
+}
+
+fn access(out: &mut dyn Write, a: &AccessDetail, previous: bool) -> io::Result<()> {
+    writeln!(out, "  {}:", access_header(a, previous))?;
     stack(out, &a.frames)
 }
 
-fn location(out: &mut dyn Write, l: &Location) -> io::Result<()> {
+/// The location's header: `Location is global 'x' of size 4 at 0x10
+/// (prog+0x10)`, `Location is heap block of size 4 at 0x10 allocated by
+/// main thread T0`, `Location is stack of thread T1`, `Location is TLS of
+/// thread T1`.
+pub(crate) fn location_header(l: &Location) -> String {
     match l {
         Location::Global {
             name,
@@ -188,56 +224,68 @@ fn location(out: &mut dyn Write, l: &Location) -> io::Result<()> {
             addr,
             module,
             offset,
-        } => writeln!(
-            out,
-            "  Location is global '{}' of size {size} at {addr:#x} ({}+{offset:#x})\n",
+        } => format!(
+            "Location is global '{}' of size {size} at {addr:#x} ({}+{offset:#x})",
             printable(name),
             printable(module)
         ),
         Location::Heap {
-            size,
-            addr,
-            thread,
-            frames,
-            freed,
-        } => {
-            writeln!(
-                out,
-                "  Location is heap block of size {size} at {addr:#x} allocated by {}:",
-                printable(thread)
-            )?;
+            size, addr, thread, ..
+        } => format!(
+            "Location is heap block of size {size} at {addr:#x} allocated by {}",
+            printable(thread)
+        ),
+        Location::Stack { thread } => format!("Location is stack of {}", printable(thread)),
+        Location::Tls { thread } => format!("Location is TLS of {}", printable(thread)),
+    }
+}
+
+fn location(out: &mut dyn Write, l: &Location) -> io::Result<()> {
+    let header = location_header(l);
+    match l {
+        Location::Heap { frames, freed, .. } => {
+            writeln!(out, "  {header}:")?;
             stack(out, frames)?;
             if let Some((thread, frames)) = freed {
-                writeln!(out, "  The block was freed by {} at:", printable(thread))?;
+                writeln!(out, "  {}:", freed_header(thread))?;
                 stack(out, frames)?;
             }
             Ok(())
         }
-        Location::Stack { thread } => {
-            writeln!(out, "  Location is stack of {}.\n", printable(thread))
-        }
-        Location::Tls { thread } => writeln!(out, "  Location is TLS of {}.\n", printable(thread)),
+        Location::Global { .. } => writeln!(out, "  {header}\n"),
+        Location::Stack { .. } | Location::Tls { .. } => writeln!(out, "  {header}.\n"),
     }
 }
 
-fn mutex(out: &mut dyn Write, m: &MutexDetail) -> io::Result<()> {
+/// `The block was freed by THREAD at` (a heap location freed before the
+/// later access).
+pub(crate) fn freed_header(thread: &str) -> String {
+    format!("The block was freed by {} at", printable(thread))
+}
+
+/// A mutex's header: `Mutex M0 (0x2000, `m`) acquired by thread T1 (event 5)`.
+pub(crate) fn mutex_header(m: &MutexDetail) -> String {
     let name = m
         .name
         .as_deref()
         .map_or(String::new(), |n| format!(", `{}`", printable(n)));
     let how = if m.write { "acquired" } else { "read-acquired" };
-    writeln!(
-        out,
-        "  Mutex M{} ({:#x}{name}) {how} by {} (event {}) at:",
+    format!(
+        "Mutex M{} ({:#x}{name}) {how} by {} (event {})",
         m.id,
         m.addr,
         printable(&m.thread),
         m.event
-    )?;
+    )
+}
+
+fn mutex(out: &mut dyn Write, m: &MutexDetail) -> io::Result<()> {
+    writeln!(out, "  {} at:", mutex_header(m))?;
     stack(out, &m.frames)
 }
 
-fn thread(out: &mut dyn Write, t: &ThreadDetail) -> io::Result<()> {
+/// A thread's header: `Thread T1 'worker' (finished) created by main thread T0`.
+pub(crate) fn thread_header(t: &ThreadDetail) -> String {
     let name = t
         .name
         .as_deref()
@@ -252,12 +300,12 @@ fn thread(out: &mut dyn Write, t: &ThreadDetail) -> io::Result<()> {
         .parent
         .as_deref()
         .map_or(String::new(), |p| format!(" created by {}", printable(p)));
+    format!("Thread {}{name} ({status}){parent}", printable(&t.id))
+}
+
+fn thread(out: &mut dyn Write, t: &ThreadDetail) -> io::Result<()> {
     let at = if t.frames.is_empty() { "" } else { " at:" };
-    writeln!(
-        out,
-        "  Thread {}{name} ({status}){parent}{at}",
-        printable(&t.id)
-    )?;
+    writeln!(out, "  {}{at}", thread_header(t))?;
     stack(out, &t.frames)
 }
 
@@ -302,7 +350,14 @@ mod tests {
 
     #[test]
     fn a_heap_race_reads_as_tsan_words_it() {
-        let frame = |f: &str, l: u32| format!("#0 {f} /src/hr.c:{l} (hr+0x11fe)");
+        let frame = |f: &str, l: u32| StackEntry {
+            function: f.into(),
+            file: "/src/hr.c".into(),
+            line: l,
+            module: "hr".into(),
+            offset: 0x11fe,
+            ..Default::default()
+        };
         let d = Detail {
             accesses: [
                 AccessDetail {

@@ -19,8 +19,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::engine::sync::SyncPoints;
 use crate::facts::Facts;
 use crate::relation::Relation;
-use crate::report::tsan::{AccessDetail, Detail, Location, MutexDetail, ThreadDetail};
-use crate::report::{Layout, Race, Report};
+use crate::report::tsan::{AccessDetail, Detail, Location, MutexDetail, ThreadDetail, WitnessRun};
+use crate::report::{Layout, OutputFormat, Race, Report};
 use crate::trace::recorded::{Recording, VarKind};
 use crate::trace::{Event, EventId, Format, LoadError, Names, Op, ThreadId, Trace};
 
@@ -29,6 +29,21 @@ use super::query::{Kind, Step};
 
 /// Frames printed per stack.
 const DEPTH: usize = crate::record::DEFAULT_STACK_DEPTH as usize;
+
+/// The layout whose races `format` shows with details (see [`attach`]):
+/// the text's own, every race for JSON and JSON Lines, the first race of
+/// each location pair for SARIF; None for the formats without details.
+pub fn shown_in(format: OutputFormat, layout: &Layout) -> Option<Layout> {
+    match format {
+        OutputFormat::Text => Some(*layout),
+        OutputFormat::Json | OutputFormat::Jsonl => Some(Layout {
+            all: true,
+            max_reports: None,
+        }),
+        OutputFormat::Sarif => Some(Layout::default()),
+        OutputFormat::Csv | OutputFormat::Summary => None,
+    }
+}
 
 /// Fill `report.details` for the races its text shows (the first of each
 /// location pair, or with `layout.all` the first racy events, at most
@@ -69,7 +84,8 @@ pub fn attach(
                 d.ordering = ordering(&ctx, &trace, &hb, r, report.relation);
             }
             if let Some(w) = report.witness_of(r).flatten() {
-                d.witness = witness_steps(&ctx, &trace, w, r);
+                d.witness_runs = witness_runs(&ctx, &trace, w, r);
+                d.witness = witness_steps(&d.witness_runs, w.is_empty());
             }
             report.details.insert((r.first.id, r.second.id), d);
         }
@@ -369,7 +385,7 @@ impl Context<'_> {
                     write,
                     thread: self.who(a.thread),
                     event: acq,
-                    frames: self.rec.frames_of(acq, DEPTH),
+                    frames: self.rec.stack_of(acq, DEPTH),
                 });
             }
             d.accesses[slot] = AccessDetail {
@@ -379,7 +395,7 @@ impl Context<'_> {
                 memory: self.memory(a.id),
                 thread: self.who(a.thread),
                 mutexes,
-                frames: self.rec.frames_of(a.id, DEPTH),
+                frames: self.rec.stack_of(a.id, DEPTH),
                 top: self.top(self.stack_of(a.id)),
             };
         }
@@ -405,7 +421,7 @@ impl Context<'_> {
                 finished: self.g.joined.get(&t).is_some_and(|&j| j < r.second.id),
                 os_tid: info.os_tid,
                 parent: info.parent.map(|p| self.who(p)),
-                frames: self.rec.stack_text(info.create_stack, DEPTH),
+                frames: self.rec.stack(info.create_stack, DEPTH),
             });
         }
         d
@@ -428,12 +444,12 @@ impl Context<'_> {
             let freed = self
                 .rec
                 .freed_before(addr, r.second.id)
-                .map(|f| (self.who(f.thread), self.rec.stack_text(f.stack, DEPTH)));
+                .map(|f| (self.who(f.thread), self.rec.stack(f.stack, DEPTH)));
             let loc = Location::Heap {
                 size: b.size,
                 addr: b.addr,
                 thread: self.who(b.thread),
-                frames: self.rec.stack_text(b.stack, DEPTH),
+                frames: self.rec.stack(b.stack, DEPTH),
                 freed,
             };
             return Some((loc, Some(b.thread)));
@@ -537,9 +553,22 @@ fn ordering(ctx: &Context, trace: &Trace, hb: &HbIndex, r: &Race, rel: Relation)
 }
 
 /// A witness (a correct reordering's prefix) as runs of one thread: which
-/// thread runs to which `file:line`, in order, then the two accesses.
-fn witness_steps(ctx: &Context, trace: &Trace, w: &[EventId], r: &Race) -> Vec<String> {
-    let mut out = Vec::new();
+/// thread runs to which `file:line`, in order, then the two accesses, each
+/// alone (earlier first; either may run first).
+fn witness_runs(ctx: &Context, trace: &Trace, w: &[EventId], r: &Race) -> Vec<WitnessRun> {
+    let mut out: Vec<WitnessRun> = Vec::new();
+    let run = |events: &[EventId], text: String| {
+        let last = *events.last().expect("a run has events");
+        let t = trace.events[last as usize].thread;
+        WitnessRun {
+            thread: ctx.who(t),
+            thread_id: trace.names.thread(t).to_string(),
+            events: events.to_vec(),
+            loc: trace.events[last as usize].loc,
+            top: ctx.rec.stack_of(last, DEPTH).into_iter().next(),
+            text,
+        }
+    };
     let mut i = 0;
     while i < w.len() {
         let t = trace.events[w[i] as usize].thread;
@@ -547,25 +576,36 @@ fn witness_steps(ctx: &Context, trace: &Trace, w: &[EventId], r: &Race) -> Vec<S
         while j + 1 < w.len() && trace.events[w[j + 1] as usize].thread == t {
             j += 1;
         }
-        out.push(format!(
+        let text = format!(
             "{}. {} runs to {} ({} {})",
             out.len() + 1,
             ctx.who(t),
             ctx.site(trace, w[j]),
             if i == j { "event" } else { "events" },
             crate::report::text::ranges(&w[i..=j])
-        ));
+        );
+        out.push(run(&w[i..=j], text));
         i = j + 1;
     }
-    let (a, b) = (r.first, r.second);
-    out.push(format!(
-        "then {} at {} and {} at {} are both enabled: either may run first",
-        ctx.who(a.thread),
-        ctx.site(trace, a.id),
-        ctx.who(b.thread),
-        ctx.site(trace, b.id)
-    ));
-    if w.is_empty() {
+    for a in [r.first, r.second] {
+        let text = format!("{} at {}", ctx.who(a.thread), ctx.site(trace, a.id));
+        out.push(run(&[a.id], text));
+    }
+    out
+}
+
+/// The witness's runs as the text report's lines: the runs, then one line
+/// for the two accesses, both enabled.
+fn witness_steps(runs: &[WitnessRun], empty: bool) -> Vec<String> {
+    let n = runs.len().saturating_sub(2);
+    let mut out: Vec<String> = runs[..n].iter().map(|r| r.text.clone()).collect();
+    if let [a, b] = &runs[n..] {
+        out.push(format!(
+            "then {} and {} are both enabled: either may run first",
+            a.text, b.text
+        ));
+    }
+    if empty {
         out.insert(
             0,
             "both accesses are enabled at the start of the run".into(),

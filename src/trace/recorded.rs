@@ -34,6 +34,49 @@ pub struct Frame {
     pub lines: Vec<FrameLine>,
 }
 
+/// One line of a printed call stack: a frame, or a function inlined into
+/// one (the same code address, so the same module and offset).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StackEntry {
+    /// Function name (demangled), empty when unknown.
+    pub function: String,
+    /// Source file path, empty when unknown.
+    pub file: String,
+    /// Line (0: unknown).
+    pub line: u32,
+    /// Column (0: unknown).
+    pub column: u32,
+    /// The object file holding the code (its file name).
+    pub module: String,
+    /// Offset of the instruction in that object.
+    pub offset: u64,
+    /// Inlined into the entry that follows (the next is its caller at
+    /// the same code address).
+    pub inlined: bool,
+}
+
+impl StackEntry {
+    /// Entry `k` of a stack as ThreadSanitizer prints it: `#k function
+    /// file:line (module+0xoffset)`, `<null>` for what is unknown.
+    pub fn tsan_line(&self, k: usize) -> String {
+        let object = format!("({}+{:#x})", self.module, self.offset);
+        if self.function.is_empty() && self.file.is_empty() {
+            return format!("#{k} <null> {object}");
+        }
+        let function = if self.function.is_empty() {
+            "<null>"
+        } else {
+            &self.function
+        };
+        let at = match (self.file.is_empty(), self.line) {
+            (true, _) => "<null>".to_string(),
+            (false, 0) => self.file.clone(),
+            (false, n) => format!("{}:{n}", self.file),
+        };
+        format!("#{k} {function} {at} {object}")
+    }
+}
+
 /// What a variable is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum VarKind {
@@ -180,32 +223,49 @@ impl Recording {
 
     /// Stack `id` as ThreadSanitizer prints one, innermost first: a line
     /// `#k function file:line (module+0xoffset)` per frame, and per function
-    /// inlined into it; at most `depth` frames. The recording runtime's own
-    /// frames (a thread's start routine is called from it) are left out, and
-    /// so is everything below `main` (the C library's start-up).
+    /// inlined into it; at most `depth` frames (see [`Recording::stack`]).
     pub fn stack_text(&self, id: u32, depth: usize) -> Vec<String> {
+        self.stack(id, depth)
+            .iter()
+            .enumerate()
+            .map(|(k, e)| e.tsan_line(k))
+            .collect()
+    }
+
+    /// The call stack of event `e` as [`Recording::stack`] gives it (empty
+    /// when the trace kept none for it).
+    pub fn stack_of(&self, e: EventId, depth: usize) -> Vec<StackEntry> {
+        self.event_stacks
+            .get(e as usize)
+            .map_or_else(Vec::new, |&s| self.stack(s, depth))
+    }
+
+    /// Stack `id`, innermost first: an entry per frame, and per function
+    /// inlined into it (the inlined function first); at most `depth`
+    /// frames. The recording runtime's own frames (a thread's start routine
+    /// is called from it) are left out, and so is everything below `main`
+    /// (the C library's start-up), as ThreadSanitizer leaves out its own.
+    pub fn stack(&self, id: u32, depth: usize) -> Vec<StackEntry> {
         let mut out = Vec::new();
         for f in self.stack_frames(id, depth) {
             let module = f.module.rsplit('/').next().unwrap_or(&f.module);
             if module.starts_with("libcprace_rt") {
                 continue;
             }
-            let object = format!("({module}+{:#x})", f.offset);
+            let entry = |l: Option<&FrameLine>, inlined: bool| StackEntry {
+                function: l.map_or_else(String::new, |l| l.function.clone()),
+                file: l.map_or_else(String::new, |l| l.file.clone()),
+                line: l.map_or(0, |l| l.line),
+                column: l.map_or(0, |l| l.column),
+                module: module.to_string(),
+                offset: f.offset,
+                inlined,
+            };
             if f.lines.is_empty() {
-                out.push(format!("#{} <null> {object}", out.len()));
+                out.push(entry(None, false));
             }
-            for l in &f.lines {
-                let function = if l.function.is_empty() {
-                    "<null>"
-                } else {
-                    &l.function
-                };
-                let at = match (l.file.is_empty(), l.line) {
-                    (true, _) => "<null>".to_string(),
-                    (false, 0) => l.file.clone(),
-                    (false, n) => format!("{}:{n}", l.file),
-                };
-                out.push(format!("#{} {function} {at} {object}", out.len()));
+            for (i, l) in f.lines.iter().enumerate() {
+                out.push(entry(Some(l), i + 1 < f.lines.len()));
             }
             if f.lines.iter().any(|l| l.function == "main") {
                 break;

@@ -43,6 +43,8 @@ mod hb_datalog;
 mod hb_examples;
 // HB engines against the oracle and each other on generated traces.
 mod hb_props;
+// A recorded program's races in JSON and JSON Lines carry stacks and TSan's fields.
+mod json_stacks;
 // The laws between relations stated in docs/src/semantic-decisions.md "Semantic decisions".
 mod laws;
 // CP and WCP against their references on nested, never-released sections.

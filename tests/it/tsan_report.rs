@@ -9,81 +9,15 @@
 //! checks (a 12-deep stack with an inlined frame, stack and TLS locations, a
 //! predicted race's explanation and witness) always run.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
-const CPRACE: &str = env!("CARGO_BIN_EXE_cprace");
-
-fn source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/record_c")
-        .join(format!("{name}.c"))
-}
-
-/// The line of `name`.c holding `marker` (the `nth`, from 0), as `name.c:LINE`.
-fn line_of(name: &str, marker: &str, nth: usize) -> String {
-    let text = std::fs::read_to_string(source(name)).unwrap();
-    let n = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains(marker))
-        .nth(nth)
-        .unwrap_or_else(|| panic!("{marker} not in {name}.c"))
-        .0;
-    format!("{name}.c:{}", n + 1)
-}
-
-fn run(cmd: &mut Command) -> Output {
-    // As in record.rs: a stale runtime on the library path must not win.
-    cmd.env_remove("LD_LIBRARY_PATH")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
-}
-
-fn compilers() -> Vec<&'static str> {
-    let works = |c: &str| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    ["gcc", "clang"].into_iter().filter(|c| works(c)).collect()
-}
+use crate::common::recorded::{analyze, compilers, line_of, record, run, source};
 
 /// `name`.c built with `cprace cc cc`, recorded into a binary trace, and
 /// `cprace analyze TRACE ARGS` (text): the report.
 fn cprace_report(dir: &Path, name: &str, cc: &str, args: &[&str]) -> String {
-    let prog = dir.join(format!("{name}-{cc}"));
-    let out = run(Command::new(CPRACE)
-        .args(["cc", cc, "-O1", "-g"])
-        .arg(source(name))
-        .arg("-o")
-        .arg(&prog)
-        .arg("-lpthread"));
-    assert!(
-        out.status.success(),
-        "cprace cc {cc} {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let trace = dir.join(format!("{name}-{cc}.cpt"));
-    let out = run(Command::new(CPRACE)
-        .args(["record", "-o"])
-        .arg(&trace)
-        .arg("--")
-        .arg(&prog));
-    assert!(
-        out.status.success(),
-        "record {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = run(Command::new(CPRACE).arg("analyze").arg(&trace).args(args));
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "analyze {name} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    analyze(&record(dir, name, cc), args)
 }
 
 /// `name`.c built with `cc -fsanitize=thread` and run: TSan's reports, or

@@ -6,4 +6,5 @@ pub mod hb;
 pub mod laws;
 pub mod oracle;
 pub mod query;
+pub mod recorded;
 pub mod traces;
