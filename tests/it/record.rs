@@ -8,31 +8,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::common::cli::BIN as CPRACE;
-
-fn source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/record_c")
-        .join(format!("{name}.c"))
-}
-
-/// The line of `name`.c holding `marker`, as `name.c:LINE`.
-fn line_of(name: &str, marker: &str) -> String {
-    let text = std::fs::read_to_string(source(name)).unwrap();
-    let n = text
-        .lines()
-        .position(|l| l.contains(marker))
-        .unwrap_or_else(|| panic!("{marker} not in {name}.c"));
-    format!("{name}.c:{}", n + 1)
-}
-
-fn run(cmd: &mut Command) -> Output {
-    // `cargo test` puts target/debug on the library path, where a runtime
-    // left by an earlier `cargo build` (cargo test updates only deps/) would
-    // win over the rpath `cprace cc` gives the programs.
-    cmd.env_remove("LD_LIBRARY_PATH")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
-}
+use crate::common::recorded::{line_of, run, source};
 
 /// Builds `name`.c with `cprace cc gcc` in `dir`; returns the program.
 fn build(dir: &Path, name: &str) -> PathBuf {
@@ -115,8 +91,8 @@ fn polarcoord_cp_predicts_the_race_hb_misses() {
     );
     let expected = vec![(
         "count".to_string(),
-        line_of("polarcoord", "INCREMENT-1"),
-        line_of("polarcoord", "INCREMENT-2"),
+        line_of("polarcoord", "INCREMENT-1", 0),
+        line_of("polarcoord", "INCREMENT-2", 0),
     )];
     assert_eq!(races(&trace, "cp"), expected);
     assert_eq!(races(&trace, "wcp"), expected);
@@ -165,7 +141,7 @@ fn polarcoord_tsan_reports_nothing() {
 #[test]
 fn unsynchronized_counter_is_reported_by_hb_at_its_line() {
     let (_dir, trace) = recorded("counter");
-    let at = line_of("counter", "RACE");
+    let at = line_of("counter", "RACE", 0);
     assert_eq!(
         races(&trace, "hb"),
         vec![("counter".into(), at.clone(), at)]
@@ -239,7 +215,7 @@ fn record_analyze_chains_into_a_report() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("data race on `count`"), "{stdout}");
     assert!(
-        stdout.contains(&line_of("polarcoord", "INCREMENT-2")),
+        stdout.contains(&line_of("polarcoord", "INCREMENT-2", 0)),
         "{stdout}"
     );
 }
@@ -340,7 +316,7 @@ fn rapidbin_and_zstd_outputs_hold_the_same_trace_as_std() {
     let (dir, _) = one_run_three_formats("counter");
     let d = dir.path();
     let std = std::fs::read_to_string(d.join("t.std")).unwrap();
-    assert!(std.contains(&format!("|w(counter)|{}", line_of("counter", "RACE"))));
+    assert!(std.contains(&format!("|w(counter)|{}", line_of("counter", "RACE", 0))));
     assert!(
         !starts_with_zstd_magic(&d.join("t.bin")),
         "RapidBin expected"

@@ -10,6 +10,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+use crate::common::recorded::compilers;
+
 const CPRACE: &str = env!("CARGO_BIN_EXE_cprace");
 
 fn programs() -> PathBuf {
@@ -22,16 +24,6 @@ fn cprace(args: &[&str], dir: &Path) -> Output {
         .current_dir(dir)
         .output()
         .unwrap()
-}
-
-fn compilers() -> Vec<&'static str> {
-    let works = |c: &str| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    ["gcc", "clang"].into_iter().filter(|c| works(c)).collect()
 }
 
 /// The lines of `file` marked `// DEADLOCK`, as `NAME:LINE`.

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::common::cli::BIN as CPRACE;
+use crate::common::recorded::run;
 
 /// Address space each conversion may use. The debug build's threads
 /// reserve stacks and malloc arenas, real use is a few MB on these files.
@@ -33,14 +34,6 @@ const MAX_TRACE: u64 = 64 << 20;
 
 fn programs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs")
-}
-
-fn run(cmd: &mut Command) -> Output {
-    // See record.rs: a stale runtime in target/debug must not win over the
-    // rpath `cprace cc` gives the programs.
-    cmd.env_remove("LD_LIBRARY_PATH")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
 }
 
 fn text(b: &[u8]) -> String {
