@@ -284,23 +284,23 @@ fn mutex(out: &mut dyn Write, m: &MutexDetail) -> io::Result<()> {
     stack(out, &m.frames)
 }
 
-/// A thread's header: `Thread T1 'worker' (finished) created by main thread T0`.
+/// A thread's header: `Thread T1 'worker' (tid=4242, finished) created by main
+/// thread T0` (no `tid=` when the trace has none).
 pub(crate) fn thread_header(t: &ThreadDetail) -> String {
     let name = t
         .name
         .as_deref()
         .map_or(String::new(), |n| format!(" '{}'", printable(n)));
-    let status = match (t.os_tid, t.finished) {
-        (0, true) => "finished".to_string(),
-        (0, false) => "running".to_string(),
-        (tid, true) => format!("tid={tid}, finished"),
-        (tid, false) => format!("tid={tid}, running"),
+    let tid = match t.os_tid {
+        0 => String::new(),
+        tid => format!("tid={tid}, "),
     };
+    let status = if t.finished { "finished" } else { "running" };
     let parent = t
         .parent
         .as_deref()
         .map_or(String::new(), |p| format!(" created by {}", printable(p)));
-    format!("Thread {}{name} ({status}){parent}", printable(&t.id))
+    format!("Thread {}{name} ({tid}{status}){parent}", printable(&t.id))
 }
 
 fn thread(out: &mut dyn Write, t: &ThreadDetail) -> io::Result<()> {

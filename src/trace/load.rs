@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::{Cursor, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::error::LoadError;
 use super::model::{Event, EventId, LoadStats, Names, Trace};
@@ -123,6 +123,13 @@ pub(crate) fn stream_checked(
     check: Option<Check<'_>>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
+    let (name, input, side) = open_trace(path)?;
+    read(&name, input, format, side.as_deref(), check, None, sink)
+}
+
+/// `path` opened for reading (`-` is standard input) and decompressed: its
+/// name for errors, the input, and where a RapidBin side file would be.
+fn open_trace(path: &Path) -> Result<(String, impl Read, Option<PathBuf>), LoadError> {
     let name = if path.as_os_str() == "-" {
         "<stdin>".to_string()
     } else {
@@ -132,7 +139,7 @@ pub(crate) fn stream_checked(
     let (input, _) = super::decompress::open(input)
         .map_err(|e| LoadError::new(&name, 0, b"", format!("read error: {e}")))?;
     let side = (path.as_os_str() != "-").then(|| rapid_bin::side_path(path));
-    read(&name, input, format, side.as_deref(), check, None, sink)
+    Ok((name, input, side))
 }
 
 /// Like [`stream`], reading from any reader; `name` is used in errors.
@@ -348,15 +355,7 @@ pub fn stream_recorded(
     keep_stacks: bool,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format, Recording), LoadError> {
-    let name = if path.as_os_str() == "-" {
-        "<stdin>".to_string()
-    } else {
-        path.to_string_lossy().into_owned()
-    };
-    let input = open(path, &name)?;
-    let (input, _) = super::decompress::open(input)
-        .map_err(|e| LoadError::new(&name, 0, b"", format!("read error: {e}")))?;
-    let side = (path.as_os_str() != "-").then(|| rapid_bin::side_path(path));
+    let (name, input, side) = open_trace(path)?;
     let mut rec = Recording::default();
     let (names, stats, format) = read(
         &name,

@@ -8,23 +8,11 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::common::cli::BIN as CPRACE;
-use crate::common::recorded::{line_of, run, source};
+use crate::common::recorded::{self, line_of, run, source};
 
 /// Builds `name`.c with `cprace cc gcc` in `dir`; returns the program.
 fn build(dir: &Path, name: &str) -> PathBuf {
-    let prog = dir.join(name);
-    let out = run(Command::new(CPRACE)
-        .args(["cc", "gcc", "-O1", "-g"])
-        .arg(source(name))
-        .arg("-o")
-        .arg(&prog)
-        .arg("-lpthread"));
-    assert!(
-        out.status.success(),
-        "cprace cc failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    prog
+    recorded::build(dir, name, "gcc")
 }
 
 /// Records `prog` into `dir/name.std`; returns the trace and record's output.

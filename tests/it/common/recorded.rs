@@ -53,9 +53,8 @@ pub fn compilers() -> Vec<&'static str> {
     found
 }
 
-/// `name`.c built with `cprace cc CC -O1 -g` in `dir` and recorded: the
-/// trace's path.
-pub fn record(dir: &Path, name: &str, cc: &str) -> PathBuf {
+/// `name`.c built with `cprace cc CC -O1 -g` in `dir`: the program.
+pub fn build(dir: &Path, name: &str, cc: &str) -> PathBuf {
     let prog = dir.join(format!("{name}-{cc}"));
     let out = run(Command::new(CPRACE)
         .args(["cc", cc, "-O1", "-g"])
@@ -68,6 +67,13 @@ pub fn record(dir: &Path, name: &str, cc: &str) -> PathBuf {
         "cprace cc {cc} {name}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    prog
+}
+
+/// `name`.c built with `cprace cc CC -O1 -g` in `dir` and recorded: the
+/// trace's path.
+pub fn record(dir: &Path, name: &str, cc: &str) -> PathBuf {
+    let prog = build(dir, name, cc);
     let trace = dir.join(format!("{name}-{cc}.cpt"));
     let out = run(Command::new(CPRACE)
         .args(["record", "-o"])
