@@ -78,6 +78,11 @@ use cprace::trace::Format;
 ///   sarif    SARIF 2.1.0: one result per location pair, rule race/RELATION,
 ///            `file:line` locations, the earlier access as related location.
 ///   summary  the SUMMARY line and the engine counters only.
+///   html     one self-contained page: an index of the location pairs
+///            (sortable, filterable), per race both stacks with their
+///            source lines, memory, threads and locks, and with --witness
+///            the witness as a timeline, one lane per thread (witnesses
+///            only for the races shown: the first of each pair).
 /// csv, jsonl, text and summary stream: the hb and wcp engines keep races
 /// on disk, not in memory. Notes (unsound engine, what the soundness
 /// theorem covers) go to standard error whatever the format.
@@ -98,6 +103,7 @@ use cprace::trace::Format;
 ///   cprace analyze data/figures/cp-fig3-polarcoord.csv --relation cp
 ///   cprace analyze trace.std --relation cp --window 10000 --format json
 ///   cprace analyze trace.std --relation hb --engine epoch
+///   cprace analyze prog.cpt --relation wcp --witness --format html > races.html
 ///   cprace analyze small.csv --relation cp --engine compare --window none
 #[command(verbatim_doc_comment)]
 pub(crate) struct AnalyzeArgs {

@@ -111,6 +111,13 @@ impl DeadlocksArgs {
 
 /// `cprace deadlocks`: analyze, print, return the exit code (0 none, 1 some).
 pub(crate) fn run(args: DeadlocksArgs, out: &mut dyn Write) -> Outcome {
+    if args.format == OutputFormat::Html {
+        return Err(cprace::Error::Usage(
+            "--format html is the race report's; deadlocks print as text, json, jsonl, csv, sarif or summary"
+                .into(),
+        )
+        .into());
+    }
     let suppressions = args.suppress.load()?;
     let opts = Options {
         window: args.window.map_or(Some(DEFAULT_WINDOW), |w| w.0),

@@ -17,7 +17,7 @@ use crate::engine::detector::{self, Detector};
 use crate::race::cp::Reporting;
 use crate::race::po::ProgramOrder;
 use crate::relation::{Engine, Relation};
-use crate::report::{Keep, OutputFormat, Report};
+use crate::report::{Keep, OutputFormat, Race, Report};
 use crate::trace::{self, Format, LoadError, Names, Trace};
 use crate::{Error, Result};
 
@@ -211,7 +211,17 @@ pub fn analyze(req: &Request) -> Result<(Report, Names)> {
     let t = trace::load(&req.trace, req.input_format)?;
     let mut report = analyze_trace(&t, &opts)?;
     suppress(req, &mut report, &t.names)?;
-    crate::witness::attach(&mut report, &t);
+    if req.format == OutputFormat::Html {
+        // The page shows the first race of each location pair: only those
+        // get a witness, drawn as a timeline.
+        let shown: Vec<Race> = crate::report::first_races_of_groups(&report)
+            .map_err(Error::io("cannot read the races back"))?;
+        let only = shown.iter().map(|r| r.second.id).collect();
+        crate::witness::attach_to(&mut report, &t, Some(&only));
+        timelines(&mut report, &t, &shown);
+    } else {
+        crate::witness::attach(&mut report, &t);
+    }
     if let Some(dir) = &req.witness_out {
         let n = crate::witness::write_dir(&report, &t, dir)?;
         report.notes.push(format!(
@@ -220,6 +230,29 @@ pub fn analyze(req: &Request) -> Result<(Report, Names)> {
         ));
     }
     Ok((report, t.names))
+}
+
+/// Each shown race's witness as runs of one thread (the HTML timeline),
+/// named as the trace names threads and locations.
+fn timelines(report: &mut Report, t: &Trace, shown: &[Race]) {
+    let names = crate::witness::RunNames {
+        who: &|th| t.names.thread(th).to_string(),
+        site: &|e| {
+            let loc = t.names.loc(t.events[e as usize].loc);
+            if loc.is_empty() {
+                format!("event {e}")
+            } else {
+                loc.to_string()
+            }
+        },
+        top: &|_| None,
+    };
+    for r in shown {
+        if let Some(w) = report.witness_of(r).flatten() {
+            let runs = crate::witness::runs(t, w, r, &names);
+            report.timelines.insert((r.first.id, r.second.id), runs);
+        }
+    }
 }
 
 /// Drop the races `req`'s suppressions match (reading the trace's call

@@ -556,5 +556,9 @@ pub fn write(
             serde_json::to_writer_pretty(&mut *out, &to_sarif(r, names))?;
             writeln!(out)
         }
+        F::Html => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the HTML report is written for races, not deadlocks",
+        )),
     }
 }

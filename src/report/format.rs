@@ -25,6 +25,9 @@ pub enum OutputFormat {
     Sarif,
     /// Only the SUMMARY line and the engine counters.
     Summary,
+    /// One self-contained HTML page: an index of the location pairs, and
+    /// per race its stacks with source, threads, locks and witness timeline.
+    Html,
 }
 
 impl OutputFormat {

@@ -27,6 +27,7 @@
 pub mod deadlock;
 mod detail_json;
 pub(crate) mod format;
+mod html;
 pub(crate) mod sarif;
 pub(crate) mod spill;
 pub(crate) mod text;
@@ -43,13 +44,10 @@ use crate::trace::{Event, EventId, Names, Op, ThreadId};
 pub use deadlock::{Deadlock, DeadlockKind, DeadlockLink, Holder, Site};
 pub use format::{Layout, OutputFormat};
 
-/// The `(first, second)` event ids of the race each text report block
-/// shows (the first race of each location pair), in order.
-pub fn first_of_groups(report: &Report) -> std::io::Result<Vec<(EventId, EventId)>> {
-    Ok(text::groups(report)?
-        .iter()
-        .map(|g| (g.first.first.id, g.first.second.id))
-        .collect())
+/// The first race of each location pair, in order: the races the text and
+/// HTML reports show.
+pub fn first_races_of_groups(report: &Report) -> std::io::Result<Vec<Race>> {
+    Ok(text::groups(report)?.into_iter().map(|g| g.first).collect())
 }
 
 /// [`Report::details`]: TSan-style details by `(first, second)` event ids.
@@ -274,6 +272,10 @@ pub struct Report {
     /// deadlocks), as written (`race:foo`), and how many, in the file's
     /// order ([`crate::suppress`]). None without a file.
     pub suppressed: Option<Vec<(String, u64)>>,
+    /// With witnesses, for the HTML report: the witness of each race it
+    /// shows as runs of one thread ([`crate::witness::runs`]), by the
+    /// race's `(first, second)` events; the page draws them as lanes.
+    pub timelines: std::collections::BTreeMap<(EventId, EventId), Vec<tsan::WitnessRun>>,
     /// Where pushed races go instead of `races`, when not collected.
     kept: Option<Kept>,
 }
@@ -316,6 +318,7 @@ impl Clone for Report {
             deadlocks: self.deadlocks.clone(),
             details: self.details.clone(),
             suppressed: self.suppressed.clone(),
+            timelines: self.timelines.clone(),
             kept: None,
         }
     }
@@ -360,6 +363,7 @@ impl Report {
             deadlocks: Vec::new(),
             details: Default::default(),
             suppressed: None,
+            timelines: Default::default(),
         }
     }
 
@@ -577,6 +581,7 @@ impl Report {
             OutputFormat::Jsonl => format::write_jsonl(self, names, out),
             OutputFormat::Csv => format::write_csv(self, names, out),
             OutputFormat::Sarif => sarif::write(self, names, out),
+            OutputFormat::Html => html::write(self, names, layout, out),
             OutputFormat::Text => text::write(self, names, layout, out),
             OutputFormat::Summary => text::write_summary(self, names, out),
         }

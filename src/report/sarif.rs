@@ -46,7 +46,7 @@ fn rule(relation: Relation) -> Value {
 }
 
 /// `file:line` when `loc` reads as one (a line number after the last `:`).
-fn file_line(loc: &str) -> Option<(&str, u64)> {
+pub(super) fn file_line(loc: &str) -> Option<(&str, u64)> {
     let (file, line) = loc.rsplit_once(':')?;
     let line: u64 = line.trim().parse().ok()?;
     (!file.is_empty() && line >= 1).then_some((file, line))

@@ -41,6 +41,10 @@ pub fn shown_in(format: OutputFormat, layout: &Layout) -> Option<Layout> {
             max_reports: None,
         }),
         OutputFormat::Sarif => Some(Layout::default()),
+        OutputFormat::Html => Some(Layout {
+            all: false,
+            max_reports: layout.max_reports,
+        }),
         OutputFormat::Csv | OutputFormat::Summary => None,
     }
 }
@@ -556,42 +560,12 @@ fn ordering(ctx: &Context, trace: &Trace, hb: &HbIndex, r: &Race, rel: Relation)
 /// thread runs to which `file:line`, in order, then the two accesses, each
 /// alone (earlier first; either may run first).
 fn witness_runs(ctx: &Context, trace: &Trace, w: &[EventId], r: &Race) -> Vec<WitnessRun> {
-    let mut out: Vec<WitnessRun> = Vec::new();
-    let run = |events: &[EventId], text: String| {
-        let last = *events.last().expect("a run has events");
-        let t = trace.events[last as usize].thread;
-        WitnessRun {
-            thread: ctx.who(t),
-            thread_id: trace.names.thread(t).to_string(),
-            events: events.to_vec(),
-            loc: trace.events[last as usize].loc,
-            top: ctx.rec.stack_of(last, DEPTH).into_iter().next(),
-            text,
-        }
+    let names = crate::witness::RunNames {
+        who: &|t| ctx.who(t),
+        site: &|e| ctx.site(trace, e),
+        top: &|e| ctx.rec.stack_of(e, DEPTH).into_iter().next(),
     };
-    let mut i = 0;
-    while i < w.len() {
-        let t = trace.events[w[i] as usize].thread;
-        let mut j = i;
-        while j + 1 < w.len() && trace.events[w[j + 1] as usize].thread == t {
-            j += 1;
-        }
-        let text = format!(
-            "{}. {} runs to {} ({} {})",
-            out.len() + 1,
-            ctx.who(t),
-            ctx.site(trace, w[j]),
-            if i == j { "event" } else { "events" },
-            crate::report::text::ranges(&w[i..=j])
-        );
-        out.push(run(&w[i..=j], text));
-        i = j + 1;
-    }
-    for a in [r.first, r.second] {
-        let text = format!("{} at {}", ctx.who(a.thread), ctx.site(trace, a.id));
-        out.push(run(&[a.id], text));
-    }
-    out
+    crate::witness::runs(trace, w, r, &names)
 }
 
 /// The witness's runs as the text report's lines: the runs, then one line

@@ -17,8 +17,10 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::relation::Relation;
-use crate::report::Report;
-use crate::trace::{EventId, Trace};
+use crate::report::tsan::WitnessRun;
+use crate::report::{Race, Report};
+use crate::trace::recorded::StackEntry;
+use crate::trace::{EventId, ThreadId, Trace};
 use crate::{Error, Result};
 
 pub(crate) use closure::Closure;
@@ -30,12 +32,30 @@ pub(crate) use closure::TraceIndex;
 /// that holds one of them and the trace is small, a bounded search for a
 /// reordering that swaps critical sections ([`search`]) follows.
 pub fn attach(report: &mut Report, trace: &Trace) {
+    attach_to(report, trace, None)
+}
+
+/// [`attach`] for the races whose racy (second) event `only` holds, when
+/// given (the races a report shows): the others get no witness and are not
+/// counted in the note. A trace with hundreds of thousands of racy events
+/// and a few location pairs is shown in a few races.
+pub fn attach_to(
+    report: &mut Report,
+    trace: &Trace,
+    only: Option<&rustc_hash::FxHashSet<EventId>>,
+) {
     let idx = TraceIndex::new(trace);
     let mut searched = (0usize, 0usize); // found by search, proven absent
     let mut first_missing: Option<(usize, search::Search)> = None;
     let mut ws: Vec<Option<Vec<EventId>>> = Vec::with_capacity(report.races.len());
+    let mut total = 0;
     for (i, r) in report.races.iter().enumerate() {
         let (e1, e2) = (r.first.id, r.second.id);
+        if only.is_some_and(|o| !o.contains(&e2)) {
+            ws.push(None);
+            continue;
+        }
+        total += 1;
         let mut w = closure::witness(&idx, trace.num_locks(), e1, e2);
         if w.is_none() {
             let s = if search::applicable(trace, e2) {
@@ -57,13 +77,12 @@ pub fn attach(report: &mut Report, trace: &Trace) {
         }
         ws.push(w);
     }
-    let missing = ws.iter().filter(|w| w.is_none()).count();
-    let total = ws.len();
+    let found = ws.iter().filter(|w| w.is_some()).count();
+    let shown = if only.is_some() { " shown" } else { "" };
     if total > 0 {
         report.notes.push(format!(
-            "witnesses: {} of {total} races have a witness reordering ({} of them reorder critical sections); \
+            "witnesses: {found} of {total} races{shown} have a witness reordering ({} of them reorder critical sections); \
              check them with `cprace verify`",
-            total - missing,
             searched.0
         ));
     }
@@ -89,6 +108,57 @@ pub fn attach(report: &mut Report, trace: &Trace) {
         ));
     }
     report.witnesses = Some(ws);
+}
+
+/// How [`runs`] names what it shows: a thread (`thread T1`), an event's
+/// site (`a.c:7 in f`) and its innermost frame, when the trace kept stacks.
+pub struct RunNames<'a> {
+    /// A thread as the report names it.
+    pub who: &'a dyn Fn(ThreadId) -> String,
+    /// Where an event is.
+    pub site: &'a dyn Fn(EventId) -> String,
+    /// An event's innermost frame.
+    pub top: &'a dyn Fn(EventId) -> Option<StackEntry>,
+}
+
+/// Witness `w` of race `r` as the steps a reader follows: each maximal
+/// stretch of one thread's events ("T1 runs to a.c:7"), in order, then the
+/// two racy accesses, each alone.
+pub fn runs(trace: &Trace, w: &[EventId], r: &Race, n: &RunNames) -> Vec<WitnessRun> {
+    let thread = |e: EventId| trace.events[e as usize].thread;
+    let run = |events: &[EventId], text: String| {
+        let last = *events.last().expect("a run has events");
+        let t = thread(last);
+        WitnessRun {
+            thread: (n.who)(t),
+            thread_id: trace.names.thread(t).to_string(),
+            events: events.to_vec(),
+            loc: trace.events[last as usize].loc,
+            top: (n.top)(last),
+            text,
+        }
+    };
+    let mut out: Vec<WitnessRun> = Vec::new();
+    for stretch in w.chunk_by(|&a, &b| thread(a) == thread(b)) {
+        let text = format!(
+            "{}. {} runs to {} ({} {})",
+            out.len() + 1,
+            (n.who)(thread(stretch[0])),
+            (n.site)(*stretch.last().expect("chunks are not empty")),
+            if stretch.len() == 1 {
+                "event"
+            } else {
+                "events"
+            },
+            crate::report::text::ranges(stretch)
+        );
+        out.push(run(stretch, text));
+    }
+    for a in [r.first, r.second] {
+        let text = format!("{} at {}", (n.who)(a.thread), (n.site)(a.id));
+        out.push(run(&[a.id], text));
+    }
+    out
 }
 
 /// `--witness-out DIR`: one STD file per race with a witness,

@@ -84,6 +84,8 @@ mod reference_figures;
 mod reference_props;
 // The output contract of `analyze`: text, JSON, JSONL, CSV, summary.
 mod reports;
+// `--format html`: the page's data, and the page in a headless browser.
+mod html;
 // Recorded programs' race reports carry every field ThreadSanitizer prints.
 mod suppressions;
 mod tsan_report;

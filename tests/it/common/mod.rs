@@ -1,5 +1,6 @@
 //! Shared test helpers.
 
+pub mod browser;
 pub mod cli;
 pub mod deadlock_gen;
 pub mod hb;
