@@ -81,8 +81,7 @@ use cprace::trace::Format;
 ///   html     one self-contained page: an index of the location pairs
 ///            (sortable, filterable), per race both stacks with their
 ///            source lines, memory, threads and locks, and with --witness
-///            the witness as a timeline, one lane per thread (witnesses
-///            only for the races shown: the first of each pair).
+///            the witness as a timeline, one lane per thread.
 /// csv, jsonl, text and summary stream: the hb and wcp engines keep races
 /// on disk, not in memory. Notes (unsound engine, what the soundness
 /// theorem covers) go to standard error whatever the format.
@@ -150,6 +149,8 @@ pub(crate) struct AnalyzeArgs {
     /// (event ids) after which both events are enabled, or null when none
     /// was found. Every shb and syncp race has one; for hb, cp and wcp it
     /// is tried and the report says which races have one. Loads the trace.
+    /// Text, SARIF and HTML give one to the races they show (the first of
+    /// each location pair), JSON and JSON Lines to every race.
     #[arg(long)]
     witness: bool,
     /// With --witness: write each race's reordered trace (the witness, then
@@ -185,6 +186,10 @@ impl AnalyzeArgs {
             max_distance: self.max_distance.map(|d| d.0),
             reporting,
             format: self.format,
+            layout: Layout {
+                all: self.all,
+                max_reports: self.max_reports,
+            },
             witness: self.witness,
             witness_out: self.witness_out,
             suppressions,
@@ -194,19 +199,15 @@ impl AnalyzeArgs {
 
 /// `cprace analyze`.
 pub(crate) fn run(args: AnalyzeArgs, out: &mut dyn Write) -> Outcome {
-    let layout = Layout {
-        all: args.all,
-        max_reports: args.max_reports,
-    };
-    report(&args.request()?, &layout, out)
+    report(&args.request()?, out)
 }
 
 /// Carry out `req` and print its report: notes on standard error, the report
 /// in `req.format` (streamed formats straight to standard output, the others
 /// into `out`). Returns the exit code: 0 no race, 1 races.
-pub(crate) fn report(req: &race::Request, layout: &Layout, out: &mut dyn Write) -> Outcome {
+pub(crate) fn report(req: &race::Request, out: &mut dyn Write) -> Outcome {
     let (mut report, names) = race::analyze(req)?;
-    if let Some(shown) = cprace::tools::describe::shown_in(req.format, layout) {
+    if let Some(shown) = req.format.shown(&req.layout) {
         // ThreadSanitizer's fields for a recorded program's trace.
         cprace::tools::describe::attach(&mut report, &req.trace, req.input_format, &shown)?;
     }
@@ -217,9 +218,9 @@ pub(crate) fn report(req: &race::Request, layout: &Layout, out: &mut dyn Write) 
     if req.format.streams() {
         // The analysis succeeded; stream (a spilled report is never
         // held in memory, not even as output).
-        cprace::output::to_stdout(|w| report.write(&names, req.format, layout, w))?;
+        cprace::output::to_stdout(|w| report.write(&names, req.format, &req.layout, w))?;
     } else {
-        report.write(&names, req.format, layout, out)?;
+        report.write(&names, req.format, &req.layout, out)?;
     }
     let code = report.exit_code();
     let big = report.events > cprace::alloc::BIG;

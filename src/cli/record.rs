@@ -11,7 +11,6 @@ use super::Outcome;
 use cprace::race::Request;
 use cprace::record::{OutFormat, Recording, Source};
 use cprace::relation::Relation;
-use cprace::report::Layout;
 
 #[derive(clap::Args, Debug)]
 /// Run a program built with `cprace cc` and write its trace
@@ -136,7 +135,7 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
         Some(Analysis::Races(relation)) => {
             let mut req = Request::new(recorded.trace, relation);
             req.suppressions = suppressions;
-            super::analyze::report(&req, &Layout::default(), out)
+            super::analyze::report(&req, out)
         }
         Some(Analysis::Deadlocks) => super::deadlocks::run(
             super::deadlocks::DeadlocksArgs::witnessed(recorded.trace, suppress),

@@ -17,7 +17,7 @@ use crate::engine::detector::{self, Detector};
 use crate::race::cp::Reporting;
 use crate::race::po::ProgramOrder;
 use crate::relation::{Engine, Relation};
-use crate::report::{Keep, OutputFormat, Race, Report};
+use crate::report::{Keep, Layout, OutputFormat, Race, Report};
 use crate::trace::{self, Format, LoadError, Names, Trace};
 use crate::{Error, Result};
 
@@ -133,6 +133,10 @@ pub struct Request {
     pub reporting: Reporting,
     /// The format the report will be written in.
     pub format: OutputFormat,
+    /// How the text (or HTML) report lays the races out: with `witness`,
+    /// only the races the report shows get one (unless `witness_out` asks
+    /// for every race's).
+    pub layout: Layout,
     /// Give each race a witness reordering (loads the whole trace).
     pub witness: bool,
     /// With `witness`: write each race's reordered trace into this directory.
@@ -155,6 +159,7 @@ impl Request {
             max_distance: None,
             reporting: Reporting::All,
             format: OutputFormat::Text,
+            layout: Layout::default(),
             witness: false,
             witness_out: None,
             suppressions: None,
@@ -211,16 +216,31 @@ pub fn analyze(req: &Request) -> Result<(Report, Names)> {
     let t = trace::load(&req.trace, req.input_format)?;
     let mut report = analyze_trace(&t, &opts)?;
     suppress(req, &mut report, &t.names)?;
+    // Witnesses for the races the report shows (a trace can have hundreds
+    // of thousands of racy events in a few location pairs), or for every
+    // race when the formats shows them all or `--witness-out` writes them.
+    let layout = req.format.shown(&req.layout);
+    let shown = match layout {
+        Some(l) if req.witness_out.is_none() && (!l.all || l.max_reports.is_some()) => Some(
+            crate::report::shown_races(&report, &l)
+                .map_err(Error::io("cannot read the races back"))?,
+        ),
+        _ => None,
+    };
+    match &shown {
+        Some(races) => {
+            let only = races.iter().map(|r| r.second.id).collect();
+            crate::witness::attach_to(&mut report, &t, Some(&only));
+        }
+        None => crate::witness::attach(&mut report, &t),
+    }
     if req.format == OutputFormat::Html {
-        // The page shows the first race of each location pair: only those
-        // get a witness, drawn as a timeline.
-        let shown: Vec<Race> = crate::report::first_races_of_groups(&report)
-            .map_err(Error::io("cannot read the races back"))?;
-        let only = shown.iter().map(|r| r.second.id).collect();
-        crate::witness::attach_to(&mut report, &t, Some(&only));
-        timelines(&mut report, &t, &shown);
-    } else {
-        crate::witness::attach(&mut report, &t);
+        let firsts = match (shown, layout) {
+            (Some(races), _) => races,
+            (None, l) => crate::report::shown_races(&report, &l.unwrap_or_default())
+                .map_err(Error::io("cannot read the races back"))?,
+        };
+        timelines(&mut report, &t, &firsts);
     }
     if let Some(dir) = &req.witness_out {
         let n = crate::witness::write_dir(&report, &t, dir)?;

@@ -36,6 +36,27 @@ impl OutputFormat {
     pub fn streams(self) -> bool {
         !matches!(self, OutputFormat::Json | OutputFormat::Sarif)
     }
+
+    /// The layout of the races this format shows one by one (with their
+    /// details and witnesses), when the text's is `layout`: the text's own,
+    /// every race for JSON and JSON Lines, the first race of each location
+    /// pair for SARIF and HTML (at most `layout.max_reports` for HTML); None
+    /// for CSV and the summary, which show no details.
+    pub fn shown(self, layout: &Layout) -> Option<Layout> {
+        match self {
+            OutputFormat::Text => Some(*layout),
+            OutputFormat::Json | OutputFormat::Jsonl => Some(Layout {
+                all: true,
+                max_reports: None,
+            }),
+            OutputFormat::Sarif => Some(Layout::default()),
+            OutputFormat::Html => Some(Layout {
+                all: false,
+                max_reports: layout.max_reports,
+            }),
+            OutputFormat::Csv | OutputFormat::Summary => None,
+        }
+    }
 }
 
 /// How the text report is laid out.

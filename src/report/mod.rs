@@ -44,10 +44,27 @@ use crate::trace::{Event, EventId, Names, Op, ThreadId};
 pub use deadlock::{Deadlock, DeadlockKind, DeadlockLink, Holder, Site};
 pub use format::{Layout, OutputFormat};
 
-/// The first race of each location pair, in order: the races the text and
-/// HTML reports show.
-pub fn first_races_of_groups(report: &Report) -> std::io::Result<Vec<Race>> {
-    Ok(text::groups(report)?.into_iter().map(|g| g.first).collect())
+/// The races a report laid out as `layout` shows, in order: the first of
+/// each location pair (or with `layout.all` the first racy events), at most
+/// `layout.max_reports`.
+pub fn shown_races(report: &Report, layout: &Layout) -> std::io::Result<Vec<Race>> {
+    let cap = usize::try_from(layout.max_reports.unwrap_or(u64::MAX)).unwrap_or(usize::MAX);
+    if layout.all {
+        let mut v = Vec::new();
+        report.each_race(|r| {
+            if v.len() < cap {
+                v.push(*r);
+            }
+            Ok(())
+        })?;
+        Ok(v)
+    } else {
+        Ok(text::groups(report)?
+            .into_iter()
+            .take(cap)
+            .map(|g| g.first)
+            .collect())
+    }
 }
 
 /// [`Report::details`]: TSan-style details by `(first, second)` event ids.

@@ -20,7 +20,7 @@ use crate::engine::sync::SyncPoints;
 use crate::facts::Facts;
 use crate::relation::Relation;
 use crate::report::tsan::{AccessDetail, Detail, Location, MutexDetail, ThreadDetail, WitnessRun};
-use crate::report::{Layout, OutputFormat, Race, Report};
+use crate::report::{Layout, Race, Report};
 use crate::trace::recorded::{Recording, VarKind};
 use crate::trace::{Event, EventId, Format, LoadError, Names, Op, ThreadId, Trace};
 
@@ -29,25 +29,6 @@ use super::query::{Kind, Step};
 
 /// Frames printed per stack.
 const DEPTH: usize = crate::record::DEFAULT_STACK_DEPTH as usize;
-
-/// The layout whose races `format` shows with details (see [`attach`]):
-/// the text's own, every race for JSON and JSON Lines, the first race of
-/// each location pair for SARIF; None for the formats without details.
-pub fn shown_in(format: OutputFormat, layout: &Layout) -> Option<Layout> {
-    match format {
-        OutputFormat::Text => Some(*layout),
-        OutputFormat::Json | OutputFormat::Jsonl => Some(Layout {
-            all: true,
-            max_reports: None,
-        }),
-        OutputFormat::Sarif => Some(Layout::default()),
-        OutputFormat::Html => Some(Layout {
-            all: false,
-            max_reports: layout.max_reports,
-        }),
-        OutputFormat::Csv | OutputFormat::Summary => None,
-    }
-}
 
 /// Fill `report.details` for the races its text shows (the first of each
 /// location pair, or with `layout.all` the first racy events, at most
@@ -62,7 +43,7 @@ pub fn attach(
     if report.race_count() == 0 || !crate::trace::carries_stacks(path, format) {
         return Ok(());
     }
-    let shown = shown_races(report, layout)
+    let shown = crate::report::shown_races(report, layout)
         .map_err(|e| LoadError::new(&path.to_string_lossy(), 0, b"", e.to_string()))?;
     let mut g = Gatherer::new(shown.iter().flat_map(|r| [r.first.id, r.second.id]));
     let predicted = matches!(
@@ -107,27 +88,6 @@ pub fn attach(
         }
     }
     Ok(())
-}
-
-/// The races the text report shows, in order.
-fn shown_races(report: &Report, layout: &Layout) -> std::io::Result<Vec<Race>> {
-    let cap = usize::try_from(layout.max_reports.unwrap_or(u64::MAX)).unwrap_or(usize::MAX);
-    if layout.all {
-        let mut v = Vec::new();
-        report.each_race(|r| {
-            if v.len() < cap {
-                v.push(*r);
-            }
-            Ok(())
-        })?;
-        Ok(v)
-    } else {
-        Ok(crate::report::text::groups(report)?
-            .into_iter()
-            .take(cap)
-            .map(|g| g.first)
-            .collect())
-    }
 }
 
 /// The state of a thread at a shown event.

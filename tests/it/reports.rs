@@ -347,3 +347,105 @@ fn help_texts_name_papers_not_files() {
         "{help}"
     );
 }
+
+/// `--witness` gives witnesses to the races a format shows: the first of
+/// each location pair in text (the note counts those), the first N racy
+/// events with `--all --max-reports N`, every race in JSON; a shown race's
+/// witness is the one JSON gives it.
+#[test]
+fn witnesses_go_to_the_races_the_report_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = common::traces::generated(dir.path(), 400, 3);
+    let t = trace.to_str().unwrap();
+    let (_, json, _) = cprace(&[
+        "analyze",
+        t,
+        "--relation",
+        "shb",
+        "--witness",
+        "--format",
+        "json",
+    ]);
+    let json: Value = serde_json::from_str(&json).unwrap();
+    let races = json["races"].as_array().unwrap();
+    let pairs = json["location_pairs"].as_u64().unwrap() as usize;
+    assert!(
+        races.len() > pairs + 5,
+        "{} races, {pairs} pairs",
+        races.len()
+    );
+    assert!(races.iter().all(|r| r.get("witness").is_some()));
+
+    let (code, text, err) = cprace(&["analyze", t, "--relation", "shb", "--witness"]);
+    assert_eq!(code, 1);
+    let note = format!("witnesses: [0-9]+ of {pairs} races shown have");
+    assert!(regex_like(&err, &note), "{err}");
+    // Each printed witness is JSON's for that race.
+    let mut printed = 0;
+    for block in text
+        .split("==================")
+        .filter(|b| b.contains("WARNING"))
+    {
+        let ids: Vec<u64> = block
+            .lines()
+            .filter_map(|l| l.split("(event ").nth(1))
+            .map(|s| s.split(')').next().unwrap().parse().unwrap())
+            .collect();
+        let (second, first) = (ids[0], ids[1]);
+        let race = races
+            .iter()
+            .find(|r| r["first"] == first && r["second"] == second)
+            .expect("a shown race is a race of the JSON report");
+        let line = block
+            .lines()
+            .find(|l| l.trim_start().starts_with("witness:"))
+            .unwrap();
+        let shown = line.trim_start().trim_start_matches("witness: ");
+        match race["witness"].as_array() {
+            None => assert_eq!(shown, "none found"),
+            Some(w) => {
+                assert!(
+                    shown.ends_with(&format!(
+                        "({} event{})",
+                        w.len(),
+                        if w.len() == 1 { "" } else { "s" }
+                    )),
+                    "{shown}"
+                );
+                printed += 1;
+            }
+        }
+    }
+    assert!(printed > 0);
+
+    let (_, _, err) = cprace(&[
+        "analyze",
+        t,
+        "--relation",
+        "shb",
+        "--witness",
+        "--all",
+        "--max-reports",
+        "5",
+    ]);
+    assert!(
+        regex_like(&err, "witnesses: [0-9]+ of 5 races shown have"),
+        "{err}"
+    );
+    let (_, _, err) = cprace(&["analyze", t, "--relation", "shb", "--witness", "--all"]);
+    let all = format!("witnesses: [0-9]+ of {} races have", races.len());
+    assert!(regex_like(&err, &all), "{err}");
+}
+
+/// Whether `text` has a line matching `pattern`, where `[0-9]+` stands for
+/// a number and everything else is literal.
+fn regex_like(text: &str, pattern: &str) -> bool {
+    let (head, tail) = pattern.split_once("[0-9]+").unwrap_or((pattern, ""));
+    text.lines().any(|l| {
+        l.find(head).is_some_and(|i| {
+            let rest = &l[i + head.len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            (digits > 0 || !pattern.contains("[0-9]+")) && rest[digits..].starts_with(tail)
+        })
+    })
+}
