@@ -184,13 +184,7 @@ fn the_page_works_in_a_headless_browser() {
     assert_eq!(browser.count("#races tbody tr") as usize, n);
     // Sorting by variable: the rows come in that order.
     browser.click("th[data-key=variable]");
-    let shown = browser.eval("return Array.from(document.querySelectorAll('#races tbody tr td:nth-child(2)'), td => td.textContent)");
-    let shown: Vec<&str> = shown
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let shown = browser.strings("return Array.from(document.querySelectorAll('#races tbody tr td:nth-child(2)'), td => td.textContent)");
     let mut sorted = shown.clone();
     sorted.sort();
     assert_eq!(shown, sorted);
@@ -230,11 +224,7 @@ fn the_page_works_in_a_headless_browser() {
         browser.eval("return location.hash"),
         Value::from(format!("#race-{}", k + 1))
     );
-    let errors: Vec<_> = browser
-        .console()
-        .into_iter()
-        .filter(|(level, _)| level == "SEVERE")
-        .collect();
+    let errors = browser.errors();
     assert!(errors.is_empty(), "console errors: {errors:?}");
 
     // A recorded C program: stacks with the source lines, threads, and a
@@ -260,13 +250,7 @@ fn the_page_works_in_a_headless_browser() {
             assert!(detail.contains(want), "{cc}: {want} not in {detail}");
         }
         // Each access's innermost frame opens on its source line.
-        let marked = browser.eval("return Array.from(document.querySelectorAll('.access details[open] .snippet span.at'), s => s.textContent)");
-        let marked: Vec<&str> = marked
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
+        let marked = browser.strings("return Array.from(document.querySelectorAll('.access details[open] .snippet span.at'), s => s.textContent)");
         assert_eq!(marked.len(), 2, "{cc}: {marked:?}");
         assert!(
             marked[0].contains("INCREMENT-2") && marked[1].contains("INCREMENT-1"),
@@ -276,11 +260,7 @@ fn the_page_works_in_a_headless_browser() {
         // own: three lanes, the two increments highlighted.
         assert_eq!(browser.count(".timeline .lane"), 3, "{cc}");
         assert_eq!(browser.count(".timeline .step.racy"), 2, "{cc}");
-        let errors: Vec<_> = browser
-            .console()
-            .into_iter()
-            .filter(|(level, _)| level == "SEVERE")
-            .collect();
+        let errors = browser.errors();
         assert!(errors.is_empty(), "{cc}: console errors: {errors:?}");
     }
 }

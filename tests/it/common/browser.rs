@@ -178,6 +178,26 @@ impl Browser {
         .unwrap()
     }
 
+    /// The strings a script run in the page returns as an array.
+    pub fn strings(&self, script: &str) -> Vec<String> {
+        let v = self.eval(script);
+        v.as_array()
+            .unwrap_or_else(|| panic!("not an array: {v}"))
+            .iter()
+            .map(|x| x.as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// The console's errors (level SEVERE: uncaught exceptions,
+    /// `console.error`, failed loads) since the last call.
+    pub fn errors(&self) -> Vec<String> {
+        self.console()
+            .into_iter()
+            .filter(|(level, _)| level == "SEVERE")
+            .map(|(_, text)| text)
+            .collect()
+    }
+
     /// The browser console's messages since the last call (level, text).
     pub fn console(&self) -> Vec<(String, String)> {
         let v = self.post("/se/log", json!({"type": "browser"}));
