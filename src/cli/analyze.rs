@@ -211,6 +211,22 @@ pub(crate) fn report(req: &race::Request, out: &mut dyn Write) -> Outcome {
         // ThreadSanitizer's fields for a recorded program's trace.
         cprace::tools::describe::attach(&mut report, &req.trace, req.input_format, &shown)?;
     }
+    if let (
+        OutputFormat::Html,
+        Some(Layout {
+            max_reports: Some(max),
+            ..
+        }),
+    ) = (req.format, req.format.shown(&req.layout))
+    {
+        let pairs = report.tally()?.location_pairs;
+        if pairs > max {
+            // Said on the page too; not a note of the analysis.
+            eprintln!(
+                "cprace: note: the page shows the first {max} of {pairs} location pairs (--max-reports N shows N)"
+            );
+        }
+    }
     // Notes qualify the result in every format, so they go to stderr.
     for n in &report.notes {
         eprintln!("cprace: note: {}", cprace::report::printable(n));

@@ -40,7 +40,8 @@ impl OutputFormat {
     /// The layout of the races this format shows one by one (with their
     /// details and witnesses), when the text's is `layout`: the text's own,
     /// every race for JSON and JSON Lines, the first race of each location
-    /// pair for SARIF and HTML (at most `layout.max_reports` for HTML); None
+    /// pair for SARIF and HTML (for HTML at most `layout.max_reports`, by
+    /// default [`HTML_MAX_REPORTS`]); None
     /// for CSV and the summary, which show no details.
     pub fn shown(self, layout: &Layout) -> Option<Layout> {
         match self {
@@ -52,12 +53,16 @@ impl OutputFormat {
             OutputFormat::Sarif => Some(Layout::default()),
             OutputFormat::Html => Some(Layout {
                 all: false,
-                max_reports: layout.max_reports,
+                max_reports: Some(layout.max_reports.unwrap_or(HTML_MAX_REPORTS)),
             }),
             OutputFormat::Csv | OutputFormat::Summary => None,
         }
     }
 }
+
+/// Location pairs the HTML report shows without `--max-reports`: a
+/// browser draws an index of ten thousand rows at once, not of millions.
+pub const HTML_MAX_REPORTS: u64 = 10_000;
 
 /// How the text report is laid out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

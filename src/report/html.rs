@@ -430,7 +430,8 @@ pub(super) fn write(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let groups = text::groups(report)?;
-    let max = usize::try_from(layout.max_reports.unwrap_or(u64::MAX)).unwrap_or(usize::MAX);
+    let shown = super::OutputFormat::Html.shown(layout).unwrap_or_default();
+    let max = usize::try_from(shown.max_reports.unwrap_or(u64::MAX)).unwrap_or(usize::MAX);
     let mut src = Sources::default();
     let races: Vec<RaceView> = groups
         .iter()

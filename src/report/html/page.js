@@ -24,7 +24,8 @@
   for (const n of data.notes) notes.append(el("li", { text: n }));
   if (data.suppressed) notes.append(el("li", { text: data.suppressed }));
   if (data.not_shown > 0) {
-    notes.append(el("li", { text: plural(data.not_shown, "more location pair") + " not shown (--max-reports)" }));
+    notes.append(el("li", { text: plural(data.not_shown, "more location pair") +
+      " not shown (--max-reports N shows the first N; the text report shows them all)" }));
   }
   document.body.append(
     el("header", {},
