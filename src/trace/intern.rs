@@ -10,15 +10,19 @@
 //! last run of digits (`a3[141]`, `a3[142]`; `V42`; `f0.java:13`) therefore
 //! form families: a small table finds the family, and the family holds its
 //! members' ids in a vector indexed by their number, so a new element lands
-//! next to its predecessor, 4 bytes each. The rest (no digits, long names, a
-//! member appearing far beyond its family's vector) go to an open-addressing
-//! table of whole-name keys, where a lookup is a multiply, one probe in one
-//! cache line and three word compares. Names live back to back in one arena.
+//! next to its predecessor, 4 bytes each. The rest (no digits, a member
+//! appearing far beyond its family's vector) go to an open-addressing table
+//! of whole-name keys, where a lookup is a multiply, one probe in one cache
+//! line and three word compares. Names live back to back in one arena.
 //!
 //! A name of up to [`INLINE`] bytes is its own key: three zero-padded words
 //! and its length, read straight out of the input block with masked word
 //! loads. A longer name's key is its first 16 bytes, a hash of all of it and
-//! its length; a matching slot is confirmed against the arena.
+//! its length; a matching slot is confirmed against the arena. Long names
+//! form families too (Java objects' fields, `moldyn.particle.xvelocity@2658`:
+//! every event would otherwise probe the large table and the arena); such a
+//! family's key holds a hash of the name without its digits, and the family
+//! keeps that text to confirm a match.
 
 use std::hash::Hasher;
 
@@ -242,10 +246,13 @@ const BASE: [u32; MAX_DIGITS + 1] = [
 ];
 
 /// The families' vectors together hold at most `2 * names + BUDGET` slots (8
-/// bytes a name plus 256 KB, whatever order members appear in; their
+/// bytes a name plus 4 MB, whatever order members appear in; their
 /// capacity at most twice that); a member that would grow its family's
-/// vector past that goes to the name table.
-const BUDGET: usize = 1 << 16;
+/// vector past that goes to the name table. Large enough for a few arrays
+/// of a hundred thousand elements whose first element named is far from
+/// their start (a thread's share of an array): a spilled member costs a
+/// probe of the large name table whenever a family misses it.
+const BUDGET: usize = 1 << 20;
 
 /// Names that differ only in one run of decimal digits (`a3[141]`, `a3[142]`,
 /// `V42`, `x17`): the ids of its members, indexed by their number.
@@ -257,15 +264,28 @@ struct Family {
     /// Whether some member went to the name table (too far out when it
     /// appeared): a member missing from `ids` must be looked up there.
     spilled: bool,
+    /// A family of long names: its members' text without their digits
+    /// (a family key of long names holds only a hash of it). Empty for
+    /// short names, whose family key is their text.
+    text: Box<[u8]>,
 }
 
-/// The family of a short name and the name's position in it: the name with
-/// its last run of digits zeroed, that run's place and the name's length as
-/// the key. None when the name has no digits, more than [`MAX_DIGITS`] in
-/// its last run, or a leading zero there (`a007`: the family key must give
-/// the name back from the number, and `a7` is another name).
+impl Family {
+    /// Whether `name`, with its digits at `s..e`, is a member (a family of
+    /// long names; a short family's key already says so).
+    #[inline(always)]
+    fn holds(&self, name: &[u8], (s, e): (usize, usize)) -> bool {
+        let t = &self.text;
+        t.len() == s + name.len() - e && t[..s] == name[..s] && t[s..] == name[e..]
+    }
+}
+
+/// The last run of decimal digits of `name` as (start, end, its number),
+/// when it can place the name in a family: at most [`MAX_DIGITS`] digits and
+/// no leading zero (`a007`: the family must give the name back from the
+/// number, and `a7` is another name).
 #[inline(always)]
-fn family_of(key: &Key, name: &[u8]) -> Option<(Key, usize)> {
+fn last_number(name: &[u8]) -> Option<(usize, usize, u32)> {
     let mut e = name.len();
     while e > 0 && !name[e - 1].is_ascii_digit() {
         e -= 1;
@@ -284,10 +304,19 @@ fn family_of(key: &Key, name: &[u8]) -> Option<(Key, usize)> {
         n += u32::from(name[s] - b'0') * scale;
         scale = scale.wrapping_mul(10);
     }
-    let digits = e - s;
-    if name[s] == b'0' && digits > 1 {
+    if name[s] == b'0' && e - s > 1 {
         return None;
     }
+    Some((s, e, n))
+}
+
+/// The family of a short name and the name's position in it: the name with
+/// its last run of digits zeroed, that run's place and the name's length as
+/// the key. None when the name has no [`last_number`].
+#[inline(always)]
+fn family_of(key: &Key, name: &[u8]) -> Option<(Key, usize)> {
+    let (s, e, n) = last_number(name)?;
+    let digits = e - s;
     let (me, ms) = (&MASKS[e], &MASKS[s]);
     let w = key.words;
     let fk = Key {
@@ -303,6 +332,35 @@ fn family_of(key: &Key, name: &[u8]) -> Option<(Key, usize)> {
     Some((fk, (n - BASE[digits]) as usize))
 }
 
+/// Longest name that can be in a family of long names (its length and the
+/// place of its digits each fit a byte of the family key).
+const LONG_FAMILY_MAX: usize = 255;
+
+/// The family of a name longer than [`INLINE`] bytes (Java fields of
+/// objects: `moldyn.particle.xvelocity@2658`), like [`family_of`]: the key
+/// holds a hash of the name without its last run of digits, where that run
+/// is, how long it is and the name's length (its low byte above [`INLINE`]
+/// tells it from a short family's key); a matching family is confirmed
+/// against the text it keeps. Also where the digits are, for that check.
+#[inline(always)]
+fn long_family_of(name: &[u8]) -> Option<(Key, usize, (usize, usize))> {
+    debug_assert!(name.len() > INLINE);
+    if name.len() > LONG_FAMILY_MAX {
+        return None;
+    }
+    let (s, e, n) = last_number(name)?;
+    let digits = e - s;
+    let mut h = FxHasher::default();
+    h.write(&name[..s]);
+    h.write(&name[e..]);
+    let first = u64::from_le_bytes(name[..8].try_into().unwrap_or([0; 8]));
+    let fk = Key {
+        words: [h.finish(), first, 0],
+        len: name.len() as u32 | (s as u32) << 8 | (digits as u32) << 16,
+    };
+    Some((fk, (n - BASE[digits]) as usize, (s, e)))
+}
+
 /// Names and their dense ids, in order of first appearance; the index of a
 /// name is its id.
 ///
@@ -312,9 +370,9 @@ fn family_of(key: &Key, name: &[u8]) -> Option<(Key, usize)> {
 /// differ only in their last run of digits form a family, found in a small
 /// table of families, and a family keeps its members' ids in a vector indexed
 /// by their number: consecutive elements are neighbours, 4 bytes each. Other
-/// names (no digits, longer than [`INLINE`], a member far beyond its
-/// family's vector when it first appears) go to an open-addressing table of
-/// whole-name keys. Names live back to back in one arena.
+/// names (no digits, longer than [`LONG_FAMILY_MAX`], a member far beyond
+/// its family's vector when it first appears) go to an open-addressing table
+/// of whole-name keys. Names live back to back in one arena.
 #[derive(Clone)]
 pub struct Interner {
     /// Every name, back to back.
@@ -396,10 +454,13 @@ impl Interner {
     /// The id of `name`, if it has one.
     pub(crate) fn get_index_of(&self, name: &str) -> Option<usize> {
         let b = name.as_bytes();
-        if let Some(k) = Key::new(b)
-            && let Some((fk, at)) = family_of(&k, b)
-        {
-            let f = &self.families[self.family_keys.find(&fk, |_| true).ok()? as usize];
+        let family = match Key::new(b) {
+            Some(k) => family_of(&k, b).map(|(fk, at)| (fk, at, None)),
+            None => long_family_of(b).map(|(fk, at, digits)| (fk, at, Some(digits))),
+        };
+        if let Some((fk, at, digits)) = family {
+            let f = self.find_family(&fk, b, digits).ok()?;
+            let f = &self.families[f as usize];
             match f.ids.get(at) {
                 Some(&id1) if id1 != 0 => return Some(id1 as usize - 1),
                 _ if !f.spilled => return None,
@@ -428,10 +489,18 @@ impl Interner {
     }
 
     /// The id of `name` and whether it is new (it gets the next id).
+    ///
+    /// Skips the cache of [`Interner::intern_keyed`]: names given one at a
+    /// time (the parallel reader's merge of each block's new names, side
+    /// tables) are seldom the recent ones, and a probe that misses costs
+    /// a cache miss of its own.
     pub(crate) fn insert_full(&mut self, name: &str) -> (usize, bool) {
         let before = self.len();
         let b = name.as_bytes();
-        let id = self.intern_keyed(Key::new(b), b);
+        let id = match Key::new(b) {
+            Some(k) => self.intern_short(k, b),
+            None => self.intern_long(b),
+        };
         (id as usize, self.len() > before)
     }
 
@@ -474,7 +543,7 @@ impl Interner {
     #[inline(always)]
     fn intern_short(&mut self, k: Key, name: &[u8]) -> u32 {
         if let Some((fk, at)) = family_of(&k, name) {
-            return self.intern_member(k, fk, at, name);
+            return self.intern_member(Some(k), (fk, at, None), name);
         }
         // Short: the key is the name, no arena compare.
         match self.names.find(&k, |_| true) {
@@ -495,12 +564,35 @@ impl Interner {
         self.cache_shift -= 1;
     }
 
-    /// The id of `name` (key `key`), a member of family `fk` at `at`.
+    /// The family with key `fk` (`digits`: where the digits of `name`, a
+    /// long name, are; None for a short name), or the empty slot where it
+    /// would go.
     #[inline(always)]
-    fn intern_member(&mut self, key: Key, fk: Key, at: usize, name: &[u8]) -> u32 {
-        let f = match self.family_keys.find(&fk, |_| true) {
+    fn find_family(
+        &self,
+        fk: &Key,
+        name: &[u8],
+        digits: Option<(usize, usize)>,
+    ) -> Result<u32, usize> {
+        self.family_keys.find(fk, |f| match digits {
+            None => true,
+            Some(d) => self.families[f as usize].holds(name, d),
+        })
+    }
+
+    /// The id of `name` (key `key`: None for a long name, computed only if
+    /// the name table is needed), a member of family `fk` at `at`; `digits`
+    /// as in [`Interner::find_family`].
+    #[inline(always)]
+    fn intern_member(
+        &mut self,
+        key: Option<Key>,
+        (fk, at, digits): (Key, usize, Option<(usize, usize)>),
+        name: &[u8],
+    ) -> u32 {
+        let f = match self.find_family(&fk, name, digits) {
             Ok(f) => f as usize,
-            Err(slot) => self.add_family(slot, fk),
+            Err(slot) => self.add_family(slot, fk, name, digits),
         };
         let fam = &self.families[f];
         if let Some(&id1) = fam.ids.get(at)
@@ -513,9 +605,22 @@ impl Interner {
 
     #[cold]
     #[inline(never)]
-    fn add_family(&mut self, slot: usize, fk: Key) -> usize {
+    fn add_family(
+        &mut self,
+        slot: usize,
+        fk: Key,
+        name: &[u8],
+        digits: Option<(usize, usize)>,
+    ) -> usize {
         let f = self.families.len();
-        self.families.push(Family::default());
+        let text = match digits {
+            Some((s, e)) => [&name[..s], &name[e..]].concat().into(),
+            None => Box::default(),
+        };
+        self.families.push(Family {
+            text,
+            ..Family::default()
+        });
         self.family_keys.put(slot, fk, f as u32);
         f
     }
@@ -524,11 +629,12 @@ impl Interner {
     /// spilled there), else new. Either way it goes into the vector when the
     /// budget allows (a spilled member then has two entries, the same id).
     #[inline(never)]
-    fn add_member(&mut self, f: usize, key: Key, at: usize, name: &[u8]) -> u32 {
+    fn add_member(&mut self, f: usize, key: Option<Key>, at: usize, name: &[u8]) -> u32 {
         let len = self.families[f].ids.len();
         let dense = at < len || self.cells + (at + 1 - len) <= 2 * self.len() + BUDGET;
         let id = if self.families[f].spilled || !dense {
-            match self.names.find(&key, |_| true) {
+            let key = key.unwrap_or_else(|| Key::long(name));
+            match self.find_name(&key, name) {
                 Ok(id) if dense => id,
                 Ok(id) => return id,
                 Err(_) if dense => self.add_bytes(name),
@@ -553,9 +659,14 @@ impl Interner {
         id
     }
 
-    #[cold]
+    /// A name longer than [`INLINE`] bytes: through its family (hashed
+    /// without its digits, so members share no probe of the large name
+    /// table) or the name table.
     #[inline(never)]
     fn intern_long(&mut self, name: &[u8]) -> u32 {
+        if let Some((fk, at, digits)) = long_family_of(name) {
+            return self.intern_member(None, (fk, at, Some(digits)), name);
+        }
         let key = Key::of(name);
         match self.find_name(&key, name) {
             Ok(id) => id,
@@ -895,32 +1006,161 @@ mod tests {
 
     #[test]
     fn spilled_members_move_into_their_family_once_the_budget_allows() {
-        // `b[99999]` is too far out for an empty family: the name table. Once
-        // enough names came, it moves into its family's vector.
-        let mut names = vec!["b[99999]".to_string(), "b[10000]".to_string()];
-        names.extend((0..30_000).map(|i| format!("c{i}")));
+        // The first name's family takes the whole budget, so `b[99999]` is
+        // too far out for its empty family: the name table. Once enough
+        // names came (none of them in a family: a leading zero), it moves
+        // into its family's vector.
+        let mut names = vec![
+            format!("c{}", BASE[7] as usize + BUDGET - 1),
+            "b[99999]".to_string(),
+            "b[10000]".to_string(),
+        ];
+        names.extend((0..60_000).map(|i| format!("x0{i}")));
         names.extend(["b[99999]", "b[99998]", "b[10000]"].map(String::from));
         agrees_with_first_appearance(&names);
         let mut table = Interner::default();
         for n in &names {
             table.intern(n);
         }
-        let k = Key::new(b"b[99999]").unwrap_or(Key::NONE);
-        let (fk, _) = family_of(&k, b"b[99999]").unwrap_or((Key::NONE, 0));
-        let f = table.family_keys.find(&fk, |_| true);
-        let b = &table.families[f.unwrap_or(u32::MAX) as usize];
-        assert!(b.spilled);
-        assert_eq!(b.ids.get(89_999), Some(&1));
+        let b = spilled_family(&table, "b[99999]");
+        assert_eq!(b.ids.get(89_999), Some(&2));
         assert_eq!(b.ids.get(89_998), Some(&(table.len() as u32)));
+    }
+
+    /// The family of `name` in `table`, which must have spilled.
+    fn spilled_family<'t>(table: &'t Interner, name: &str) -> &'t Family {
+        let b = name.as_bytes();
+        let (fk, _, digits) = match Key::new(b) {
+            Some(k) => family_of(&k, b).map(|(fk, at)| (fk, at, None)),
+            None => long_family_of(b).map(|(fk, at, d)| (fk, at, Some(d))),
+        }
+        .unwrap_or((Key::NONE, 0, None));
+        let f = table.find_family(&fk, b, digits);
+        let f = &table.families[f.unwrap_or(u32::MAX) as usize];
+        assert!(f.spilled, "{name}");
+        f
+    }
+
+    #[test]
+    fn long_names_form_families_that_keep_first_appearance_ids() {
+        let mut names: Vec<String> = Vec::new();
+        // Fields of objects: prefixes shared for 16 bytes and more, names
+        // that differ only in their tail (after the digits) or only in one
+        // byte before them, members in order, backwards and far out.
+        for i in 0..2000u32 {
+            let j = i.wrapping_mul(2_654_435_761) % 100_000;
+            names.push(format!("moldyn.particle.xvelocity@{i}"));
+            names.push(format!("moldyn.particle.yvelocity@{i}"));
+            names.push(format!("moldyn.particle.xvelocity@{i}x"));
+            names.push(format!("moldyn.particle.xvelocity@{i}y"));
+            names.push(format!("moldyn.particle.xvelocity@{}", 1999 - i));
+            names.push(format!("sparsematmult.SparseRunner.val@{j}"));
+            names.push(format!("sparsematmult.SparseRunner.row@{j}"));
+            names.push(format!("a.name.of.exactly.25.bcd{}", i % 10));
+        }
+        for n in [
+            // Leading zeros, digit runs too long, the same digits in other
+            // shapes, digits in the middle only, names at the edges of the
+            // inline and the family lengths.
+            "moldyn.particle.xvelocity@007".to_string(),
+            "moldyn.particle.xvelocity@07".to_string(),
+            "moldyn.particle.xvelocity@7".to_string(),
+            "moldyn.particle.xvelocity@0".to_string(),
+            "moldyn.particle.xvelocity@1234567890".to_string(),
+            "moldyn.particle.xvelocity@123456789".to_string(),
+            "moldyn.particle.xvelocity@".to_string(),
+            "moldyn.particle.xvelocity@12@".to_string(),
+            "moldyn.particle.xvelocity12@".to_string(),
+            "12moldyn.particle.xvelocity@".to_string(),
+            "123456789012345678901234567".to_string(),
+            "1234567890123456789012345".to_string(),
+            "exactly-24-bytes-long-x7".to_string(),
+            "exactly-25-bytes-long-xx7".to_string(),
+            format!("{}7", "p".repeat(LONG_FAMILY_MAX - 1)),
+            format!("{}8", "p".repeat(LONG_FAMILY_MAX - 1)),
+            format!("{}7", "p".repeat(LONG_FAMILY_MAX)),
+            format!("{}8", "p".repeat(LONG_FAMILY_MAX)),
+            "é.long.name.with.accents.é9".to_string(),
+            "é.long.name.with.accents.é10".to_string(),
+        ] {
+            names.push(n.clone());
+            names.push(n);
+        }
+        agrees_with_first_appearance(&names);
+    }
+
+    #[test]
+    fn long_members_spill_and_move_into_their_family() {
+        // As for short names: too far out at first (the budget taken), in
+        // the name table, then in the family's vector.
+        let far = "some.long.package.Class.field@99999";
+        let mut names = vec![
+            format!("c{}", BASE[7] as usize + BUDGET - 1),
+            far.to_string(),
+            "some.long.package.Class.field@10000".into(),
+        ];
+        names.extend((0..60_000).map(|i| format!("other.long.package.Class.f@0{i}")));
+        names.extend([far, "some.long.package.Class.field@99998", far].map(String::from));
+        agrees_with_first_appearance(&names);
+        let mut table = Interner::default();
+        for n in &names {
+            table.intern(n);
+        }
+        let f = spilled_family(&table, far);
+        assert_eq!(f.ids.get(89_999), Some(&2));
+        assert_eq!(f.ids.get(89_998), Some(&(table.len() as u32)));
+    }
+
+    /// Two families of long names whose keys are the same (a hash
+    /// collision, forced here by filing one family under the other's key)
+    /// stay apart: a family is confirmed against its text.
+    #[test]
+    fn long_families_with_colliding_keys_stay_apart() {
+        let a = b"moldyn.particle.xvelocity@17";
+        let b = b"moldyn.particle.yvelocity@17";
+        let (fa, at, _) = long_family_of(a).expect("a family");
+        let (fb, bt, _) = long_family_of(b).expect("a family");
+        assert_eq!(at, bt);
+        assert_ne!(fa, fb);
+        let mut table = Interner::default();
+        let id_b = table.intern_keyed(None, b);
+        // File b's family under a's key too: a lookup of `a` now meets it
+        // first, and must pass over it.
+        let f = table
+            .find_family(&fb, b, Some((26, 28)))
+            .expect("b's family");
+        let slot = table
+            .family_keys
+            .find(&fa, |_| false)
+            .expect_err("no match");
+        table.family_keys.put(slot, fa, f);
+        let id_a = table.intern_keyed(None, a);
+        assert_ne!(id_a, id_b);
+        assert_eq!(
+            table.get_index(id_a as usize),
+            Some("moldyn.particle.xvelocity@17")
+        );
+        assert_eq!(table.intern_keyed(None, b), id_b);
+        assert_eq!(table.intern_keyed(None, a), id_a);
+        assert_eq!(
+            table.get_index_of("moldyn.particle.xvelocity@17"),
+            Some(id_a as usize)
+        );
+        assert_eq!(
+            table.get_index_of("moldyn.particle.yvelocity@17"),
+            Some(id_b as usize)
+        );
+        assert_eq!(table.get_index_of("moldyn.particle.zvelocity@17"), None);
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
-        /// Names from a small alphabet with digits: families of every shape,
-        /// spills, leading zeros, collisions of family keys.
+        /// Names from a small alphabet with digits, short and long: families
+        /// of every shape, spills, leading zeros, collisions of family keys.
         #[test]
         fn random_names_keep_first_appearance_ids(
-            names in proptest::collection::vec("[ab0-9\\[\\]]{0,12}|[ab]{1,2}[0-9]{1,4}", 0..400)
+            names in proptest::collection::vec(
+                "[ab0-9\\[\\]]{0,12}|[ab]{1,2}[0-9]{1,4}|[ab]{23,26}[0-9]{1,4}[ab]?", 0..400)
         ) {
             agrees_with_first_appearance(&names);
         }

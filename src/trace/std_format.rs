@@ -356,6 +356,12 @@ mod tests {
                     r.below(50),
                     r.below(9)
                 ),
+                // Long names in families (the digits last), far-out members.
+                10 | 11 => format!(
+                    "T{t}|r(pkg.Class.a-long-field-name@{})|L{}",
+                    [r.below(50), r.below(100_000)][r.below(2) as usize],
+                    r.below(9)
+                ),
                 4 => format!("T{t}|r(é{})|ü", r.below(5)),
                 5 if r.below(20) == 0 => {
                     text.extend_from_slice(b"T0|r(\xFF)|1\n");

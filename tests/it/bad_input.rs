@@ -680,6 +680,21 @@ fn control_characters_in_names_are_rejected() {
         Some(1),
         &["lock name", "U+0001"],
     );
+    // DEL and the C1 controls (U+0080-U+009F, two bytes in UTF-8).
+    bad(
+        "del.std",
+        b"T0|w(x\x7f)|1\n",
+        &[],
+        Some(1),
+        &["variable name", "U+007F"],
+    );
+    bad(
+        "c1.std",
+        "T0|w(x)|1\nT0|w(y\u{85})|2\n".as_bytes(),
+        &[],
+        Some(2),
+        &["variable name", "U+0085"],
+    );
     let csv = format!("{HEADER}T0,w,x,a.c:1\nT1,w,x,\"a\rb\"\n");
     bad(
         "cr.csv",
