@@ -135,7 +135,7 @@ for xz in "$traces"/*.std.xz; do
       # shellcheck disable=SC2086
       measure "$BIN" analyze "$std" $args --format summary
       walls="$walls $wall" rsss="$rsss $rss"
-      racy_c=$(sed -n 's/^SUMMARY: \([0-9]*\) racy events.*/\1/p' "$work/out.txt")
+      racy_c=$(sed -n 's/^SUMMARY: \([0-9]*\) racy event.*/\1/p' "$work/out.txt")
       [ $code -le 1 ] || racy_c="error: $(head -c 60 "$work/err.txt" | tr '\n|' '  ')"
     done
     c_wall=$(echo "$walls" | median)
