@@ -218,7 +218,7 @@ pub fn analyze(req: &Request) -> Result<(Report, Names)> {
     suppress(req, &mut report, &t.names)?;
     // Witnesses for the races the report shows (a trace can have hundreds
     // of thousands of racy events in a few location pairs), or for every
-    // race when the formats shows them all or `--witness-out` writes them.
+    // race when the format shows them all or `--witness-out` writes them.
     let layout = req.format.shown(&req.layout);
     let shown = match layout {
         Some(l) if req.witness_out.is_none() && (!l.all || l.max_reports.is_some()) => Some(
