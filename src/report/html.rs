@@ -439,13 +439,7 @@ pub(super) fn write(
         .map(|g| race_view(report, g, names, &mut src))
         .collect();
     let tally = report.tally()?;
-    let mut summary = Vec::new();
-    text::write_summary(report, names, &mut summary)?;
-    let summary = String::from_utf8_lossy(&summary)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let summary = text::summary_line(report, &tally);
     let page = Page {
         relation: report.relation.name(),
         engine: report.engine.name(),

@@ -219,25 +219,7 @@ pub(crate) fn write_summary(
     _names: &Names,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let Tally {
-        racy_events,
-        racy_variables,
-        location_pairs,
-    } = report.tally()?;
-    let mut window = report.window.map_or("none".to_string(), |k| k.to_string());
-    if let Some(d) = report.max_distance {
-        window.push_str(&format!(", max distance {d}"));
-    }
-    writeln!(
-        out,
-        "SUMMARY: {}, {}, {} ({} {}, window {window}, {})",
-        plural(racy_events, "racy event"),
-        plural(racy_variables, "racy variable"),
-        plural(location_pairs, "location pair"),
-        report.relation,
-        report.engine,
-        plural(report.events, "event")
-    )?;
+    writeln!(out, "{}", summary_line(report, &report.tally()?))?;
     if let Some(line) = report.suppressed_line("race") {
         writeln!(out, "{line}")?;
     }
@@ -245,6 +227,23 @@ pub(crate) fn write_summary(
         writeln!(out, "  {k}: {}", plain(v))?;
     }
     Ok(())
+}
+
+/// The `SUMMARY: ...` line of a report whose counts are `tally`.
+pub(crate) fn summary_line(report: &Report, tally: &Tally) -> String {
+    let mut window = report.window.map_or("none".to_string(), |k| k.to_string());
+    if let Some(d) = report.max_distance {
+        window.push_str(&format!(", max distance {d}"));
+    }
+    format!(
+        "SUMMARY: {}, {}, {} ({} {}, window {window}, {})",
+        plural(tally.racy_events, "racy event"),
+        plural(tally.racy_variables, "racy variable"),
+        plural(tally.location_pairs, "location pair"),
+        report.relation,
+        report.engine,
+        plural(report.events, "event")
+    )
 }
 
 /// A JSON value as plain text: `total 5, rule_a 2` for objects, numbers with

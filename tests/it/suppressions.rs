@@ -244,14 +244,18 @@ fn record_analyze_takes_suppressions() {
     let rules = dir.path().join("supp.txt");
     std::fs::write(&rules, "race:bump_counter\ncalled_from_lib:libsupplib.so\n").unwrap();
     let prog = dir.path().join("supp-cprace");
-    let out = run(Command::new(BIN)
-        .arg("record")
-        .arg("-o")
-        .arg(dir.path().join("again.cpt"))
-        .args(["--analyze", "hb", "--suppressions"])
-        .arg(&rules)
-        .arg("--")
-        .arg(&prog));
+    // `record -o OUT --analyze hb --suppressions RULES -- prog`.
+    let record = |out: &str, rules: &Path| {
+        run(Command::new(BIN)
+            .arg("record")
+            .arg("-o")
+            .arg(dir.path().join(out))
+            .args(["--analyze", "hb", "--suppressions"])
+            .arg(rules)
+            .arg("--")
+            .arg(&prog))
+    };
+    let out = record("again.cpt", &rules);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(
@@ -262,14 +266,7 @@ fn record_analyze_takes_suppressions() {
     // A bad file is found before the program runs.
     let bad = dir.path().join("bad.txt");
     std::fs::write(&bad, "race:x\nrace_bottom:y\n").unwrap();
-    let out = run(Command::new(BIN)
-        .arg("record")
-        .arg("-o")
-        .arg(dir.path().join("never.cpt"))
-        .args(["--analyze", "hb", "--suppressions"])
-        .arg(&bad)
-        .arg("--")
-        .arg(&prog));
+    let out = record("never.cpt", &bad);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out)

@@ -132,28 +132,26 @@ impl Browser {
         self.post("/execute/sync", json!({ "script": script, "args": [] }))
     }
 
-    /// Click the element `css` selects (as a user would: WebDriver scrolls
-    /// it into view and sends the mouse there).
-    pub fn click(&self, css: &str) {
+    /// The WebDriver id of the element `css` selects.
+    fn element(&self, css: &str) -> String {
         let e = self.post("/element", json!({"using": "css selector", "value": css}));
-        let id = e
-            .as_object()
+        e.as_object()
             .and_then(|o| o.values().next())
             .and_then(Value::as_str)
             .unwrap_or_else(|| panic!("no element {css}"))
-            .to_string();
+            .to_string()
+    }
+
+    /// Click the element `css` selects (as a user would: WebDriver scrolls
+    /// it into view and sends the mouse there).
+    pub fn click(&self, css: &str) {
+        let id = self.element(css);
         self.post(&format!("/element/{id}/click"), json!({}));
     }
 
     /// Type `text` into the element `css` selects.
     pub fn type_into(&self, css: &str, text: &str) {
-        let e = self.post("/element", json!({"using": "css selector", "value": css}));
-        let id = e
-            .as_object()
-            .and_then(|o| o.values().next())
-            .and_then(Value::as_str)
-            .unwrap()
-            .to_string();
+        let id = self.element(css);
         self.post(&format!("/element/{id}/value"), json!({ "text": text }));
     }
 
