@@ -628,9 +628,11 @@ impl Thread {
         self.depths.push(self.depths[cur as usize] + 1);
         self.children[slot] = (pc, cur, id);
         if self.parents.len() * 2 > self.children.len() {
+            // A power of two: the probes mask with `len - 1` (a length such
+            // as 516 would leave 8 reachable slots and the probe would spin).
             let old = std::mem::replace(
                 &mut self.children,
-                vec![(u64::MAX, 0, 0); self.parents.len() * 4],
+                vec![(u64::MAX, 0, 0); (self.parents.len() * 4).next_power_of_two()],
             );
             let mask = self.children.len() - 1;
             for (p, parent, child) in old.into_iter().filter(|e| e.0 != u64::MAX) {

@@ -469,7 +469,7 @@ mod tests {
             .iter()
             .map(|e| {
                 assert_eq!(e.op.target_kind(), TargetKind::Variable);
-                let name = names.vars.get_index(e.target as usize).unwrap();
+                let name = names.var(e.target);
                 (e.thread, name.to_string(), e.bytes())
             })
             .collect();

@@ -163,7 +163,7 @@ pub(super) fn write_csv(r: &Report, names: &Names, out: &mut dyn Write) -> io::R
         w.write_record([
             race.first.id.to_string().as_str(),
             &race.second.id.to_string(),
-            names.var(race.variable),
+            &names.var(race.variable),
             race.kind(),
             names.thread(race.first.thread),
             race.first.op.as_str(),
@@ -190,7 +190,7 @@ pub(super) struct JsonReport<'a> {
     events: u64,
     racy_events: Vec<EventId>,
     races: JsonRaces<'a>,
-    racy_variables: Vec<&'a str>,
+    racy_variables: Vec<std::borrow::Cow<'a, str>>,
     location_pairs: usize,
     stats: &'a Map<String, Value>,
     notes: &'a [String],
@@ -232,7 +232,7 @@ struct JsonlRow<'a> {
 struct JsonRace<'a> {
     first: EventId,
     second: EventId,
-    variable: &'a str,
+    variable: std::borrow::Cow<'a, str>,
     first_loc: &'a str,
     second_loc: &'a str,
     kind: &'static str,

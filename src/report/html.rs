@@ -401,7 +401,7 @@ fn race_view(report: &Report, g: &Group, names: &Names, src: &mut Sources) -> Ra
         }
     });
     RaceView {
-        variable: printable(names.var(r.variable)).into_owned(),
+        variable: printable(&names.var(r.variable)).into_owned(),
         kinds: g.kinds(),
         count: g.count,
         threads: g

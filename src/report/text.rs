@@ -119,7 +119,7 @@ fn write_block(
     writeln!(
         out,
         "WARNING: data race on `{}` ({})",
-        printable(names.var(r.variable)),
+        printable(&names.var(r.variable)),
         r.kind()
     )?;
     match detail {

@@ -182,7 +182,7 @@ fn race_rule(
                 supp.find(Kind::Race, loc)
                     .or_else(|| supp.find(Kind::RaceTop, loc))
             })
-            .or_else(|| supp.find(Kind::Race, names.var(r.variable)));
+            .or_else(|| supp.find(Kind::Race, &names.var(r.variable)));
     };
     let stacks: Vec<Vec<&Frame>> = accesses.iter().map(|a| event_stack(rec, a.id)).collect();
     let lib = stacks

@@ -167,7 +167,7 @@ fn check_std_names(t: &Trace, path: &Path, format: Format, rapid: bool) -> Resul
             continue;
         }
         for (i, name) in table.iter().enumerate() {
-            if let Some(p) = trace::std_format::std_problem(name, is_loc, what == "thread") {
+            if let Some(p) = trace::std_format::std_problem(&name, is_loc, what == "thread") {
                 let first_use = t
                     .events
                     .iter()
@@ -177,7 +177,7 @@ fn check_std_names(t: &Trace, path: &Path, format: Format, rapid: bool) -> Resul
                     first_use,
                     format!(
                         "{what} name `{}` cannot be written in STD: it contains {p}",
-                        crate::report::printable(name)
+                        crate::report::printable(&name)
                     ),
                 );
             }
@@ -250,7 +250,7 @@ fn write_location_table(t: &Trace, out: &mut impl Write) -> std::io::Result<()> 
     let mut w = csv::Writer::from_writer(out);
     w.write_record(["id", "location"])?;
     for (i, loc) in t.names.locs.iter().enumerate().skip(1) {
-        w.write_record([i.to_string().as_str(), loc])?;
+        w.write_record([i.to_string().as_str(), &loc])?;
     }
     w.flush()?;
     Ok(())

@@ -320,7 +320,7 @@ impl Context<'_> {
             });
             if !released {
                 let name = self.names.var(v);
-                let name = name.strip_suffix(".w").unwrap_or(name);
+                let name = name.strip_suffix(".w").unwrap_or(&name);
                 out.push((info.addr, named(name, info.addr), false, got));
             }
         }
@@ -475,7 +475,9 @@ fn ordering(ctx: &Context, trace: &Trace, hb: &HbIndex, r: &Race, rel: Relation)
             let ev = &trace.events[e as usize];
             let name = trace.names.target(ev);
             // Lock names may carry `@address` to stay unique.
-            name.split_once("@0x").map_or(name, |(n, _)| n).to_string()
+            name.split_once("@0x")
+                .map_or(&*name, |(n, _)| n)
+                .to_string()
         };
         let line = match &s.kind {
             Kind::ReleaseAcquire { .. } => format!(

@@ -1087,7 +1087,10 @@ pub fn trace(cfg: &Config) -> Trace {
                 element = var_name(cfg, ev.target);
                 &element
             }
-            crate::trace::model::TargetKind::Variable => names.var(ev.target),
+            crate::trace::model::TargetKind::Variable => {
+                element = names.var(ev.target).into_owned();
+                &element
+            }
             crate::trace::model::TargetKind::Lock => names.lock(ev.target),
             crate::trace::model::TargetKind::Thread => names.thread(ev.target),
         };

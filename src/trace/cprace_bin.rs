@@ -93,6 +93,46 @@ pub fn cell_name(out: &mut String, addr: u64, generation: u32) {
     }
 }
 
+/// The address and generation a [`cell_name`] names.
+fn parse_cell_name(name: &str) -> Option<(u64, u32)> {
+    let hex = name.strip_prefix("0x")?;
+    let (hex, generation) = match hex.split_once('~') {
+        Some((h, g)) => (h, g.parse().ok().filter(|&g| g != 0)?),
+        None => (hex, 0),
+    };
+    let addr = u64::from_str_radix(hex, 16).ok()?;
+    let mut canonical = String::new();
+    cell_name(&mut canonical, addr, generation);
+    (canonical == name).then_some((addr, generation))
+}
+
+/// Which (8-byte cell, generation) pairs a trace declared: one bit a cell
+/// in pages of 4096 cells, so millions of cells cost a few megabytes.
+#[derive(Default)]
+struct CellSet {
+    pages: rustc_hash::FxHashMap<(u64, u32), Box<[u64; 64]>>,
+    /// Variables named like cells at addresses not 8-byte aligned.
+    odd: rustc_hash::FxHashSet<(u64, u32)>,
+}
+
+impl CellSet {
+    /// Adds a cell; false when it was there.
+    fn insert(&mut self, addr: u64, generation: u32) -> bool {
+        if !addr.is_multiple_of(8) {
+            return self.odd.insert((addr, generation));
+        }
+        let cell = addr / 8;
+        let page = self
+            .pages
+            .entry((cell >> 12, generation))
+            .or_insert_with(|| Box::new([0; 64]));
+        let (word, bit) = ((cell >> 6) as usize & 63, cell & 63);
+        let new = page[word] & (1 << bit) == 0;
+        page[word] |= 1 << bit;
+        new
+    }
+}
+
 /// True when `prefix` starts like this format.
 pub fn looks_like(prefix: &[u8]) -> bool {
     prefix.starts_with(MAGIC)
@@ -597,6 +637,8 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
     let mut events = 0u64;
     // A run record's count and last mask, for the event after it.
     let mut repeat: Option<(u32, u8)> = None;
+    // Cells declared so far, and variables named like cells.
+    let mut declared = CellSet::default();
     loop {
         let at = r.at;
         let tag = next_byte!();
@@ -730,16 +772,16 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 if addr.checked_add(8 * u64::from(n)).is_none() {
                     return Err(err(at, "cells past the end of the address space".into()));
                 }
-                let mut name = String::new();
                 for i in 0..u64::from(n) {
                     let a = addr + 8 * i;
-                    name.clear();
-                    cell_name(&mut name, a, generation);
-                    let names = &mut b.names.vars;
-                    if names.contains(&name) {
+                    // Named when a report asks: interning millions of
+                    // `0x...` names was most of the time reading a trace.
+                    if !declared.insert(a, generation) {
+                        let mut name = String::new();
+                        cell_name(&mut name, a, generation);
                         return Err(err(at, format!("`{name}` is declared twice")));
                     }
-                    vars.push(names.intern(&name));
+                    vars.push(b.names.vars.push_cell(a, generation));
                     rec.vars.push(VarInfo {
                         kind: VarKind::Cell,
                         addr: a,
@@ -768,7 +810,10 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 }
                 // Threads, locks and variables keep the file's ids: their
                 // names are unique (locations may share a text).
-                if tag != LOC && n.contains(&name) {
+                if tag != LOC && n.contains(&name)
+                    || tag == VAR
+                        && parse_cell_name(&name).is_some_and(|(a, g)| !declared.insert(a, g))
+                {
                     return Err(err(at, format!("`{name}` is declared twice")));
                 }
                 table.push(n.intern(&name));
@@ -954,15 +999,8 @@ mod tests {
             .iter()
             .map(|e| {
                 let target = match e.op.target_kind() {
-                    super::super::model::TargetKind::Variable => {
-                        names.vars.get_index(e.target as usize).unwrap()
-                    }
-                    super::super::model::TargetKind::Lock => {
-                        names.locks.get_index(e.target as usize).unwrap()
-                    }
-                    super::super::model::TargetKind::Thread => {
-                        names.threads.get_index(e.target as usize).unwrap()
-                    }
+                    super::super::model::TargetKind::Variable => names.var(e.target),
+                    _ => names.target(e),
                 };
                 (
                     names
@@ -1082,7 +1120,7 @@ mod tests {
             put_str(w, "T0");
         };
         type Case = (&'static str, fn(&mut Vec<u8>));
-        let cases: [Case; 5] = [
+        let cases: [Case; 7] = [
             ("past the declared variables", |b| {
                 b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
                 b.extend([RUN, 3, 0xff, 0x80 | 1, 0, 0, 0xff]);
@@ -1100,6 +1138,18 @@ mod tests {
             ("a run of 1 events", |b| {
                 b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
                 b.extend([RUN, 1, 0xff, 0x80 | 1, 0, 0, 0xff]);
+            }),
+            // Cells are named only when asked for, yet stay unique: among
+            // themselves and against variables named like them.
+            ("`0x1008` is declared twice", |b| {
+                b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
+                b.extend([CELLS, 2, 1, 0x88, 0x20, 0]);
+            }),
+            ("`0x1000` is declared twice", |b| {
+                b.extend([CELLS, 0, 1, 0x80, 0x20, 0]);
+                b.extend([VAR, 1, 6]);
+                b.extend(b"0x1000");
+                b.extend([0, 0, 0]);
             }),
         ];
         for (want, body) in cases {

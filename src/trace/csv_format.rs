@@ -353,7 +353,7 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
         buf.push(b',');
         buf.extend_from_slice(ev.op.as_str().as_bytes());
         buf.push(b',');
-        push_field(buf, n.target(ev), false);
+        push_field(buf, &n.target(ev), false);
         buf.push(b',');
         push_field(buf, n.loc(ev.loc), false);
         buf.push(b'\n');

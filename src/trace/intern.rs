@@ -24,6 +24,7 @@
 //! family's key holds a hash of the name without its digits, and the family
 //! keeps that text to confirm a match.
 
+use std::borrow::Cow;
 use std::hash::Hasher;
 
 use rustc_hash::FxHasher;
@@ -445,10 +446,24 @@ impl Interner {
         self.arena.is_empty()
     }
 
-    /// The name with id `i`.
+    /// The name with id `i` when it is text (None for a cell, whose name
+    /// [`Interner::name`] makes).
     #[inline]
     pub(crate) fn get_index(&self, i: usize) -> Option<&str> {
         self.arena.get(i)
+    }
+
+    /// The name with id `i`, a cell's made from its address.
+    pub fn name(&self, i: usize) -> Option<Cow<'_, str>> {
+        self.arena.name(i)
+    }
+
+    /// A heap or stack cell of a recorded program, named by its address
+    /// (`0x...`, `~N` for its generation) only when asked for: the next id.
+    /// Not found by [`Interner::get_index_of`]; the caller keeps cells
+    /// unique.
+    pub(crate) fn push_cell(&mut self, addr: u64, generation: u32) -> u32 {
+        self.arena.push_cell(addr, generation)
     }
 
     /// The id of `name`, if it has one.
@@ -715,11 +730,28 @@ impl Interner {
 /// Names back to back in one string, numbered in the order they came: a
 /// name costs no allocation of its own (traces and recordings name
 /// millions). No lookup by name: [`Interner`] adds that.
+///
+/// A recorded program's heap and stack cells (cprace's binary format) take
+/// no text at all: their names, the address in hex, are made when asked
+/// for ([`Arena::name`]), so millions of cells cost 24 bytes each.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct Arena {
     text: String,
-    /// Where name `i` ends in `text` (it starts where name `i - 1` ends).
+    /// Where name `i` ends in `text` (it starts where name `i - 1` ends);
+    /// with [`CELL`] set, name `i` is a cell's (its text is empty).
     ends: Vec<usize>,
+    /// The cells' ids (ascending), addresses and generations.
+    cells: Vec<Cell>,
+}
+
+/// Marks an [`Arena`] entry whose name is a cell's address.
+const CELL: usize = 1 << (usize::BITS - 1);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cell {
+    id: u32,
+    generation: u32,
+    addr: u64,
 }
 
 impl Arena {
@@ -734,12 +766,29 @@ impl Arena {
         self.ends.is_empty()
     }
 
-    /// Name `i`.
+    /// Name `i` when it is text (None for a cell: see [`Arena::name`]).
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Option<&str> {
         let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        if end & CELL != 0 {
+            return None;
+        }
+        let start = if i == 0 { 0 } else { self.ends[i - 1] & !CELL };
         self.text.get(start..end)
+    }
+
+    /// Name `i`, a cell's made from its address.
+    pub(crate) fn name(&self, i: usize) -> Option<Cow<'_, str>> {
+        if let Some(s) = self.get(i) {
+            return Some(Cow::Borrowed(s));
+        }
+        let c = self.cells[self
+            .cells
+            .binary_search_by_key(&(i as u32), |c| c.id)
+            .ok()?];
+        let mut name = String::new();
+        crate::trace::cprace_bin::cell_name(&mut name, c.addr, c.generation);
+        Some(Cow::Owned(name))
     }
 
     /// A new name, the next id: what `write` appends to the text.
@@ -749,12 +798,24 @@ impl Arena {
         self.ends.push(self.text.len());
         self.ends.len() as u32 - 1
     }
+
+    /// A new cell (named by its address and generation), the next id.
+    pub(crate) fn push_cell(&mut self, addr: u64, generation: u32) -> u32 {
+        let id = self.ends.len() as u32;
+        self.ends.push(self.text.len() | CELL);
+        self.cells.push(Cell {
+            id,
+            generation,
+            addr,
+        });
+        id
+    }
 }
 
 impl serde::Serialize for Arena {
     /// The names in order, as a sequence of strings.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq((0..self.len()).map(|i| self.get(i).unwrap_or_default()))
+        s.collect_seq((0..self.len()).map(|i| self.name(i).unwrap_or_default()))
     }
 }
 
@@ -766,11 +827,11 @@ pub struct Iter<'a> {
 }
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = &'a str;
+    type Item = Cow<'a, str>;
     #[inline]
-    fn next(&mut self) -> Option<&'a str> {
+    fn next(&mut self) -> Option<Cow<'a, str>> {
         let i = self.range.next()?;
-        self.table.get_index(i)
+        self.table.name(i)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.range.size_hint()
@@ -780,14 +841,14 @@ impl<'a> Iterator for Iter<'a> {
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         let i = self.range.next_back()?;
-        self.table.get_index(i)
+        self.table.name(i)
     }
 }
 
 impl ExactSizeIterator for Iter<'_> {}
 
 impl<'a> IntoIterator for &'a Interner {
-    type Item = &'a str;
+    type Item = Cow<'a, str>;
     type IntoIter = Iter<'a>;
     fn into_iter(self) -> Iter<'a> {
         self.iter()

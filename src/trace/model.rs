@@ -227,20 +227,23 @@ impl Names {
     pub fn lock(&self, l: u32) -> &str {
         self.locks.get_index(l as usize).map_or("?", |s| s)
     }
-    /// Name of variable `v`.
-    pub fn var(&self, v: u32) -> &str {
-        self.vars.get_index(v as usize).map_or("?", |s| s)
+    /// Name of variable `v` (a recorded program's heap or stack cell gets
+    /// its name, the address, made here).
+    pub fn var(&self, v: u32) -> std::borrow::Cow<'_, str> {
+        self.vars
+            .name(v as usize)
+            .unwrap_or(std::borrow::Cow::Borrowed("?"))
     }
     /// Location text of `l` (empty when unknown).
     pub fn loc(&self, l: u32) -> &str {
         self.locs.get_index(l as usize).map_or("", |s| s)
     }
     /// Name of an event's target, looked up in the table its op uses.
-    pub fn target(&self, ev: &Event) -> &str {
+    pub fn target(&self, ev: &Event) -> std::borrow::Cow<'_, str> {
         match ev.op.target_kind() {
             TargetKind::Variable => self.var(ev.target),
-            TargetKind::Lock => self.lock(ev.target),
-            TargetKind::Thread => self.thread(ev.target),
+            TargetKind::Lock => self.lock(ev.target).into(),
+            TargetKind::Thread => self.thread(ev.target).into(),
         }
     }
 }

@@ -416,7 +416,7 @@ pub fn write(t: &Trace, out: &mut impl Write) -> std::io::Result<()> {
 
 /// The side file's text for `t`.
 pub fn side_json(t: &Trace) -> String {
-    fn all(names: &Interner) -> Vec<&str> {
+    fn all(names: &Interner) -> Vec<std::borrow::Cow<'_, str>> {
         names.iter().collect()
     }
     let n = &t.names;

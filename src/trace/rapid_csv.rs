@@ -105,7 +105,7 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
         if i > 0 {
             header.push(b',');
         }
-        push_field(&mut header, t, i == 0);
+        push_field(&mut header, &t, i == 0);
     }
     header.push(b'\n');
     let mut cell = String::new();
@@ -113,7 +113,7 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
         cell.clear();
         cell.push_str(ev.op.as_str());
         cell.push('(');
-        cell.push_str(n.target(ev));
+        cell.push_str(&n.target(ev));
         cell.push(')');
         for i in 0..n.threads.len() as u32 {
             if i > 0 {

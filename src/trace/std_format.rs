@@ -195,7 +195,7 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> crate::Result<()> {
         ("location", &n.locs, true),
     ] {
         for name in table {
-            if let Some(p) = std_problem(name, is_loc, what == "thread") {
+            if let Some(p) = std_problem(&name, is_loc, what == "thread") {
                 return Err(crate::Error::Usage(format!(
                     "{what} name `{name}` cannot be written in STD: it contains {p}"
                 )));

@@ -109,7 +109,9 @@ fn races(trace: &Path, relation: &str) -> Result<Vec<(String, String)>, String> 
 
 /// What is wrong with one program built by `cc`, if anything.
 fn check(p: &Program, cc: (&str, &str), dir: &Path) -> Option<String> {
-    let name = p.file.rsplit_once('.').unwrap().0;
+    // The whole file name: `x.c` and `x.cpp` are built side by side, and a
+    // program being linked cannot be run (ETXTBSY).
+    let name = p.file.replace('.', "_");
     let prog = dir.join(format!("{name}-{}", cc.0));
     let compiler = if p.cxx { cc.1 } else { cc.0 };
     let mut build = Command::new(CPRACE);

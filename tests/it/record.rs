@@ -136,6 +136,31 @@ fn unsynchronized_counter_is_reported_by_hb_at_its_line() {
     );
 }
 
+#[test]
+fn hundreds_of_call_paths_are_recorded_without_hanging() {
+    // 512 call sites of one function make 512 call-tree nodes per thread;
+    // the runtime's table of them once grew to a size its probe could not
+    // walk and the program spun forever in its first function entries.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "call_paths");
+    let trace = dir.path().join("call_paths.cpt");
+    let out = run(Command::new(CPRACE)
+        .args(["record", "--timeout", "120", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog));
+    assert!(
+        out.status.success(),
+        "record call_paths: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let at = line_of("call_paths", "RACE", 0);
+    assert_eq!(
+        races(&trace, "hb"),
+        vec![("counter".into(), at.clone(), at)]
+    );
+}
+
 fn race_free(name: &str) {
     let (_dir, trace) = recorded(name);
     let text = std::fs::read_to_string(&trace).unwrap();

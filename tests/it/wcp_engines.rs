@@ -164,7 +164,7 @@ fn rows(t: &Trace, prefix: &str, locks: &[&str], vars: &[&str]) -> Vec<(String, 
                     .map_or_else(|| own(t.names.lock(e.target)), |s| s.to_string()),
                 TargetKind::Variable => vars
                     .get(e.target as usize)
-                    .map_or_else(|| own(t.names.var(e.target)), |s| s.to_string()),
+                    .map_or_else(|| own(&t.names.var(e.target)), |s| s.to_string()),
             };
             (
                 own(t.names.thread(e.thread)),

@@ -110,11 +110,11 @@ impl<W: Write> CsvDump<'_, W> {
             &to.to_string(),
             n.thread(f.thread),
             f.op.as_str(),
-            n.target(&f),
+            &n.target(&f),
             n.loc(f.loc),
             n.thread(t.thread),
             t.op.as_str(),
-            n.target(&t),
+            &n.target(&t),
             n.loc(t.loc),
         ])?;
         Ok(())
@@ -157,11 +157,11 @@ struct JsonRow<'a> {
     rule: Option<&'a str>,
     from_thread: &'a str,
     from_op: &'a str,
-    from_target: &'a str,
+    from_target: std::borrow::Cow<'a, str>,
     from_loc: &'a str,
     to_thread: &'a str,
     to_op: &'a str,
-    to_target: &'a str,
+    to_target: std::borrow::Cow<'a, str>,
     to_loc: &'a str,
 }
 

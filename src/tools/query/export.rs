@@ -124,7 +124,7 @@ pub fn for_each_tuple(
     let names = |table: &crate::trace::model::Interner,
                  emit: &mut dyn FnMut(u32, Value) -> io::Result<()>| {
         for (i, n) in table.iter().enumerate() {
-            emit(i as u32, Value::Name(n))?;
+            emit(i as u32, Value::Name(&n))?;
         }
         Ok(())
     };

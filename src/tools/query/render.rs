@@ -31,7 +31,7 @@ struct Details<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     child: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    variable: Option<&'a str>,
+    variable: Option<std::borrow::Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     lock: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -78,7 +78,7 @@ impl<'a> Details<'a> {
     }
 
     /// Details naming the variable of a volatile or reads-from step.
-    fn variable(variable: &'a str) -> Details<'a> {
+    fn variable(variable: std::borrow::Cow<'a, str>) -> Details<'a> {
         Details {
             variable: Some(variable),
             ..Details::default()
@@ -440,7 +440,7 @@ pub(crate) fn show(trace: &Trace, e: EventId) -> String {
         "#{e} {} {}({})",
         printable(trace.names.thread(ev.thread)),
         ev.op.as_str(),
-        printable(trace.names.target(&ev))
+        printable(&trace.names.target(&ev))
     )
 }
 
@@ -451,7 +451,7 @@ fn long_event(trace: &Trace, e: EventId) -> String {
         "event {e}: thread {}, {}({}){}",
         printable(trace.names.thread(ev.thread)),
         ev.op.as_str(),
-        printable(trace.names.target(&ev)),
+        printable(&trace.names.target(&ev)),
         if loc.is_empty() {
             String::new()
         } else {
