@@ -34,9 +34,13 @@ pub(crate) struct RecordArgs {
     /// the format `--format` names, by default the one its name asks for:
     /// `.std` STD text, `.zst` zstd-compressed STD, `.cpt.zst` zstd-compressed
     /// cprace binary, `.bin` RapidBin (8 bytes an event), anything else
-    /// (`.cpt`) cprace's binary format.
-    #[arg(short, long)]
-    output: PathBuf,
+    /// (`.cpt`) cprace's binary format. May be left out with `--analyze`:
+    /// the trace is then a temporary file, and for hb and wcp it leaves out
+    /// the accesses that repeat one of their thread's since its last other
+    /// event (they cannot change those reports; the other relations need
+    /// every event).
+    #[arg(short, long, required_unless_present = "analyze")]
+    output: Option<PathBuf>,
     /// The trace's format, whatever its name.
     #[arg(long, value_enum)]
     format: Option<OutFormat>,
@@ -56,7 +60,8 @@ pub(crate) struct RecordArgs {
     stack_depth: u32,
     /// Convert the event files a run left in this directory (made by running
     /// a `cprace cc` program with CPRACE_RECORD_DIR=DIR) instead of running a
-    /// program: measures the trace writing alone.
+    /// program: measures the trace writing alone, or analyses one run in
+    /// several ways.
     #[arg(long, value_name = "DIR", conflicts_with = "program")]
     from_events: Option<PathBuf>,
     /// With --analyze: ThreadSanitizer suppressions, as `cprace analyze
@@ -109,26 +114,47 @@ fn cprace_events_depth() -> u32 {
 /// analysis's.
 pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
     // The output format: `--format`, else the one the output's name asks for.
-    let format = args
-        .format
-        .unwrap_or_else(|| OutFormat::for_path(&args.output));
+    // Without -o: a temporary trace, which hb and wcp read reduced.
+    let temp = match args.output {
+        Some(_) => None,
+        None => Some(
+            tempfile::tempdir()
+                .map_err(|e| anyhow::anyhow!("cannot create a temporary directory: {e}"))?,
+        ),
+    };
+    let reduce = temp.is_some()
+        && matches!(
+            args.analyze,
+            Some(Analysis::Races(Relation::Hb | Relation::Wcp))
+        );
+    let output = match (&args.output, &temp) {
+        (Some(o), _) => o.clone(),
+        (None, Some(t)) => t.path().join("trace.cpt"),
+        (None, None) => unreachable!("a temporary directory without -o"),
+    };
+    let format = match &args.output {
+        Some(o) => args.format.unwrap_or_else(|| OutFormat::for_path(o)),
+        None => OutFormat::Cprace,
+    };
     // A bad suppressions file is found before the program runs.
     let suppress = super::Suppress::new(args.suppressions);
     let suppressions = match args.analyze {
         Some(_) => suppress.load()?,
         None => None,
     };
-    let (source, analyze) = match args.from_events {
-        // Converting event files measures the trace writing alone.
-        Some(dir) => (Source::Events(dir), None),
-        None => (Source::Program(args.program), args.analyze),
+    let source = match args.from_events {
+        Some(dir) => Source::Events(dir),
+        None => Source::Program(args.program),
     };
+    let analyze = args.analyze;
     let recorded = cprace::record::record(&Recording {
         source,
-        output: args.output,
+        output,
         format,
         timeout: args.timeout,
         stack_depth: args.stack_depth,
+        reduce,
+        temporary: temp.is_some(),
     })?;
     match analyze {
         None => Ok(recorded.exit_code),

@@ -279,6 +279,9 @@ pub struct Lowerer {
     pub created: FxHashMap<u32, (u32, u64, u32)>,
     /// What was dropped.
     pub dropped: Dropped,
+    /// Drops repeated accesses (`record --analyze hb|wcp` without a trace
+    /// file: see [`crate::trace::reduce`]).
+    pub reduce: Option<Box<crate::trace::reduce::Reducer>>,
 }
 
 /// The bytes of a cell an access of `size` bytes at `addr` touches, split
@@ -410,6 +413,18 @@ impl Lowerer {
 
     /// Lowers `e`, handing each trace event to `out`.
     pub fn event(&mut self, e: &Event, out: &mut impl FnMut(Lowered)) {
+        // Out of `self` while `self` lowers (the arms return early).
+        let mut reduce = self.reduce.take();
+        self.lower(e, &mut reduce, out);
+        self.reduce = reduce;
+    }
+
+    fn lower(
+        &mut self,
+        e: &Event,
+        reduce: &mut Option<Box<crate::trace::reduce::Reducer>>,
+        out: &mut impl FnMut(Lowered),
+    ) {
         let ts = self.thread(e.tid);
         if ts.joined {
             self.dropped.after_join += 1;
@@ -421,6 +436,32 @@ impl Lowerer {
         let mut count = 0u64;
         let mut counts = LoweredCounts::default();
         let mut put = |thread: u32, op: LOp, span: Span| {
+            if let Some(r) = reduce {
+                match op {
+                    LOp::Read | LOp::Write if span.n == 1 => {
+                        if r.repeat(
+                            thread,
+                            op == LOp::Write,
+                            span.target,
+                            span.mask,
+                            e.pc,
+                            e.stack,
+                        ) {
+                            return;
+                        }
+                    }
+                    _ => {
+                        if op.on_variable() {
+                            for v in span.target..span.target.wrapping_add(span.n) {
+                                r.touch(thread, v);
+                            }
+                        }
+                        if !matches!(op, LOp::Read | LOp::Write) {
+                            r.other(thread);
+                        }
+                    }
+                }
+            }
             let n = u64::from(span.n);
             if op != LOp::Request {
                 count += n;

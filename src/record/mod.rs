@@ -92,6 +92,13 @@ pub struct Recording {
     pub timeout: Option<f64>,
     /// Deepest call stack recorded per event.
     pub stack_depth: u32,
+    /// Leave out the accesses that repeat one of their thread's since its
+    /// last other event (cprace's binary format only): the trace then
+    /// serves HB and WCP only ([`crate::trace::reduce`]).
+    pub reduce: bool,
+    /// The trace is a temporary file, analysed and removed (the summary
+    /// line does not name it).
+    pub temporary: bool,
 }
 
 /// What a recording wrote.
@@ -240,12 +247,13 @@ pub fn record(args: &Recording) -> Result<Recorded> {
     if let Source::Events(dir) = &args.source {
         let listing = std::fs::read_to_string(dir.join("modules"))
             .with_context(|| format!("{} holds no recording", dir.display()))?;
-        let (c, format) = write_trace(dir, &listing, &args.output, args.format)?;
+        let (c, format) = write_trace(dir, &listing, &args.output, args.format, args.reduce)?;
         eprintln!(
-            "cprace record: {} events ({} threads) written to {}",
+            "cprace record: {} events ({} threads{}) {}",
             c.events,
             c.threads,
-            args.output.display()
+            repeats(&c),
+            written(args)
         );
         return Ok(Recorded {
             trace: args.output.clone(),
@@ -274,16 +282,18 @@ pub fn record(args: &Recording) -> Result<Recorded> {
             prog.to_string_lossy()
         );
     }
-    let (counts, format) = write_trace(dir.path(), &listing, &args.output, args.format)?;
+    let (counts, format) =
+        write_trace(dir.path(), &listing, &args.output, args.format, args.reduce)?;
     eprintln!(
-        "cprace record: {} events ({} threads; {} accesses, {} atomic, {} lock, {} fork/join) written to {}; `{}` {ending}",
+        "cprace record: {} events ({} threads; {} accesses, {} atomic, {} lock, {} fork/join{}) {}; `{}` {ending}",
         counts.events,
         counts.threads,
         counts.accesses,
         counts.volatiles,
         counts.locks,
         counts.forks_joins,
-        args.output.display(),
+        repeats(&counts),
+        written(args),
         prog.to_string_lossy(),
     );
     Ok(Recorded {
@@ -295,15 +305,37 @@ pub fn record(args: &Recording) -> Result<Recorded> {
     })
 }
 
+/// Where the summary line says the trace went.
+fn written(args: &Recording) -> String {
+    if args.temporary {
+        "recorded".into()
+    } else {
+        format!("written to {}", args.output.display())
+    }
+}
+
+/// The summary line's note on repeated accesses left out, if any were.
+fn repeats(c: &write::Counts) -> String {
+    if c.repeats == 0 {
+        return String::new();
+    }
+    format!(
+        "; {} repeated accesses left out: they cannot change an hb or wcp report",
+        c.repeats
+    )
+}
+
 /// Reads the event files in `dir` in the global order, lowers them, and
 /// hands every trace event (with the lowerer, for its tables) to `f`;
 /// returns the lowerer and the run's call stacks. Tells on standard error
 /// what it had to drop to keep the trace well formed.
 pub(crate) fn lower_all(
     dir: &Path,
+    reduce: bool,
     mut f: impl FnMut(&lower::Lowerer, &lower::Lowered, &events::Stacks) -> Result<()>,
 ) -> Result<(lower::Lowerer, events::Stacks)> {
     let mut low = lower::Lowerer::default();
+    low.reduce = reduce.then(Box::default);
     let mut buf = Vec::new();
     let stacks = events::merge(dir, |e, stacks| {
         buf.clear();
@@ -333,6 +365,7 @@ pub fn write_trace(
     listing: &str,
     output: &Path,
     format: OutFormat,
+    reduce: bool,
 ) -> Result<(write::Counts, OutFormat)> {
     let listing = events::segments(listing)?;
     let parent = match output.parent() {
@@ -352,7 +385,7 @@ pub fn write_trace(
             let mut z = zstd::stream::Encoder::new(tmp.as_file(), 3).with_context(cannot)?;
             let _ = z.multithread(1);
             let mut w = cpt::CptWriter::new(z, sym).with_context(cannot)?;
-            let (low, stacks) = lower_all(dir, |low, l, stacks| {
+            let (low, stacks) = lower_all(dir, reduce, |low, l, stacks| {
                 w.event(low, l, stacks).with_context(cannot)
             })?;
             events = w.events;
@@ -365,7 +398,7 @@ pub fn write_trace(
         let out = write::ThreadWriter::new(tmp.as_file().try_clone().with_context(cannot)?)
             .with_context(cannot)?;
         let mut w = cpt::CptWriter::new(out, sym).with_context(cannot)?;
-        let (low, stacks) = lower_all(dir, |low, l, stacks| {
+        let (low, stacks) = lower_all(dir, reduce, |low, l, stacks| {
             w.event(low, l, stacks).with_context(cannot)
         })?;
         events = w.events;
@@ -409,7 +442,7 @@ pub fn write_trace(
     let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
     let mut w = write::StdWriter::default();
     let mut each = |out: &mut dyn Write| -> Result<()> {
-        lower_all(dir, |low, l, _| {
+        lower_all(dir, false, |low, l, _| {
             for l in l.singles() {
                 if let Some(e) = n.event(low, &l) {
                     w.event(&n, e, &mut *out).with_context(cannot)?;
@@ -449,6 +482,7 @@ fn counts_of(low: &lower::Lowerer, events: u64) -> write::Counts {
         locks: low.counts.locks,
         forks_joins: low.counts.forks_joins,
         allocations: low.blocks.len() as u64,
+        repeats: low.reduce.as_ref().map_or(0, |r| r.dropped),
     }
 }
 
@@ -467,7 +501,7 @@ fn write_rapidbin(
     let mut out =
         write::ThreadWriter::new(file.try_clone().with_context(cannot)?).with_context(cannot)?;
     let mut unfit = None;
-    let r = lower_all(dir, |low, l, _| {
+    let r = lower_all(dir, false, |low, l, _| {
         for l in l.singles() {
             if let Some(e) = n.event(low, &l) {
                 match w.event(n, e, &mut out) {

@@ -37,6 +37,8 @@ pub struct Counts {
     pub forks_joins: u64,
     /// Heap blocks allocated.
     pub allocations: u64,
+    /// Repeated accesses left out (see [`crate::trace::reduce`]).
+    pub repeats: u64,
 }
 
 /// An event with its names as ids into [`Namer`]'s tables.

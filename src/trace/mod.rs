@@ -13,6 +13,7 @@ pub(crate) mod parallel;
 pub mod rapid_bin;
 pub mod rapid_csv;
 pub mod recorded;
+pub mod reduce;
 pub(crate) mod scan;
 pub mod std_format;
 #[cfg(test)]

@@ -74,6 +74,7 @@ mod rapidbin;
 // `cprace cc` and `cprace record` on real C programs.
 mod record;
 mod record_deadlocks;
+mod reduce;
 // Corrupted event files: a clear error or a loadable trace, memory bounded.
 mod record_mutation;
 // `analyze` with the reference engines: wiring, window, size limit.

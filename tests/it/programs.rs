@@ -175,7 +175,67 @@ fn check(p: &Program, cc: (&str, &str), dir: &Path) -> Option<String> {
             ));
         }
     }
+    if !p.hangs
+        && cc.0 == "gcc"
+        && let Err(e) = reduction_keeps_the_pairs(&prog, &dir.join(format!("{name}-reduced")))
+    {
+        wrong.push(e);
+    }
     (!wrong.is_empty()).then(|| wrong.join("; "))
+}
+
+/// Repeated accesses left out over the whole suite (some must be, or the
+/// reduction check checks nothing).
+static REPEATS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// One run of `prog`, its trace written whole and without its repeated
+/// accesses (what `record --analyze hb|wcp` analyses): hb and wcp must
+/// report the same location pairs on both.
+fn reduction_keeps_the_pairs(prog: &Path, dir: &Path) -> Result<(), String> {
+    use cprace::record::{OutFormat, Recording, Source};
+    let events = dir.join("events");
+    std::fs::create_dir_all(&events).map_err(|e| e.to_string())?;
+    // A run of the program alone (the runtime writes its event files).
+    let run = Command::new("timeout")
+        .arg("60")
+        .arg(prog)
+        .env("CPRACE_RECORD_DIR", &events)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .map_err(|e| e.to_string())?;
+    if run.status.code() == Some(124) {
+        return Err("the run for the reduction check timed out".into());
+    }
+    let convert = |name: &str, reduce: bool| -> Result<(PathBuf, u64), String> {
+        let output = dir.join(name);
+        let r = cprace::record::record(&Recording {
+            source: Source::Events(events.clone()),
+            output: output.clone(),
+            format: OutFormat::Cprace,
+            timeout: None,
+            stack_depth: cprace::record::DEFAULT_STACK_DEPTH,
+            reduce,
+            temporary: false,
+        })
+        .map_err(|e| format!("{e:#}"))?;
+        REPEATS.fetch_add(r.counts.repeats, std::sync::atomic::Ordering::Relaxed);
+        Ok((output, r.counts.repeats))
+    };
+    let (full, _) = convert("full.cpt", false)?;
+    let (reduced, repeats) = convert("reduced.cpt", true)?;
+    for relation in ["hb", "wcp"] {
+        let pairs = |t: &Path| -> Result<BTreeSet<(String, String)>, String> {
+            Ok(races(t, relation)?.into_iter().collect())
+        };
+        let (a, b) = (pairs(&full)?, pairs(&reduced)?);
+        if a != b {
+            return Err(format!(
+                "{relation}: {repeats} repeated accesses left out changed the location pairs: \
+                 {a:?} whole, {b:?} reduced"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Programs whose verdict cprace gets only on some schedules, with why
@@ -220,6 +280,10 @@ fn every_program_gets_the_manifests_verdicts() {
     for (file, _why) in UNSTABLE {
         failures.retain(|f| !f.starts_with(&format!("{file} (")));
     }
+    assert!(
+        REPEATS.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "no program had a repeated access to leave out"
+    );
     assert!(
         failures.is_empty(),
         "{} programs got a wrong verdict:\n{}",
