@@ -27,6 +27,7 @@ use cprace::relation::Relation;
 ///   cprace record -o prog.std -- ./prog arg1 arg2
 ///   cprace record -o prog.bin -- ./prog arg1 arg2
 ///   cprace record -o prog.std --analyze cp -- ./prog
+///   cprace record --analyze hb -- ./prog        (no trace kept)
 ///   cprace record -o prog.std --timeout 5 --analyze deadlocks -- ./prog
 #[command(verbatim_doc_comment)]
 pub(crate) struct RecordArgs {
