@@ -50,7 +50,7 @@ EOF
                 -o Dir::State::Lists="$apt/lists")
     apt-get "${opts[@]}" update >/dev/null 2>&1
     (cd "$apt" && apt-get "${opts[@]}" source --download-only libzstd >/dev/null 2>&1)
-    tar xf "$apt"/libzstd_*.orig.tar.* -C "$WORK"
+    tar xf "$(ls "$apt"/libzstd_*.orig.tar.* | grep -v '\.asc$' | head -1)" -C "$WORK"
     echo "$WORK"/zstd-*/
 }
 
