@@ -37,13 +37,14 @@ pub(crate) struct RecordArgs {
     /// cprace binary, `.bin` RapidBin (8 bytes an event), anything else
     /// (`.cpt`) cprace's binary format. May be left out with `--analyze`:
     /// the trace is then a temporary file, and for hb and wcp it leaves out
-    /// the accesses that repeat one of their thread's since its last other
-    /// event (they cannot change those reports; the other relations need
+    /// each access that repeats the access just before it to the same
+    /// variable with nothing of its thread in between but accesses to other
+    /// variables (it cannot change those reports; the other relations need
     /// every event).
     #[arg(short, long, required_unless_present = "analyze")]
     output: Option<PathBuf>,
     /// The trace's format, whatever its name.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, requires = "output")]
     format: Option<OutFormat>,
     /// Analyze the trace right away and print the report: a relation (po,
     /// hb, lockset, cp, wcp, shb, syncp; exit status then that of `cprace
@@ -114,7 +115,6 @@ fn cprace_events_depth() -> u32 {
 /// `cprace record`: the program's exit status, or with `--analyze` the
 /// analysis's.
 pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
-    // The output format: `--format`, else the one the output's name asks for.
     // Without -o: a temporary trace, which hb and wcp read reduced.
     let temp = match args.output {
         Some(_) => None,
@@ -133,6 +133,7 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
         (None, Some(t)) => t.path().join("trace.cpt"),
         (None, None) => unreachable!("a temporary directory without -o"),
     };
+    // The output format: `--format`, else the one the output's name asks for.
     let format = match &args.output {
         Some(o) => args.format.unwrap_or_else(|| OutFormat::for_path(o)),
         None => OutFormat::Cprace,

@@ -92,8 +92,8 @@ pub struct Recording {
     pub timeout: Option<f64>,
     /// Deepest call stack recorded per event.
     pub stack_depth: u32,
-    /// Leave out the accesses that repeat one of their thread's since its
-    /// last other event (cprace's binary format only): the trace then
+    /// Leave out each plain access that repeats the access just before it
+    /// to the same variable (cprace's binary format only): the trace then
     /// serves HB and WCP only ([`crate::trace::reduce`]).
     pub reduce: bool,
     /// The trace is a temporary file, analysed and removed (the summary

@@ -54,8 +54,9 @@ struct Entry {
     write: bool,
 }
 
-/// Decides, event by event in trace order, which plain accesses repeat an
-/// earlier one of their thread since its last other event (see the module
+/// Decides, event by event in trace order, which plain accesses repeat the
+/// access just before them to the same variable, with nothing of their
+/// thread in between but accesses to other variables (see the module
 /// documentation).
 pub struct Reducer {
     /// Per thread: other events seen so far (starts a new epoch).
@@ -81,8 +82,8 @@ impl Default for Reducer {
 
 impl Reducer {
     /// A plain access of `thread` (`mask`: the bytes; `site`: its location
-    /// or pc; `stack`: its call stack): true when it repeats one of the
-    /// thread's since its last other event, and can be dropped.
+    /// or pc; `stack`: its call stack): true when it repeats the access
+    /// just before it to the variable, and can be dropped.
     #[inline]
     pub fn repeat(
         &mut self,
@@ -156,8 +157,7 @@ impl Reducer {
         }
     }
 
-    /// Whether to keep trace event `ev` (a plain access repeated since its
-    /// thread's last other event is dropped).
+    /// Whether to keep trace event `ev` (a repeated plain access is not).
     pub fn keep(&mut self, ev: &Event) -> bool {
         match ev.op {
             Op::Read | Op::Write => !self.repeat(

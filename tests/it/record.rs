@@ -234,6 +234,35 @@ fn record_analyze_chains_into_a_report() {
 }
 
 #[test]
+fn record_analyze_without_output_keeps_no_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "counter");
+    let work = tempfile::tempdir().unwrap();
+    for relation in ["hb", "wcp", "cp"] {
+        let out = run(Command::new(CPRACE)
+            .current_dir(work.path())
+            .args(["record", "--analyze", relation, "--"])
+            .arg(&prog));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{relation}: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("data race on `counter`")
+                && stdout.contains(&line_of("counter", "RACE", 0)),
+            "{relation}: {stdout}"
+        );
+        assert!(stderr.contains(") recorded; `"), "{relation}: {stderr}");
+    }
+    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
+    // A trace format needs a trace to write.
+    let out = run(Command::new(CPRACE)
+        .args(["record", "--format", "std", "--analyze", "hb", "--"])
+        .arg(&prog));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--output"));
+}
+
+#[test]
 fn uninstrumented_program_is_an_error_and_leaves_no_trace() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.std");
