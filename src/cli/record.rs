@@ -115,29 +115,25 @@ fn cprace_events_depth() -> u32 {
 /// `cprace record`: the program's exit status, or with `--analyze` the
 /// analysis's.
 pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
-    // Without -o: a temporary trace, which hb and wcp read reduced.
-    let temp = match args.output {
-        Some(_) => None,
-        None => Some(
-            tempfile::tempdir()
-                .map_err(|e| anyhow::anyhow!("cannot create a temporary directory: {e}"))?,
-        ),
+    // The output and its format (`--format`, else the one its name asks
+    // for); without -o a temporary trace (kept until the analysis is done),
+    // which hb and wcp read reduced.
+    let (output, format, temp) = match args.output {
+        Some(o) => {
+            let format = args.format.unwrap_or_else(|| OutFormat::for_path(&o));
+            (o, format, None)
+        }
+        None => {
+            let t = tempfile::tempdir()
+                .map_err(|e| anyhow::anyhow!("cannot create a temporary directory: {e}"))?;
+            (t.path().join("trace.cpt"), OutFormat::Cprace, Some(t))
+        }
     };
     let reduce = temp.is_some()
         && matches!(
             args.analyze,
             Some(Analysis::Races(Relation::Hb | Relation::Wcp))
         );
-    let output = match (&args.output, &temp) {
-        (Some(o), _) => o.clone(),
-        (None, Some(t)) => t.path().join("trace.cpt"),
-        (None, None) => unreachable!("a temporary directory without -o"),
-    };
-    // The output format: `--format`, else the one the output's name asks for.
-    let format = match &args.output {
-        Some(o) => args.format.unwrap_or_else(|| OutFormat::for_path(o)),
-        None => OutFormat::Cprace,
-    };
     // A bad suppressions file is found before the program runs.
     let suppress = super::Suppress::new(args.suppressions);
     let suppressions = match args.analyze {
@@ -148,7 +144,6 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
         Some(dir) => Source::Events(dir),
         None => Source::Program(args.program),
     };
-    let analyze = args.analyze;
     let recorded = cprace::record::record(&Recording {
         source,
         output,
@@ -158,7 +153,7 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
         reduce,
         temporary: temp.is_some(),
     })?;
-    match analyze {
+    match args.analyze {
         None => Ok(recorded.exit_code),
         Some(Analysis::Races(relation)) => {
             let mut req = Request::new(recorded.trace, relation);

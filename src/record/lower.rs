@@ -37,6 +37,7 @@ use rustc_hash::FxHashMap;
 
 use super::events::{Event, What};
 use super::shadow::Shadow;
+use crate::trace::reduce::Reducer;
 
 /// What a trace event does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -281,7 +282,32 @@ pub struct Lowerer {
     pub dropped: Dropped,
     /// Drops repeated accesses (`record --analyze hb|wcp` without a trace
     /// file: see [`crate::trace::reduce`]).
-    pub reduce: Option<Box<crate::trace::reduce::Reducer>>,
+    pub reduce: Option<Reducer>,
+}
+
+/// Whether `reduce` drops the trace event `op` on `span` of `thread`,
+/// lowered from `e` (every event is told to it: see [`Reducer`]).
+fn repeated(reduce: &mut Reducer, thread: u32, op: LOp, span: Span, e: &Event) -> bool {
+    let plain = matches!(op, LOp::Read | LOp::Write);
+    if plain && span.n == 1 {
+        return reduce.repeat(
+            thread,
+            op == LOp::Write,
+            span.target,
+            span.mask,
+            e.pc,
+            e.stack,
+        );
+    }
+    if op.on_variable() {
+        for v in span.target..span.target.wrapping_add(span.n) {
+            reduce.touch(thread, v);
+        }
+    }
+    if !plain {
+        reduce.other(thread);
+    }
+    false
 }
 
 /// The bytes of a cell an access of `size` bytes at `addr` touches, split
@@ -419,12 +445,7 @@ impl Lowerer {
         self.reduce = reduce;
     }
 
-    fn lower(
-        &mut self,
-        e: &Event,
-        reduce: &mut Option<Box<crate::trace::reduce::Reducer>>,
-        out: &mut impl FnMut(Lowered),
-    ) {
+    fn lower(&mut self, e: &Event, reduce: &mut Option<Reducer>, out: &mut impl FnMut(Lowered)) {
         let ts = self.thread(e.tid);
         if ts.joined {
             self.dropped.after_join += 1;
@@ -436,31 +457,10 @@ impl Lowerer {
         let mut count = 0u64;
         let mut counts = LoweredCounts::default();
         let mut put = |thread: u32, op: LOp, span: Span| {
-            if let Some(r) = reduce {
-                match op {
-                    LOp::Read | LOp::Write if span.n == 1 => {
-                        if r.repeat(
-                            thread,
-                            op == LOp::Write,
-                            span.target,
-                            span.mask,
-                            e.pc,
-                            e.stack,
-                        ) {
-                            return;
-                        }
-                    }
-                    _ => {
-                        if op.on_variable() {
-                            for v in span.target..span.target.wrapping_add(span.n) {
-                                r.touch(thread, v);
-                            }
-                        }
-                        if !matches!(op, LOp::Read | LOp::Write) {
-                            r.other(thread);
-                        }
-                    }
-                }
+            if let Some(r) = reduce
+                && repeated(r, thread, op, span, e)
+            {
+                return;
             }
             let n = u64::from(span.n);
             if op != LOp::Request {

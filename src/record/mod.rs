@@ -335,7 +335,7 @@ pub(crate) fn lower_all(
     mut f: impl FnMut(&lower::Lowerer, &lower::Lowered, &events::Stacks) -> Result<()>,
 ) -> Result<(lower::Lowerer, events::Stacks)> {
     let mut low = lower::Lowerer::default();
-    low.reduce = reduce.then(Box::default);
+    low.reduce = reduce.then(Default::default);
     let mut buf = Vec::new();
     let stacks = events::merge(dir, |e, stacks| {
         buf.clear();

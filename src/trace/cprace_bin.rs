@@ -998,10 +998,7 @@ mod tests {
         Ok(events
             .iter()
             .map(|e| {
-                let target = match e.op.target_kind() {
-                    super::super::model::TargetKind::Variable => names.var(e.target),
-                    _ => names.target(e),
-                };
+                let target = names.target(e);
                 (
                     names
                         .threads

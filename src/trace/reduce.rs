@@ -94,16 +94,13 @@ impl Reducer {
         site: u64,
         stack: u32,
     ) -> bool {
-        let t = thread as usize;
-        if t >= self.epochs.len() {
-            self.epochs.resize(t + 1, 0);
-        }
         let turn = self.touch(thread, target);
         let e = Entry {
             site,
             target,
             thread,
-            epoch: self.epochs[t].wrapping_add(1).max(1),
+            // Below u32::MAX (see `other`): 0 stays the empty entry's.
+            epoch: *self.epoch(thread) + 1,
             stack,
             turn,
             mask,
@@ -135,8 +132,22 @@ impl Reducer {
         let slot = &mut self.vars[v];
         if slot.0 != thread + 1 {
             *slot = (thread + 1, slot.1.wrapping_add(1));
+            // A count that wrapped could match an entry 2^32 turns old.
+            if slot.1 == 0 {
+                self.cache.fill(Entry::default());
+            }
         }
         slot.1
+    }
+
+    /// `thread`'s count of events other than plain accesses.
+    #[inline]
+    fn epoch(&mut self, thread: u32) -> &mut u32 {
+        let t = thread as usize;
+        if t >= self.epochs.len() {
+            self.epochs.resize(t + 1, 0);
+        }
+        &mut self.epochs[t]
     }
 
     /// Any event of `thread` but a plain access (synchronization, atomic
@@ -144,15 +155,12 @@ impl Reducer {
     /// ones after it.
     #[inline]
     pub fn other(&mut self, thread: u32) {
-        let t = thread as usize;
-        if t >= self.epochs.len() {
-            self.epochs.resize(t + 1, 0);
-        }
         // Wrapping after 2^32 events of one thread could revive an entry
         // 2^32 epochs old: the cache is cleared then.
-        self.epochs[t] = self.epochs[t].wrapping_add(1);
-        if self.epochs[t] == u32::MAX {
-            self.epochs[t] = 0;
+        let epoch = self.epoch(thread);
+        *epoch += 1;
+        if *epoch == u32::MAX {
+            *epoch = 0;
             self.cache.fill(Entry::default());
         }
     }
