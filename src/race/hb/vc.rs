@@ -50,6 +50,10 @@ pub trait HbClock: Default + Send + 'static {
     fn publish(&self, v: &mut VectorClock);
     /// `self ⊔= v` (a volatile read).
     fn receive(&mut self, v: &VectorClock);
+    /// Raise the entry of thread `u` to `c` if it is lower.
+    fn raise(&mut self, u: ThreadId, c: u32);
+    /// This clock as a [`VectorClock`], for volatile variables to share.
+    fn snapshot(&self) -> VectorClock;
 }
 
 impl HbClock for VectorClock {
@@ -77,6 +81,14 @@ impl HbClock for VectorClock {
     }
     fn receive(&mut self, v: &VectorClock) {
         VectorClock::join(self, v)
+    }
+    fn raise(&mut self, u: ThreadId, c: u32) {
+        if self.get(u) < c {
+            self.set(u, c);
+        }
+    }
+    fn snapshot(&self) -> VectorClock {
+        self.clone()
     }
 }
 
@@ -110,6 +122,14 @@ impl HbClock for TreeClock {
     fn receive(&mut self, v: &VectorClock) {
         self.join_entries(v.entries())
     }
+    fn raise(&mut self, u: ThreadId, c: u32) {
+        if self.get(u) < c {
+            self.join_entries(std::iter::once((u, c)));
+        }
+    }
+    fn snapshot(&self) -> VectorClock {
+        self.entries().collect()
+    }
 }
 
 /// Clocks of threads, locks and volatile variables, with the HB edge rules.
@@ -122,9 +142,16 @@ pub(crate) struct HbClocks<C = VectorClock> {
     /// Whether the thread has performed any event (join edges need one).
     has_events: Vec<bool>,
     locks: Vec<C>,
-    /// Variable id -> index in `vols` (NONE for non-volatile variables).
+    /// Variable id -> index in `vols` (NONE for variables without a
+    /// volatile access, READ_ONLY for those no volatile write reached).
     vol_row: Vec<u32>,
-    vols: Vec<VectorClock>,
+    vols: Vec<Vol>,
+    /// Volatile variables seen (read or written).
+    vol_count: usize,
+    /// Per thread: its clock as a [`VectorClock`], taken at its first
+    /// volatile write since its clock last learned of another thread (own
+    /// ticks aside), shared by every variable it writes until then.
+    snaps: Vec<Option<VectorClock>>,
     /// Joins performed (acquire, join, volatile read, fork).
     pub joins: u64,
 }
@@ -144,6 +171,8 @@ impl<C: HbClock> HbClocks<C> {
             locks: Vec::new(),
             vol_row: Vec::new(),
             vols: Vec::new(),
+            vol_count: 0,
+            snaps: Vec::new(),
             joins: 0,
         }
     }
@@ -160,7 +189,7 @@ impl<C: HbClock> HbClocks<C> {
 
     /// Number of volatile variables seen.
     pub(crate) fn num_volatiles(&self) -> usize {
-        self.vols.len()
+        self.vol_count
     }
 
     /// Make sure thread `t` has a clock (own entry 1).
@@ -170,6 +199,7 @@ impl<C: HbClock> HbClocks<C> {
             let u = self.threads.len() as ThreadId;
             self.threads.push(C::thread(u));
             self.has_events.push(false);
+            self.snaps.push(None);
         }
     }
 
@@ -180,17 +210,27 @@ impl<C: HbClock> HbClocks<C> {
         }
     }
 
+    /// The row of volatile variable `v` in `vols`, READ_ONLY when no
+    /// volatile write reached it yet (NONE before its first access).
     #[inline]
-    fn vol(&mut self, v: u32) -> usize {
+    fn vol(&mut self, v: u32) -> &mut u32 {
         let v = v as usize;
         if v >= self.vol_row.len() {
             self.vol_row.resize(v + 1, NONE);
         }
-        if self.vol_row[v] == NONE {
-            self.vol_row[v] = self.vols.len() as u32;
-            self.vols.push(VectorClock::default());
+        let row = &mut self.vol_row[v];
+        if *row == NONE {
+            *row = READ_ONLY;
+            self.vol_count += 1;
         }
-        self.vol_row[v] as usize
+        row
+    }
+
+    /// Thread `t`'s clock learned something from another thread: its
+    /// snapshot no longer describes it.
+    #[inline]
+    fn learned(&mut self, t: usize) {
+        self.snaps[t] = None;
     }
 
     /// The clock of thread `t` (must have been ensured).
@@ -204,6 +244,7 @@ impl<C: HbClock> HbClocks<C> {
     #[inline]
     pub(crate) fn join_thread(&mut self, t: ThreadId, src: &C) {
         self.threads[t as usize].join(src);
+        self.learned(t as usize);
         self.joins += 1;
     }
 
@@ -234,6 +275,7 @@ impl<C: HbClock> HbClocks<C> {
             Op::Acquire => {
                 self.ensure_lock(ev.target);
                 self.threads[t].join(&self.locks[ev.target as usize]);
+                self.learned(t);
                 self.joins += 1;
             }
             Op::Release => {
@@ -247,6 +289,7 @@ impl<C: HbClock> HbClocks<C> {
                 if u != t {
                     let (src, dst) = two(&mut self.threads, t, u);
                     dst.join(src);
+                    self.learned(u);
                     self.joins += 1;
                 }
                 self.threads[t].tick(ev.thread);
@@ -256,26 +299,105 @@ impl<C: HbClock> HbClocks<C> {
                 if u != t && self.has_events.get(u).copied().unwrap_or(false) {
                     let (src, dst) = two(&mut self.threads, u, t);
                     dst.join(src);
+                    self.learned(t);
                     self.joins += 1;
                 }
             }
             Op::VolatileWrite => {
-                let r = self.vol(ev.target);
                 let stamp = self.threads[t].get(ev.thread);
-                self.threads[t].publish(&mut self.vols[r]);
+                self.volatile_write(ev.target, ev.thread, stamp);
                 self.threads[t].tick(ev.thread);
                 return Some(stamp);
             }
             Op::VolatileRead => {
-                let r = self.vol(ev.target);
-                self.threads[t].receive(&self.vols[r]);
-                self.joins += 1;
+                let r = *self.vol(ev.target);
+                // A variable no volatile write reached carries nothing.
+                if r != READ_ONLY {
+                    match &self.vols[r as usize] {
+                        Vol::Published { base, thread, own } => {
+                            // What this thread published (an older clock of
+                            // its own) teaches it nothing.
+                            if *thread != ev.thread {
+                                self.threads[t].receive(base);
+                                self.threads[t].raise(*thread, *own);
+                                self.learned(t);
+                            }
+                        }
+                        Vol::Full(v) => {
+                            self.threads[t].receive(v);
+                            self.learned(t);
+                        }
+                    }
+                    self.joins += 1;
+                }
                 return Some(self.threads[t].get(ev.thread));
             }
             Op::ReentrantAcquire | Op::ReentrantRelease | Op::Request => {}
         }
         None
     }
+}
+
+impl<C: HbClock> HbClocks<C> {
+    /// `v ⊔= C_t` for a volatile write of thread `t` at own entry `stamp`
+    /// (before its tick). A variable that only thread `t` wrote holds `C_t`
+    /// itself, as t's snapshot (shared with every variable t wrote since it
+    /// last learned something) and `stamp`: t's own later ticks leave the
+    /// snapshot valid, so a thread that releases into thousands of atomics
+    /// without acquiring in between costs one clock, not one per atomic.
+    fn volatile_write(&mut self, var: u32, t: ThreadId, stamp: u32) {
+        let ti = t as usize;
+        let snap = match &self.snaps[ti] {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.threads[ti].snapshot();
+                self.snaps[ti] = Some(s.clone());
+                s
+            }
+        };
+        let mine = Vol::Published {
+            base: snap,
+            thread: t,
+            own: stamp,
+        };
+        let next = self.vols.len() as u32;
+        let row = self.vol(var);
+        if *row == READ_ONLY {
+            *row = next;
+            self.vols.push(mine);
+            return;
+        }
+        let row = *row as usize;
+        let slot = &mut self.vols[row];
+        match slot {
+            // An older clock of t's, below its clock now.
+            Vol::Published { thread, .. } if *thread == t => *slot = mine,
+            Vol::Published { base, thread, own } => {
+                let mut v = base.clone();
+                v.raise(*thread, *own);
+                self.threads[ti].publish(&mut v);
+                *slot = Vol::Full(v);
+            }
+            Vol::Full(v) => self.threads[ti].publish(v),
+        }
+    }
+}
+
+/// Variables of [`HbClocks::vol_row`] that no volatile write reached.
+const READ_ONLY: u32 = u32::MAX - 1;
+
+/// A volatile variable's clock.
+#[derive(Clone, Debug)]
+enum Vol {
+    /// Written by one thread only: its clock `base` (a snapshot, shared)
+    /// with its own entry raised to `own`.
+    Published {
+        base: VectorClock,
+        thread: ThreadId,
+        own: u32,
+    },
+    /// The join of several threads' clocks.
+    Full(VectorClock),
 }
 
 /// Elements `a` (shared) and `b` (mutable) of a slice; `a != b`.
