@@ -326,7 +326,12 @@ fn volatile_clocks_shared_between_variables() {
             let ctx = || format!("seed {seed}, window {w:?}\n{}", dump(&t));
             let vc = run("vc", w, &t);
             assert_eq!(pairs(&vc), oracle(&t, w), "vc: {}", ctx());
-            assert_eq!(vc.races, run("treeclock", w, &t).races, "treeclock: {}", ctx());
+            assert_eq!(
+                vc.races,
+                run("treeclock", w, &t).races,
+                "treeclock: {}",
+                ctx()
+            );
             assert_eq!(
                 pairs(&run("epoch", w, &t)),
                 fasttrack_model(&t, w),

@@ -123,6 +123,21 @@ fn vc_equals_reference_on_generated_traces() {
     }
 }
 
+/// Volatile-heavy traces (up to 8 volatile variables, up to 60% of the
+/// accesses volatile): a thread's `H` shared by the atomics it accessed
+/// since it last learned something, then joined into other threads.
+#[test]
+fn vc_equals_reference_on_volatile_heavy_traces() {
+    for seed in 0..1500 {
+        let cfg = Config {
+            volatiles: 2 + (seed % 7) as u32,
+            p_volatile: [0.2, 0.4, 0.6][(seed % 3) as usize],
+            ..config(seed)
+        };
+        check_trace(seed, &trace(&cfg));
+    }
+}
+
 /// Plain and atomic (relaxed and synchronizing) accesses of the same
 /// variables, every other trace with random byte masks: rule (a) pairs a
 /// plain and an atomic access, HBv's hard edges join atomic ones.

@@ -139,6 +139,9 @@ struct ThreadState {
     tick: bool,
     n: u32,
     h: VectorClock,
+    /// `h` as of its last change other than its own entry, shared by the
+    /// atomics this thread accessed since (see [`Sent`]).
+    snap: Option<VectorClock>,
     p: VectorClock,
     held: Vec<OpenCs>,
     /// Variables accessed while some section was open (rule-(a) key, write,
@@ -184,20 +187,52 @@ struct VolatileState {
     /// `(thread, H)` of the latest write, and of the latest write by a thread
     /// other than that one. The writes of a variable are totally ordered by
     /// HBv, so these stand for every earlier write.
-    last_write: Option<(u32, VectorClock)>,
-    other_write: Option<(u32, VectorClock)>,
+    last_write: Option<(u32, Sent)>,
+    other_write: Option<(u32, Sent)>,
     /// `(thread, H)` of each thread's latest read since the latest write.
-    reads: Vec<(u32, VectorClock)>,
+    reads: Vec<(u32, Sent)>,
 }
 
-/// Join the hard edge from a volatile access of thread `u` (clock `h`) into an
-/// access of thread `t`: its `H` goes into both `H` and `P` (anything HBv-before
-/// the source is WCP-before the target). Skipped when `P` already knows the
-/// source: then its whole `H` is in `P` and `H` already.
-fn join_hard(ts: &mut ThreadState, t: u32, u: u32, h: &VectorClock) {
-    if u != t && ts.p.get(u) < h.get(u) {
-        ts.h.join(h);
-        ts.p.join(h);
+/// The `H` of thread `u` at an atomic access: its snapshot `base` (shared
+/// by every atomic `u` accessed since its `H` last changed other than in
+/// its own entry) with `u`'s own entry raised to `own`. Each access keeping
+/// a copy of `H` would cost a copy of its path at the thread's next tick:
+/// a worker incrementing a million `std::atomic`s would keep a million.
+#[derive(Clone, Debug)]
+struct Sent {
+    base: VectorClock,
+    own: u32,
+}
+
+impl Sent {
+    /// Thread `t`'s `H` now.
+    fn of(ts: &mut ThreadState, t: u32) -> Sent {
+        let base = ts.snap.get_or_insert_with(|| ts.h.clone()).clone();
+        Sent {
+            base,
+            own: ts.h.get(t),
+        }
+    }
+
+    /// `c ⊔= self`, this being thread `u`'s.
+    fn join_into(&self, c: &mut VectorClock, u: u32) {
+        c.join(&self.base);
+        if c.get(u) < self.own {
+            c.set(u, self.own);
+        }
+    }
+}
+
+/// Join the hard edge from a volatile access of thread `u` (its `H`, `h`)
+/// into an access of thread `t`: its `H` goes into both `H` and `P`
+/// (anything HBv-before the source is WCP-before the target). Skipped when
+/// `P` already knows the source: then its whole `H` is in `P` and `H`
+/// already.
+fn join_hard(ts: &mut ThreadState, t: u32, u: u32, h: &Sent) {
+    if u != t && ts.p.get(u) < h.own {
+        h.join_into(&mut ts.h, u);
+        h.join_into(&mut ts.p, u);
+        ts.snap = None;
     }
 }
 
@@ -218,6 +253,9 @@ pub struct WcpVc {
     logged: Vec<[(u32, u64); 2]>,
     /// Stamps of log entries, over all threads.
     stamp: u64,
+    /// Per variable: its row in `volatiles`, u32::MAX before its first
+    /// atomic access (4 bytes a plain variable, not a whole state).
+    volatile_row: Vec<u32>,
     /// Per atomic variable: the sources of its hard edges.
     volatiles: Vec<VolatileState>,
     cs_count: u32,
@@ -262,6 +300,7 @@ impl WcpVc {
             var_locks: Vec::new(),
             logged: Vec::new(),
             stamp: 0,
+            volatile_row: Vec::new(),
             volatiles: Vec::new(),
             cs_count: 0,
             known_threads: 0,
@@ -290,6 +329,7 @@ impl WcpVc {
         ts.n = 1;
         ts.h = VectorClock::default();
         ts.h.set(t as u32, 1);
+        ts.snap = None;
         ts.cursors = cursors;
         // The paper's queues of a new thread hold every other thread's critical
         // sections it has not dequeued (including open ones: their Acq entries).
@@ -429,6 +469,7 @@ impl WcpVc {
         let lk = &self.locks[l as usize];
         let ts = &mut self.threads[t as usize];
         ts.h.join(&lk.h);
+        ts.snap = None;
         ts.p.join(&lk.p);
         ts.held.push(OpenCs {
             lock: l,
@@ -575,6 +616,7 @@ impl WcpVc {
             child.h.join(&parent.h);
             child.p.join(&parent.h);
         }
+        child.snap = None;
         parent.tick = true;
     }
 
@@ -588,6 +630,7 @@ impl WcpVc {
         if child.started {
             parent.h.join(&child.h);
             parent.p.join(&child.h);
+            parent.snap = None;
         }
     }
 
@@ -604,9 +647,14 @@ impl WcpVc {
     /// write.
     fn volatile_access(&mut self, t: ThreadId, v: u32, write: bool) {
         let v = v as usize;
-        if self.volatiles.len() <= v {
-            self.volatiles.resize_with(v + 1, VolatileState::default);
+        if self.volatile_row.len() <= v {
+            self.volatile_row.resize(v + 1, u32::MAX);
         }
+        if self.volatile_row[v] == u32::MAX {
+            self.volatile_row[v] = self.volatiles.len() as u32;
+            self.volatiles.push(VolatileState::default());
+        }
+        let v = self.volatile_row[v] as usize;
         let ts = &mut self.threads[t as usize];
         let st = &mut self.volatiles[v];
         let other = match (&st.last_write, &st.other_write) {
@@ -622,14 +670,16 @@ impl WcpVc {
                 join_hard(ts, t, *u, h);
             }
             st.reads.clear();
+            let sent = Sent::of(ts, t);
             match &mut st.last_write {
-                Some((u, h)) if *u == t => h.clone_from(&ts.h),
-                last => st.other_write = last.replace((t, ts.h.clone())),
+                Some((u, h)) if *u == t => *h = sent,
+                last => st.other_write = last.replace((t, sent)),
             }
         } else {
+            let sent = Sent::of(ts, t);
             match st.reads.iter_mut().find(|(u, _)| *u == t) {
-                Some((_, h)) => h.clone_from(&ts.h),
-                None => st.reads.push((t, ts.h.clone())),
+                Some((_, h)) => *h = sent,
+                None => st.reads.push((t, sent)),
             }
         }
         // Both kinds of access are now sources of edges leaving the thread.
