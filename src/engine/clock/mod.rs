@@ -44,14 +44,20 @@
 //!   `VectorClock`), so a copy is O(1) and clocks share the nodes they agree
 //!   on: memory follows what differs, not threads x clocks.
 //!
+//! - [`Published`] (published.rs): a thread's clock at a release as its
+//!   shared snapshot and its own entry, so that many releases between two
+//!   changes of the clock (a worker setting atomics) keep one clock.
+//!
 //! Every engine uses these: HB (`vc`, `epoch`, `treeclock`), WCP, SHB, and
 //! CP, whose sync points each store a `VectorClock` (O(1) copies sharing
 //! structure; [`VectorClock::diff`] walks only the blocks two clocks do not
 //! share).
 
+mod published;
 mod store;
 mod tree;
 mod vector;
 
+pub(crate) use published::Published;
 pub(crate) use tree::TreeClock;
 pub(crate) use vector::VectorClock;

@@ -77,6 +77,14 @@ impl VectorClock {
         *self.entry(t) = v;
     }
 
+    /// Raise the entry of thread `t` to `v` if it is lower.
+    #[inline]
+    pub(crate) fn raise(&mut self, t: u32, v: u32) {
+        if self.get(t) < v {
+            self.set(t, v);
+        }
+    }
+
     /// Increment the entry of thread `t`.
     #[inline]
     pub fn tick(&mut self, t: u32) {

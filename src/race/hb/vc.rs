@@ -32,7 +32,7 @@
 
 use serde_json::json;
 
-use crate::engine::clock::{TreeClock, VectorClock};
+use crate::engine::clock::{Published, TreeClock, VectorClock};
 use crate::engine::history::AccessHistory;
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
@@ -91,9 +91,7 @@ impl HbClock for VectorClock {
         VectorClock::join(self, v)
     }
     fn raise(&mut self, u: ThreadId, c: u32) {
-        if self.get(u) < c {
-            self.set(u, c);
-        }
+        VectorClock::raise(self, u, c)
     }
     fn snapshot(&self) -> VectorClock {
         self.clone()
@@ -322,12 +320,12 @@ impl<C: HbClock> HbClocks<C> {
                 // A variable no volatile write reached carries nothing.
                 if r != READ_ONLY {
                     match &self.vols[r as usize] {
-                        Vol::Published { base, thread, own } => {
+                        Vol::Published(p) => {
                             // What this thread published (an older clock of
                             // its own) teaches it nothing.
-                            if *thread != ev.thread {
-                                self.threads[t].receive(base);
-                                self.threads[t].raise(*thread, *own);
+                            if p.thread != ev.thread {
+                                self.threads[t].receive(&p.base);
+                                self.threads[t].raise(p.thread, p.own);
                                 self.learned(t);
                             }
                         }
@@ -344,9 +342,7 @@ impl<C: HbClock> HbClocks<C> {
         }
         None
     }
-}
 
-impl<C: HbClock> HbClocks<C> {
     /// `v ⊔= C_t` for a volatile write of thread `t` at own entry `stamp`
     /// (before its tick). A variable that only thread `t` wrote holds `C_t`
     /// itself, as t's snapshot (shared with every variable t wrote since it
@@ -355,19 +351,10 @@ impl<C: HbClock> HbClocks<C> {
     /// without acquiring in between costs one clock, not one per atomic.
     fn volatile_write(&mut self, var: u32, t: ThreadId, stamp: u32) {
         let ti = t as usize;
-        let snap = match &self.snaps[ti] {
-            Some(s) => s.clone(),
-            None => {
-                let s = self.threads[ti].snapshot();
-                self.snaps[ti] = Some(s.clone());
-                s
-            }
-        };
-        let mine = Vol::Published {
-            base: snap,
-            thread: t,
-            own: stamp,
-        };
+        let threads = &self.threads;
+        let mine = Vol::Published(Published::of(&mut self.snaps[ti], t, stamp, || {
+            threads[ti].snapshot()
+        }));
         let next = self.vols.len() as u32;
         let row = self.vol(var);
         if *row == READ_ONLY {
@@ -379,10 +366,9 @@ impl<C: HbClock> HbClocks<C> {
         let slot = &mut self.vols[row];
         match slot {
             // An older clock of t's, below its clock now.
-            Vol::Published { thread, .. } if *thread == t => *slot = mine,
-            Vol::Published { base, thread, own } => {
-                let mut v = base.clone();
-                v.raise(*thread, *own);
+            Vol::Published(p) if p.thread == t => *slot = mine,
+            Vol::Published(p) => {
+                let mut v = p.to_clock();
                 self.threads[ti].publish(&mut v);
                 *slot = Vol::Full(v);
             }
@@ -397,13 +383,8 @@ const READ_ONLY: u32 = u32::MAX - 1;
 /// A volatile variable's clock.
 #[derive(Clone, Debug)]
 enum Vol {
-    /// Written by one thread only: its clock `base` (a snapshot, shared)
-    /// with its own entry raised to `own`.
-    Published {
-        base: VectorClock,
-        thread: ThreadId,
-        own: u32,
-    },
+    /// Written by one thread only: its clock at its latest write.
+    Published(Published),
     /// The join of several threads' clocks.
     Full(VectorClock),
 }

@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap;
 use serde_json::json;
 use smallvec::SmallVec;
 
-use crate::engine::clock::VectorClock;
+use crate::engine::clock::{Published, VectorClock};
 use crate::engine::history::AccessHistory;
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
@@ -140,7 +140,7 @@ struct ThreadState {
     n: u32,
     h: VectorClock,
     /// `h` as of its last change other than its own entry, shared by the
-    /// atomics this thread accessed since (see [`Sent`]).
+    /// atomics this thread accessed since (see [`Published`]).
     snap: Option<VectorClock>,
     p: VectorClock,
     held: Vec<OpenCs>,
@@ -184,54 +184,30 @@ struct LockState {
 /// What an atomic variable's hard edges need (see [`WcpVc::volatile_access`]).
 #[derive(Clone, Debug, Default)]
 struct VolatileState {
-    /// `(thread, H)` of the latest write, and of the latest write by a thread
-    /// other than that one. The writes of a variable are totally ordered by
-    /// HBv, so these stand for every earlier write.
-    last_write: Option<(u32, Sent)>,
-    other_write: Option<(u32, Sent)>,
-    /// `(thread, H)` of each thread's latest read since the latest write.
-    reads: Vec<(u32, Sent)>,
+    /// `H` of the latest write, and of the latest write by a thread other
+    /// than that one. The writes of a variable are totally ordered by HBv,
+    /// so these stand for every earlier write.
+    last_write: Option<Published>,
+    other_write: Option<Published>,
+    /// `H` of each thread's latest read since the latest write.
+    reads: Vec<Published>,
 }
 
-/// The `H` of thread `u` at an atomic access: its snapshot `base` (shared
-/// by every atomic `u` accessed since its `H` last changed other than in
-/// its own entry) with `u`'s own entry raised to `own`. Each access keeping
-/// a copy of `H` would cost a copy of its path at the thread's next tick:
-/// a worker incrementing a million `std::atomic`s would keep a million.
-#[derive(Clone, Debug)]
-struct Sent {
-    base: VectorClock,
-    own: u32,
+/// Thread `t`'s `H` now, as its atomic accesses keep it.
+fn sent(ts: &mut ThreadState, t: u32) -> Published {
+    let h = &ts.h;
+    Published::of(&mut ts.snap, t, h.get(t), || h.clone())
 }
 
-impl Sent {
-    /// Thread `t`'s `H` now.
-    fn of(ts: &mut ThreadState, t: u32) -> Sent {
-        let base = ts.snap.get_or_insert_with(|| ts.h.clone()).clone();
-        Sent {
-            base,
-            own: ts.h.get(t),
-        }
-    }
-
-    /// `c ⊔= self`, this being thread `u`'s.
-    fn join_into(&self, c: &mut VectorClock, u: u32) {
-        c.join(&self.base);
-        if c.get(u) < self.own {
-            c.set(u, self.own);
-        }
-    }
-}
-
-/// Join the hard edge from a volatile access of thread `u` (its `H`, `h`)
-/// into an access of thread `t`: its `H` goes into both `H` and `P`
-/// (anything HBv-before the source is WCP-before the target). Skipped when
-/// `P` already knows the source: then its whole `H` is in `P` and `H`
-/// already.
-fn join_hard(ts: &mut ThreadState, t: u32, u: u32, h: &Sent) {
-    if u != t && ts.p.get(u) < h.own {
-        h.join_into(&mut ts.h, u);
-        h.join_into(&mut ts.p, u);
+/// Join the hard edge from a volatile access (its thread's `H`, `h`) into
+/// an access of thread `t`: its `H` goes into both `H` and `P` (anything
+/// HBv-before the source is WCP-before the target). Skipped when `P`
+/// already knows the source (its own entry, `h.own`): then its whole `H` is
+/// in `P` and `H` already.
+fn join_hard(ts: &mut ThreadState, t: u32, h: &Published) {
+    if h.thread != t && ts.p.get(h.thread) < h.own {
+        h.join_into(&mut ts.h);
+        h.join_into(&mut ts.p);
         ts.snap = None;
     }
 }
@@ -658,28 +634,28 @@ impl WcpVc {
         let ts = &mut self.threads[t as usize];
         let st = &mut self.volatiles[v];
         let other = match (&st.last_write, &st.other_write) {
-            (Some((u, h)), _) if *u != t => Some((*u, h)),
-            (_, Some((u, h))) => Some((*u, h)),
+            (Some(h), _) if h.thread != t => Some(h),
+            (_, Some(h)) => Some(h),
             _ => None,
         };
-        if let Some((u, h)) = other {
-            join_hard(ts, t, u, h);
+        if let Some(h) = other {
+            join_hard(ts, t, h);
         }
         if write {
-            for (u, h) in &st.reads {
-                join_hard(ts, t, *u, h);
+            for h in &st.reads {
+                join_hard(ts, t, h);
             }
             st.reads.clear();
-            let sent = Sent::of(ts, t);
+            let mine = sent(ts, t);
             match &mut st.last_write {
-                Some((u, h)) if *u == t => *h = sent,
-                last => st.other_write = last.replace((t, sent)),
+                Some(h) if h.thread == t => *h = mine,
+                last => st.other_write = last.replace(mine),
             }
         } else {
-            let sent = Sent::of(ts, t);
-            match st.reads.iter_mut().find(|(u, _)| *u == t) {
-                Some((_, h)) => *h = sent,
-                None => st.reads.push((t, sent)),
+            let mine = sent(ts, t);
+            match st.reads.iter_mut().find(|h| h.thread == t) {
+                Some(h) => *h = mine,
+                None => st.reads.push(mine),
             }
         }
         // Both kinds of access are now sources of edges leaving the thread.
