@@ -176,6 +176,12 @@ impl Default for Table {
 }
 
 impl Table {
+    /// Empty, keeping its size.
+    fn clear(&mut self) {
+        self.slots.fill(EMPTY);
+        self.used = 0;
+    }
+
     /// The value of `key`, or the empty slot where it would go; `same`
     /// confirms a slot whose key matches (long names: against the arena).
     #[inline(always)]
@@ -249,19 +255,23 @@ const BASE: [u32; MAX_DIGITS + 1] = [
 /// The families' vectors together hold at most `2 * names + BUDGET` slots (8
 /// bytes a name plus 4 MB, whatever order members appear in; their
 /// capacity at most twice that); a member that would grow its family's
-/// vector past that goes to the name table. Large enough for a few arrays
-/// of a hundred thousand elements whose first element named is far from
-/// their start (a thread's share of an array): a spilled member costs a
-/// probe of the large name table whenever a family misses it.
+/// vector past that goes to the name table. A vector spans its members
+/// from the lowest to the highest, so a thread's share of an array costs
+/// its own length; the budget is for arrays met far apart (a spilled
+/// member costs a probe of the large name table whenever a family misses
+/// it).
 const BUDGET: usize = 1 << 20;
 
 /// Names that differ only in one run of decimal digits (`a3[141]`, `a3[142]`,
 /// `V42`, `x17`): the ids of its members, indexed by their number.
 #[derive(Clone, Default)]
 struct Family {
-    /// Id + 1 of the member at each position; 0 when it is not there (not
-    /// seen yet, or in the name table).
+    /// Id + 1 of the member at each position from `base` on; 0 when it is
+    /// not there (not seen yet, or in the name table).
     ids: Vec<u32>,
+    /// The position of `ids[0]`: a thread's share of an array starts far
+    /// from element 0, and a parser's fresh tables see it first.
+    base: usize,
     /// Whether some member went to the name table (too far out when it
     /// appeared): a member missing from `ids` must be looked up there.
     spilled: bool,
@@ -272,6 +282,40 @@ struct Family {
 }
 
 impl Family {
+    /// Id + 1 of the member at `at` if the vector holds it (0: not there).
+    #[inline(always)]
+    fn get(&self, at: usize) -> Option<u32> {
+        self.ids.get(at.wrapping_sub(self.base)).copied()
+    }
+
+    /// The positions `lo..hi` the vector must span to hold `at`; when it
+    /// must grow downwards, by at least its length if `double` (so members
+    /// met in descending order cost amortized constant time).
+    fn span_for(&self, at: usize, double: bool) -> (usize, usize) {
+        let (lo, hi) = (self.base, self.base + self.ids.len());
+        if self.ids.is_empty() {
+            (at, at + 1)
+        } else if at >= hi {
+            (lo, at + 1)
+        } else if at < lo && double {
+            (at.min(lo.saturating_sub(self.ids.len())), hi)
+        } else {
+            (at.min(lo), hi)
+        }
+    }
+
+    /// Grow the vector to span `lo..hi` (which covers what it spans).
+    fn grow_to(&mut self, (lo, hi): (usize, usize)) {
+        if self.ids.is_empty() {
+            self.base = lo;
+        } else if lo < self.base {
+            let add = self.base - lo;
+            self.ids.splice(0..0, std::iter::repeat_n(0, add));
+            self.base = lo;
+        }
+        self.ids.resize(hi - lo, 0);
+    }
+
     /// Whether `name`, with its digits at `s..e`, is a member (a family of
     /// long names; a short family's key already says so).
     #[inline(always)]
@@ -384,6 +428,9 @@ pub struct Interner {
     family_keys: Table,
     /// The families, in order of their first member.
     families: Vec<Family>,
+    /// Emptied family vectors of an earlier [`Interner::clear`], for new
+    /// families to reuse.
+    spare: Vec<Vec<u32>>,
     /// Slots in all families' vectors (bounded by [`BUDGET`]).
     cells: usize,
     /// Recently used short names and their ids, two-way set associative:
@@ -413,6 +460,7 @@ impl Default for Interner {
             names: Table::default(),
             family_keys: Table::default(),
             families: Vec::new(),
+            spare: Vec::new(),
             cells: 0,
             cache: vec![EMPTY_SET; 8],
             cache_shift: 64 - 3,
@@ -435,6 +483,23 @@ impl PartialEq for Interner {
 impl Eq for Interner {}
 
 impl Interner {
+    /// Forget every name, keeping the allocations: a parser's tables start
+    /// afresh every few blocks, and growing them again from nothing (the
+    /// families' vectors of a large array above all) went to page faults and
+    /// copies.
+    pub(crate) fn clear(&mut self) {
+        self.arena.clear();
+        self.names.clear();
+        self.family_keys.clear();
+        for f in self.families.drain(..) {
+            let mut ids = f.ids;
+            ids.clear();
+            self.spare.push(ids);
+        }
+        self.cells = 0;
+        self.cache.fill(EMPTY_SET);
+    }
+
     /// Number of names.
     #[inline]
     pub fn len(&self) -> usize {
@@ -476,8 +541,8 @@ impl Interner {
         if let Some((fk, at, digits)) = family {
             let f = self.find_family(&fk, b, digits).ok()?;
             let f = &self.families[f as usize];
-            match f.ids.get(at) {
-                Some(&id1) if id1 != 0 => return Some(id1 as usize - 1),
+            match f.get(at) {
+                Some(id1) if id1 != 0 => return Some(id1 as usize - 1),
                 _ if !f.spilled => return None,
                 _ => {}
             }
@@ -610,7 +675,7 @@ impl Interner {
             Err(slot) => self.add_family(slot, fk, name, digits),
         };
         let fam = &self.families[f];
-        if let Some(&id1) = fam.ids.get(at)
+        if let Some(id1) = fam.get(at)
             && id1 != 0
         {
             return id1 - 1;
@@ -634,6 +699,7 @@ impl Interner {
         };
         self.families.push(Family {
             text,
+            ids: self.spare.pop().unwrap_or_default(),
             ..Family::default()
         });
         self.family_keys.put(slot, fk, f as u32);
@@ -645,9 +711,15 @@ impl Interner {
     /// budget allows (a spilled member then has two entries, the same id).
     #[inline(never)]
     fn add_member(&mut self, f: usize, key: Option<Key>, at: usize, name: &[u8]) -> u32 {
-        let len = self.families[f].ids.len();
-        let dense = at < len || self.cells + (at + 1 - len) <= 2 * self.len() + BUDGET;
-        let id = if self.families[f].spilled || !dense {
+        let fam = &self.families[f];
+        let len = fam.ids.len();
+        let room = (2 * self.len() + BUDGET).saturating_sub(self.cells);
+        let mut span = fam.span_for(at, true);
+        if span.1 - span.0 - len > room {
+            span = fam.span_for(at, false);
+        }
+        let dense = span.1 - span.0 - len <= room;
+        let id = if fam.spilled || !dense {
             let key = key.unwrap_or_else(|| Key::long(name));
             match self.find_name(&key, name) {
                 Ok(id) if dense => id,
@@ -666,11 +738,9 @@ impl Interner {
             self.add_bytes(name)
         };
         let fam = &mut self.families[f];
-        if at >= len {
-            fam.ids.resize(at + 1, 0);
-            self.cells += at + 1 - len;
-        }
-        fam.ids[at] = id + 1;
+        fam.grow_to(span);
+        self.cells += fam.ids.len() - len;
+        fam.ids[at - fam.base] = id + 1;
         id
     }
 
@@ -755,6 +825,13 @@ struct Cell {
 }
 
 impl Arena {
+    /// No names, keeping the allocations.
+    fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+        self.cells.clear();
+    }
+
     /// Number of names.
     #[inline]
     pub(crate) fn len(&self) -> usize {
@@ -1067,11 +1144,12 @@ mod tests {
 
     #[test]
     fn spilled_members_move_into_their_family_once_the_budget_allows() {
-        // The first name's family takes the whole budget, so `b[99999]` is
-        // too far out for its empty family: the name table. Once enough
-        // names came (none of them in a family: a leading zero), it moves
-        // into its family's vector.
+        // The first two names' family takes the whole budget, so
+        // `b[10000]` is too far below `b[99999]` for their family: the name
+        // table. Once enough names came (none of them in a family: a leading
+        // zero), it moves into its family's vector.
         let mut names = vec![
+            format!("c{}", BASE[7]),
             format!("c{}", BASE[7] as usize + BUDGET - 1),
             "b[99999]".to_string(),
             "b[10000]".to_string(),
@@ -1083,9 +1161,10 @@ mod tests {
         for n in &names {
             table.intern(n);
         }
-        let b = spilled_family(&table, "b[99999]");
-        assert_eq!(b.ids.get(89_999), Some(&2));
-        assert_eq!(b.ids.get(89_998), Some(&(table.len() as u32)));
+        let b = spilled_family(&table, "b[10000]");
+        assert_eq!(b.get(89_999), Some(3));
+        assert_eq!(b.get(89_998), Some(table.len() as u32));
+        assert_eq!(b.get(0), Some(4));
     }
 
     /// The family of `name` in `table`, which must have spilled.
@@ -1155,21 +1234,24 @@ mod tests {
         // As for short names: too far out at first (the budget taken), in
         // the name table, then in the family's vector.
         let far = "some.long.package.Class.field@99999";
+        let near = "some.long.package.Class.field@10000";
         let mut names = vec![
+            format!("c{}", BASE[7]),
             format!("c{}", BASE[7] as usize + BUDGET - 1),
             far.to_string(),
-            "some.long.package.Class.field@10000".into(),
+            near.into(),
         ];
         names.extend((0..60_000).map(|i| format!("other.long.package.Class.f@0{i}")));
-        names.extend([far, "some.long.package.Class.field@99998", far].map(String::from));
+        names.extend([far, "some.long.package.Class.field@99998", near].map(String::from));
         agrees_with_first_appearance(&names);
         let mut table = Interner::default();
         for n in &names {
             table.intern(n);
         }
-        let f = spilled_family(&table, far);
-        assert_eq!(f.ids.get(89_999), Some(&2));
-        assert_eq!(f.ids.get(89_998), Some(&(table.len() as u32)));
+        let f = spilled_family(&table, near);
+        assert_eq!(f.get(89_999), Some(3));
+        assert_eq!(f.get(89_998), Some(table.len() as u32));
+        assert_eq!(f.get(0), Some(4));
     }
 
     /// Two families of long names whose keys are the same (a hash

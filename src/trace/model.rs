@@ -205,6 +205,21 @@ pub struct Names {
     pub locs: Interner,
 }
 
+impl Names {
+    /// No names but the empty location, keeping the tables' allocations.
+    pub(crate) fn clear(&mut self) {
+        for t in [
+            &mut self.threads,
+            &mut self.locks,
+            &mut self.vars,
+            &mut self.locs,
+        ] {
+            t.clear();
+        }
+        self.locs.intern("");
+    }
+}
+
 impl Default for Names {
     fn default() -> Self {
         let mut locs = Interner::default();

@@ -233,7 +233,7 @@ fn work<C: Scan>(
         // The next block's names get local ids afresh, and so does the remap.
         let fresh = local.lens().iter().sum::<usize>() > local_names;
         if fresh {
-            local.names = Names::default();
+            local.names.clear();
             local.namer = Namer::default();
         }
         let d = Done {
