@@ -199,8 +199,17 @@ impl<C: HbClock> HbClocks<C> {
     }
 
     /// Make sure thread `t` has a clock (own entry 1).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn ensure_thread(&mut self, t: ThreadId) {
+        if (t as usize) >= self.threads.len() {
+            self.add_threads(t);
+        }
+    }
+
+    /// Clocks for the threads up to `t` (every event checks, few add).
+    #[cold]
+    #[inline(never)]
+    fn add_threads(&mut self, t: ThreadId) {
         while self.threads.len() <= t as usize {
             let u = self.threads.len() as ThreadId;
             self.threads.push(C::thread(u));
@@ -268,13 +277,27 @@ impl<C: HbClock> HbClocks<C> {
     /// checked after its acquire, and a `vw` is stamped with its clock
     /// before the tick that follows its release, so every event its release
     /// reaches is ordered after its own write.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn event(&mut self, ev: &Event) -> Option<u32> {
         let t = ev.thread as usize;
         self.ensure_thread(ev.thread);
         self.has_events[t] = true;
+        // Relaxed atomics synchronize nothing. Accesses are most events:
+        // their path is inlined into the detectors, the rest is a call.
+        if matches!(
+            ev.op,
+            Op::Read | Op::Write | Op::AtomicRead | Op::AtomicWrite
+        ) {
+            return Some(self.threads[t].get(ev.thread));
+        }
+        self.sync_event(ev)
+    }
+
+    /// [`HbClocks::event`] of an event that is not a plain or relaxed access.
+    #[inline(never)]
+    fn sync_event(&mut self, ev: &Event) -> Option<u32> {
+        let t = ev.thread as usize;
         match ev.op {
-            // Relaxed atomics synchronize nothing.
             Op::Read | Op::Write | Op::AtomicRead | Op::AtomicWrite => {
                 return Some(self.threads[t].get(ev.thread));
             }
