@@ -141,6 +141,81 @@ struct ReadSlot {
     loc: u32,
 }
 
+/// The per-thread vectors of the slots that hold one (read-shared, or the
+/// writes of an atomic shape), `stride` entries each, back to back: a
+/// lookup is one index into one buffer, not a vector's header and then its
+/// own buffer (the second load was a cache miss of its own on every shared
+/// access). Entries past a vector's threads are empty (clock 0), which
+/// every rule reads as "no access".
+#[derive(Debug, Default)]
+struct Vectors {
+    slots: Vec<ReadSlot>,
+    stride: usize,
+}
+
+impl Vectors {
+    /// Number of vectors.
+    fn len(&self) -> usize {
+        self.slots.len().checked_div(self.stride).unwrap_or(0)
+    }
+
+    /// Vector `i`.
+    #[inline(always)]
+    fn row(&self, i: u32) -> &[ReadSlot] {
+        let s = i as usize * self.stride;
+        &self.slots[s..s + self.stride]
+    }
+
+    /// Entry `t` of vector `i`, if the vectors have one for thread `t`.
+    #[inline(always)]
+    fn get_mut(&mut self, i: u32, t: u32) -> Option<&mut ReadSlot> {
+        if t as usize >= self.stride {
+            return None;
+        }
+        self.slots.get_mut(i as usize * self.stride + t as usize)
+    }
+
+    /// Entry `t` of vector `i`, widening every vector to hold thread `t`.
+    #[inline(always)]
+    fn slot(&mut self, i: u32, t: u32) -> &mut ReadSlot {
+        if t as usize >= self.stride {
+            self.widen(t as usize + 1);
+        }
+        &mut self.slots[i as usize * self.stride + t as usize]
+    }
+
+    /// A new vector of empty entries for at least `threads` threads; its
+    /// index.
+    fn push(&mut self, threads: usize) -> u32 {
+        if threads > self.stride {
+            self.widen(threads);
+        }
+        let i = self.len();
+        self.slots
+            .resize(self.slots.len() + self.stride, ReadSlot::default());
+        i as u32
+    }
+
+    /// Room for `need` threads in every vector, by at least half again (a
+    /// new thread at a time would copy every vector each time).
+    #[cold]
+    #[inline(never)]
+    fn widen(&mut self, need: usize) {
+        let stride = need.max(self.stride + self.stride / 2).max(4);
+        let mut slots = vec![ReadSlot::default(); self.len() * stride];
+        if self.stride > 0 {
+            for (new, old) in slots
+                .chunks_exact_mut(stride)
+                .zip(self.slots.chunks_exact(self.stride))
+            {
+                new[..self.stride].copy_from_slice(old);
+            }
+        }
+        self.slots = slots;
+        self.stride = stride;
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Counters {
     read_same_epoch: u64,
@@ -161,7 +236,7 @@ pub struct EpochDetector {
     /// The shapes besides the plain whole-variable one, per variable that
     /// has any (see [`VarState::more`]).
     sides: Vec<Vec<Side>>,
-    shared: Vec<Vec<ReadSlot>>,
+    shared: Vectors,
     window: Option<u64>,
     /// Whether the same-epoch rules apply (only without a window; see the
     /// module docs).
@@ -185,7 +260,7 @@ fn better(best: &mut Option<Access>, cand: Access) {
 #[inline]
 fn same_epoch(
     x: &mut Epoch,
-    shared: &mut [Vec<ReadSlot>],
+    shared: &mut Vectors,
     t: u32,
     c: u32,
     id: u32,
@@ -197,7 +272,7 @@ fn same_epoch(
         return 1;
     }
     if is_shared(x.e)
-        && let Some(s) = shared[clock(x.e) as usize].get_mut(t as usize)
+        && let Some(s) = shared.get_mut(clock(x.e), t)
         && s.clock == c
     {
         s.id = id;
@@ -213,7 +288,7 @@ fn same_epoch(
 fn check(
     x: &Epoch,
     op: Op,
-    shared: &[Vec<ReadSlot>],
+    shared: &Vectors,
     row: &VectorClock,
     window: Option<u64>,
     id: EventId,
@@ -221,7 +296,7 @@ fn check(
 ) {
     if is_shared(x.e) {
         // The full VC comparison.
-        for (u, s) in shared[clock(x.e) as usize].iter().enumerate() {
+        for (u, s) in shared.row(clock(x.e)).iter().enumerate() {
             if s.clock > row.get(u as u32) && in_window(window, id, s.id) {
                 let thread = u as u32;
                 better(
@@ -257,7 +332,7 @@ fn check(
 #[inline]
 fn record(
     x: &mut Epoch,
-    shared: &mut Vec<Vec<ReadSlot>>,
+    shared: &mut Vectors,
     threads: usize,
     row: &VectorClock,
     (t, c, id, loc): (u32, u32, u32, u32),
@@ -272,23 +347,17 @@ fn record(
             };
             return 0;
         }
-        let mut slots = vec![ReadSlot::default(); threads];
-        let u = tid(x.e) as usize;
-        slots[u] = ReadSlot {
+        let i = shared.push(threads);
+        *shared.slot(i, tid(x.e)) = ReadSlot {
             clock: clock(x.e),
             id: x.id,
             loc: x.loc,
         };
-        slots[t as usize] = me;
-        x.e = pack(SHARED_TID, shared.len() as u32);
-        shared.push(slots);
+        *shared.slot(i, t) = me;
+        x.e = pack(SHARED_TID, i);
         return 1;
     }
-    let slots = &mut shared[clock(x.e) as usize];
-    if slots.len() <= t as usize {
-        slots.resize(t as usize + 1, ReadSlot::default());
-    }
-    slots[t as usize] = me;
+    *shared.slot(clock(x.e), t) = me;
     2
 }
 
@@ -299,7 +368,7 @@ impl EpochDetector {
             clocks: HbClocks::new(),
             vars: Vec::new(),
             sides: Vec::new(),
-            shared: Vec::new(),
+            shared: Vectors::default(),
             window,
             fast: window.is_none(),
             n: Counters::default(),
