@@ -123,23 +123,31 @@ pub(crate) fn stream_checked(
     check: Option<Check<'_>>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
-    let (name, input, side) = open_trace(path)?;
-    read(&name, input, format, side.as_deref(), check, None, sink)
+    let (name, input, side, busy) = open_trace(path)?;
+    read(
+        (&name, input, busy),
+        format,
+        side.as_deref(),
+        check,
+        None,
+        sink,
+    )
 }
 
 /// `path` opened for reading (`-` is standard input) and decompressed: its
-/// name for errors, the input, and where a RapidBin side file would be.
-fn open_trace(path: &Path) -> Result<(String, impl Read, Option<PathBuf>), LoadError> {
+/// name for errors, the input, where a RapidBin side file would be, and the
+/// threads that keep a core busy feeding it (1 for a decompressor).
+fn open_trace(path: &Path) -> Result<(String, impl Read, Option<PathBuf>, usize), LoadError> {
     let name = if path.as_os_str() == "-" {
         "<stdin>".to_string()
     } else {
         path.to_string_lossy().into_owned()
     };
     let input = open(path, &name)?;
-    let (input, _) = super::decompress::open(input)
+    let (input, compression) = super::decompress::open(input)
         .map_err(|e| LoadError::new(&name, 0, b"", format!("read error: {e}")))?;
     let side = (path.as_os_str() != "-").then(|| rapid_bin::side_path(path));
-    Ok((name, input, side))
+    Ok((name, input, side, usize::from(compression.is_some())))
 }
 
 /// Like [`stream`], reading from any reader; `name` is used in errors.
@@ -149,7 +157,7 @@ pub fn stream_reader(
     format: Option<Format>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
-    read(name, input, format, None, None, None, sink)
+    read((name, input, 0), format, None, None, None, sink)
 }
 
 /// `sink` with the progress hook, called once per block of 65,536 events.
@@ -162,11 +170,11 @@ fn counted(mut sink: impl FnMut(EventId, &Event)) -> impl FnMut(EventId, &Event)
     }
 }
 
-/// Detect the format of `input` and parse it; a RapidBin input takes its
+/// Detect the format of `input` (named `name` in errors; `busy` threads
+/// keep a core busy feeding it) and parse it; a RapidBin input takes its
 /// names from the side file `side` when that exists.
 fn read(
-    name: &str,
-    mut input: impl Read,
+    (name, mut input, busy): (&str, impl Read, usize),
     format: Option<Format>,
     side: Option<&Path>,
     check: Option<Check<'_>>,
@@ -269,7 +277,7 @@ fn read(
     crate::progress::start_reading();
     let mut b = Builder::new(name, counted(sink)).with_check(check);
     match format {
-        Format::Std => std_format::parse(reader, &mut b)?,
+        Format::Std => std_format::parse(reader, &mut b, busy)?,
         Format::Csv => csv_format::parse(reader, &mut b)?,
         Format::RapidCsv | Format::RapidBin | Format::Cprace => rapid_csv::parse(reader, &mut b)?,
     }
@@ -355,11 +363,10 @@ pub fn stream_recorded(
     keep_stacks: bool,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format, Recording), LoadError> {
-    let (name, input, side) = open_trace(path)?;
+    let (name, input, side, busy) = open_trace(path)?;
     let mut rec = Recording::default();
     let (names, stats, format) = read(
-        &name,
-        input,
+        (&name, input, busy),
         format,
         side.as_deref(),
         None,

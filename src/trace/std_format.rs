@@ -47,13 +47,15 @@ pub(crate) fn split_op_target(s: &str) -> Result<(&str, &str), &'static str> {
 }
 
 /// Parse STD text from `r`, feeding each line to `b`. Large inputs are
-/// parsed on every core ([`super::parallel`]); the events, names and errors
-/// are those of a line-by-line pass.
+/// parsed on every core that `busy` threads feeding `r` (a decompressor)
+/// leave ([`super::parallel`]); the events, names and errors are those of a
+/// line-by-line pass.
 pub(crate) fn parse<R: Read, S: FnMut(EventId, &Event)>(
     r: R,
     b: &mut Builder<'_, S>,
+    busy: usize,
 ) -> Result<(), LoadError> {
-    super::parallel::parse(r, b, &StdLines)
+    super::parallel::parse(r, b, &StdLines, busy)
 }
 
 /// The line scanner of STD text.
@@ -240,7 +242,7 @@ mod tests {
     fn fast(text: &[u8]) -> Parsed {
         let mut events = Vec::new();
         let mut b = Builder::new("f", |_, ev: &Event| events.push(*ev));
-        parse(text, &mut b)?;
+        parse(text, &mut b, 0)?;
         let names = tables(&b.names);
         drop(b);
         Ok((events, names))

@@ -258,14 +258,7 @@ fn better(best: &mut Option<Access>, cand: Access) {
 /// stands for this later one (event `id` at `loc`), which needs no check.
 /// 0 when it does not.
 #[inline]
-fn same_epoch(
-    x: &mut Epoch,
-    shared: &mut Vectors,
-    t: u32,
-    c: u32,
-    id: u32,
-    loc: u32,
-) -> u8 {
+fn same_epoch(x: &mut Epoch, shared: &mut Vectors, t: u32, c: u32, id: u32, loc: u32) -> u8 {
     if x.e == pack(t, c) {
         x.id = id;
         x.loc = loc;
