@@ -47,7 +47,7 @@ macro_rules! impl_detector {
 }
 
 /// Events per chunk handed from the parser to the detector thread.
-const CHUNK: usize = 1 << 12;
+const CHUNK: usize = 1 << 14;
 
 /// Run `d` over the trace at `path`: parse here, detect on a second thread.
 /// `keep` says where the races go as they are found: memory, a temporary
