@@ -1143,6 +1143,41 @@ mod tests {
     }
 
     #[test]
+    fn a_cleared_table_is_a_new_table() {
+        // Families met far out, backwards and long; then cleared and filled
+        // again in another order: ids are first appearances after the
+        // clear, and nothing from before it is found.
+        let mut before: Vec<String> = (0..5000)
+            .rev()
+            .map(|i| format!("x[{}]", 60_000 + 7 * i))
+            .collect();
+        before.extend((0..3000).map(|i| format!("some.long.package.Class.field@{i}")));
+        before.extend(["", "V1", "a"].map(String::from));
+        let mut table = Interner::default();
+        for n in &before {
+            table.intern(n);
+        }
+        table.clear();
+        assert_eq!(table.len(), 0);
+        for n in &before {
+            assert_eq!(table.get_index_of(n), None, "{n}");
+        }
+        let after: Vec<String> = (0..4000)
+            .map(|i| format!("x[{}]", 90_000 - 11 * i))
+            .chain((0..2000).map(|i| format!("some.long.package.Class.field@{}", 5000 - i)))
+            .chain(["a", "V2", "x[60000]"].map(String::from))
+            .collect();
+        for (i, n) in after.iter().enumerate() {
+            assert_eq!(table.intern(n) as usize, i, "{n}");
+        }
+        for (i, n) in after.iter().enumerate() {
+            assert_eq!(table.get_index_of(n), Some(i), "{n}");
+            assert_eq!(table.get_index(i), Some(n.as_str()));
+        }
+        assert_eq!(table.get_index_of("x[60007]"), None);
+    }
+
+    #[test]
     fn spilled_members_move_into_their_family_once_the_budget_allows() {
         // The first two names' family takes the whole budget, so
         // `b[10000]` is too far below `b[99999]` for their family: the name
