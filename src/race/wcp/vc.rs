@@ -189,8 +189,10 @@ struct VolatileState {
     /// so these stand for every earlier write.
     last_write: Option<Published>,
     other_write: Option<Published>,
-    /// `H` of each thread's latest read since the latest write.
-    reads: Vec<Published>,
+    /// `H` of each thread's latest read since the latest write: mostly one
+    /// (a counter read back, a flag polled by one thread), kept inline; a
+    /// vector's first allocation held four.
+    reads: SmallVec<[Published; 1]>,
 }
 
 /// Thread `t`'s `H` now, as its atomic accesses keep it.
