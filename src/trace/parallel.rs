@@ -43,6 +43,11 @@ const BLOCK: usize = 1 << 18;
 const AHEAD: usize = 2;
 /// Workers at most.
 const MAX_WORKERS: usize = 8;
+/// Blocks parsed in one pass before the workers start (4 MB): on two cores
+/// workers, their tables and the merge cost more than they saved on inputs
+/// up to about this size (the Java Grande `series` trace, 1.4 MB, read 11 %
+/// faster in one pass with a third less CPU; 8 MB of `sor` as fast).
+const ONE_PASS: usize = 16;
 /// Names a worker keeps before it starts its tables afresh (after a block):
 /// a worker's tables repeat the global ones, and traces name variables by
 /// the hundred thousand.
@@ -64,36 +69,41 @@ pub(crate) fn parse<R: Read, S: FnMut(EventId, &Event), C: Scan>(
         .map_or(1, |n| n.get())
         .saturating_sub(busy)
         .min(MAX_WORKERS);
-    parse_with(r, b, scan, (BLOCK, workers, LOCAL_NAMES))
+    parse_with(r, b, scan, (BLOCK, workers, LOCAL_NAMES, ONE_PASS))
 }
 
-/// [`parse`] with blocks of `block` bytes, `workers` workers and at most
-/// about `local_names` names in a worker's tables (tests use tiny blocks and
-/// tables to cross many block boundaries and fresh starts).
+/// [`parse`] with blocks of `block` bytes, `workers` workers, at most about
+/// `local_names` names in a worker's tables, and the first `one_pass` blocks
+/// parsed here in one pass (tests use tiny blocks and tables to cross many
+/// block boundaries and fresh starts, and switch to the workers anywhere).
 pub(crate) fn parse_with<R: Read, S: FnMut(EventId, &Event), C: Scan>(
     r: R,
     b: &mut Builder<'_, S>,
     scan: &C,
-    (block, workers, local_names): (usize, usize, usize),
+    (block, workers, local_names, one_pass): (usize, usize, usize, usize),
 ) -> Result<(), LoadError> {
     let file = b.file();
     let mut blocks = Blocks::new(r, block);
-    let first = blocks.next(Vec::new());
-    if workers <= 1 || blocks.done() {
-        // Small input (or one core): one pass here.
-        let mut line_no = 0u64;
-        let mut piece = first;
-        while let Some(p) = piece {
-            match p {
-                Piece::Lines(buf) => {
-                    utf8_block(file, &buf, &mut line_no, &mut |n, s| {
-                        scan.scan(file, s, n, b)
-                    })?;
-                    piece = blocks.next(buf);
-                }
-                p => return Err(p.error(file, line_no)),
+    let mut line_no = 0u64;
+    let mut piece = blocks.next(Vec::new());
+    // A small input (the start of any; all of it on one core, or when one
+    // block is left): one pass here. The workers then go on where it
+    // stopped, with the names it gave ids already in `b`'s tables.
+    let mut parsed = 0usize;
+    while workers <= 1 || parsed < one_pass || blocks.done() {
+        match piece {
+            None => return Ok(()),
+            Some(Piece::Lines(buf)) => {
+                utf8_block(file, &buf, &mut line_no, &mut |n, s| {
+                    scan.scan(file, s, n, b)
+                })?;
+                parsed += 1;
+                piece = blocks.next(buf);
             }
+            Some(p) => return Err(p.error(file, line_no)),
         }
+    }
+    if piece.is_none() {
         return Ok(());
     }
     std::thread::scope(|s| {
@@ -110,8 +120,7 @@ pub(crate) fn parse_with<R: Read, S: FnMut(EventId, &Event), C: Scan>(
         let mut spare: Vec<Job> = Vec::new();
         let mut inflight: VecDeque<Slot> = VecDeque::new();
         let (mut next_worker, mut reading) = (0usize, true);
-        let mut pending = first;
-        let mut line_no = 0u64;
+        let mut pending = piece;
         loop {
             while reading && inflight.len() < AHEAD * workers {
                 let piece = match pending.take() {

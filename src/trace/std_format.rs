@@ -328,11 +328,13 @@ mod tests {
         assert!(ok > 300 && failed > 300, "ok {ok}, failed {failed}");
     }
 
-    /// Parse `text` with blocks of `block` bytes on `workers` workers.
-    fn blocks(text: &[u8], block: usize, workers: usize, local: usize) -> Parsed {
+    /// Parse `text` with blocks of `block` bytes on `workers` workers after
+    /// `one_pass` blocks in one pass.
+    fn blocks(text: &[u8], block: usize, workers: usize, local: usize, one_pass: usize) -> Parsed {
         let mut events = Vec::new();
         let mut b = Builder::new("f", |_, ev: &Event| events.push(*ev));
-        crate::trace::parallel::parse_with(text, &mut b, &StdLines, (block, workers, local))?;
+        let sizes = (block, workers, local, one_pass);
+        crate::trace::parallel::parse_with(text, &mut b, &StdLines, sizes)?;
         let names = tables(&b.names);
         drop(b);
         Ok((events, names))
@@ -397,15 +399,21 @@ mod tests {
         for case in 0..400 {
             let n = 1 + r.below(300) as usize;
             let text = mostly_good(&mut r, n);
-            let want = blocks(&text, 1 << 20, 1, usize::MAX);
-            for (block, workers, local) in
-                [(1, 2, 9), (7, 3, 40), (64, 2, usize::MAX), (1000, 2, 30)]
-            {
-                let got = blocks(&text, block, workers, local);
+            let want = blocks(&text, 1 << 20, 1, usize::MAX, 0);
+            // Workers from the first block on, and after a one-pass start.
+            for (block, workers, local, one_pass) in [
+                (1, 2, 9, 0),
+                (7, 3, 40, 0),
+                (64, 2, usize::MAX, 0),
+                (1000, 2, 30, 0),
+                (5, 2, 20, 1 + r.below(40) as usize),
+                (64, 3, 40, 1 + r.below(4) as usize),
+            ] {
+                let got = blocks(&text, block, workers, local, one_pass);
                 assert_eq!(
                     got,
                     want,
-                    "case {case}, blocks of {block} on {workers}: {:?}",
+                    "case {case}, blocks of {block} on {workers} after {one_pass}: {:?}",
                     String::from_utf8_lossy(&text)
                 );
             }
