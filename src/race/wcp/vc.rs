@@ -19,6 +19,7 @@
 //!   which is what an access of the last releaser's own thread may use.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use serde_json::json;
@@ -141,7 +142,7 @@ struct ThreadState {
     h: VectorClock,
     /// `h` as of its last change other than its own entry, shared by the
     /// atomics this thread accessed since (see [`Published`]).
-    snap: Option<VectorClock>,
+    snap: Option<Arc<VectorClock>>,
     p: VectorClock,
     held: Vec<OpenCs>,
     /// Variables accessed while some section was open (rule-(a) key, write,
@@ -695,4 +696,14 @@ pub fn analyze(trace: &crate::trace::Trace, window: Option<u64>) -> Report {
         vc.event(i as EventId, ev);
     }
     vc.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_atomic_costs_wcp_64_bytes() {
+        // One per atomic variable (30 million in a C++ test suite): 160
+        // bytes each while the published clocks were inline.
+        assert_eq!(std::mem::size_of::<super::VolatileState>(), 64);
+    }
 }
