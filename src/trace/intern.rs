@@ -440,6 +440,10 @@ pub struct Interner {
     cache: Vec<Set>,
     /// 64 - log2(cache.len()).
     cache_shift: u32,
+    /// Cache misses since the cache was last sized, and how many of them
+    /// were names new to the table.
+    misses: u32,
+    fresh: u32,
 }
 
 /// The two ways of one set of an [`Interner`]'s cache, in one cache line
@@ -450,12 +454,19 @@ struct Set([Slot; 2]);
 
 const EMPTY_SET: Set = Set([EMPTY; 2]);
 
-/// Most sets of an [`Interner`]'s cache (32 KB, what a core's L1 data
-/// cache holds): traces with hundreds of thousands of names miss it on their
-/// new and far-apart names whatever its size, and a probe of a 256 KB cache
-/// waited on L2 each time (reading the Java Grande traces took 3-9 % longer
-/// with it; 16 KB and 64 KB measured the same as 32 KB).
-const CACHE_MAX: usize = 1 << 9;
+/// Most sets of an [`Interner`]'s cache (256 KB): enough for every name of a
+/// table of a few thousand used evenly (the `bench` profile's 1,600
+/// locations).
+const CACHE_MAX: usize = 1 << 12;
+/// Sets of the cache of a table whose misses are mostly new names (32 KB,
+/// what a core's L1 data cache holds). Those are the variables of array
+/// code, named once or a few times close together: a larger cache would not
+/// turn their misses into hits, and a probe of a 256 KB cache waited on L2
+/// each time (reading the Java Grande traces took 3-12 % longer with it;
+/// 16 KB and 64 KB caches measured the same as 32 KB).
+const STREAM_SETS: usize = 1 << 9;
+/// Cache misses between two decisions on the cache's size.
+const SIZING_MISSES: u32 = 1 << 10;
 
 impl Default for Interner {
     fn default() -> Self {
@@ -468,6 +479,8 @@ impl Default for Interner {
             cells: 0,
             cache: vec![EMPTY_SET; 8],
             cache_shift: 64 - 3,
+            misses: 0,
+            fresh: 0,
         }
     }
 }
@@ -606,6 +619,7 @@ impl Interner {
                     return c.val1 - 1;
                 }
             }
+            let before = self.len() as u32;
             let id = self.intern_short(k, name);
             let ways = &mut self.cache[set].0;
             ways[1] = ways[0];
@@ -614,8 +628,10 @@ impl Interner {
                 len: k.len,
                 val1: id + 1,
             };
-            if self.cache.len() < CACHE_MAX && 2 * self.cache.len() < 4 * self.len() {
-                self.grow_cache();
+            self.misses += 1;
+            self.fresh += u32::from(id >= before);
+            if self.misses >= SIZING_MISSES {
+                self.size_cache();
             }
             return id;
         }
@@ -640,12 +656,23 @@ impl Interner {
         }
     }
 
-    /// A cache twice as large, empty (it refills as names come again).
+    /// Size the cache by its last [`SIZING_MISSES`] misses: when most were
+    /// names new to the table, [`STREAM_SETS`]; else room for every name (up
+    /// to [`CACHE_MAX`] sets). A resized cache is empty (it refills as names
+    /// come again).
     #[cold]
     #[inline(never)]
-    fn grow_cache(&mut self) {
-        self.cache = vec![EMPTY_SET; 2 * self.cache.len()];
-        self.cache_shift -= 1;
+    fn size_cache(&mut self) {
+        let sets = if 2 * self.fresh > self.misses {
+            STREAM_SETS
+        } else {
+            (2 * self.len()).next_power_of_two().clamp(8, CACHE_MAX)
+        };
+        (self.misses, self.fresh) = (0, 0);
+        if sets != self.cache.len() {
+            self.cache = vec![EMPTY_SET; sets];
+            self.cache_shift = 64 - sets.trailing_zeros();
+        }
     }
 
     /// The family with key `fk` (`digits`: where the digits of `name`, a
@@ -1143,6 +1170,31 @@ mod tests {
                     .flatten()
             });
             assert_eq!(got, want, "{:?}", String::from_utf8_lossy(name));
+        }
+    }
+
+    #[test]
+    fn the_cache_holds_names_used_again_and_stays_small_for_new_ones() {
+        let mut t = Interner::default();
+        let name = |i: usize| format!("loc{}", i * 7919 % 100_003);
+        let mut intern = |t: &mut Interner, i: usize| {
+            let n = name(i);
+            t.intern_keyed(Key::new(n.as_bytes()), n.as_bytes())
+        };
+        // 1,600 names used evenly, again and again: every one of them fits.
+        for i in 0..20 * 1600 {
+            intern(&mut t, i % 1600);
+        }
+        assert!(2 * t.cache.len() >= 1600, "{} sets", t.cache.len());
+        // Then a stream of new names: an L1-sized cache.
+        for i in 1600..20_000 {
+            intern(&mut t, i);
+        }
+        assert_eq!(t.cache.len(), STREAM_SETS);
+        // Ids are still those of first appearance, through the cache.
+        for i in (0..20_000).step_by(97) {
+            let id = intern(&mut t, i);
+            assert_eq!(t.get_index(id as usize), Some(name(i).as_str()));
         }
     }
 
