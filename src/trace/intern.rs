@@ -1177,7 +1177,7 @@ mod tests {
     fn the_cache_holds_names_used_again_and_stays_small_for_new_ones() {
         let mut t = Interner::default();
         let name = |i: usize| format!("loc{}", i * 7919 % 100_003);
-        let mut intern = |t: &mut Interner, i: usize| {
+        let intern = |t: &mut Interner, i: usize| {
             let n = name(i);
             t.intern_keyed(Key::new(n.as_bytes()), n.as_bytes())
         };
