@@ -34,7 +34,7 @@ impl Stamp {
     fn new(id: EventId, loc: u32, clock: u32) -> Stamp {
         debug_assert!(id < u32::MAX);
         Stamp {
-            id1: NonZeroU32::new(id.wrapping_add(1)).unwrap_or(NonZeroU32::MAX),
+            id1: NonZeroU32::MIN.saturating_add(id),
             loc,
             clock,
         }
@@ -163,7 +163,7 @@ impl AccessHistory {
                 if !conflicts && !prunable {
                     return;
                 }
-                let near = window.is_none_or(|k| ((id - s.id()) as u64) < k);
+                let near = in_window(window, id, s.id());
                 // A stamp K or more events back is never a witness again
                 // (later accesses are farther still): it goes unasked, so a
                 // window bounds the history whatever the order answers.

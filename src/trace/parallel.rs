@@ -103,9 +103,7 @@ pub(crate) fn parse_with<R: Read, S: FnMut(EventId, &Event), C: Scan>(
             Some(p) => return Err(p.error(file, line_no)),
         }
     }
-    if piece.is_none() {
-        return Ok(());
-    }
+    // Input is left (`blocks.done()` is false): the workers take it from `piece` on.
     std::thread::scope(|s| {
         let mut jobs: Vec<SyncSender<Job>> = Vec::with_capacity(workers);
         let mut results: Vec<Receiver<Done>> = Vec::with_capacity(workers);
