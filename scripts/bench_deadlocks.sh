@@ -2,8 +2,8 @@
 # `cprace deadlocks` speed and memory: the Java Grande traces, then generated
 # traces with nested locks and every deadlock shape (`gen --profile
 # deadlocks`) at 1M and 10M events, to show memory flat in the trace length.
-# Each row is the median of RUNS runs (default 3) of /usr/bin/time -v: wall
-# seconds, events per second, peak RSS; `stats` on the same file is the cost
+# Each row is the median of RUNS runs (default 3): wall seconds (to the
+# microsecond), events per second, peak RSS (/usr/bin/time -v); `stats` on the same file is the cost
 # of reading it (parsing, decompressing) for comparison.
 #
 #   scripts/bench_deadlocks.sh                 # JGF + 1M + 10M, 3 runs each
@@ -11,6 +11,7 @@
 #   JGF=/path/to/jgf SIZES="1M 10M 30M" scripts/bench_deadlocks.sh
 #   BIN=/path/to/cprace scripts/bench_deadlocks.sh
 set -euo pipefail
+export LC_ALL=C # EPOCHREALTIME and awk with a decimal point
 cd "$(dirname "$0")/.."
 if [ -z "${BIN:-}" ]; then
   cargo build --release --quiet
@@ -25,12 +26,18 @@ trap 'rm -rf "$tmp"' EXIT
 # median of the arguments
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-# measure LABEL EVENTS CMD...: RUNS runs; prints "wall_s rss_mb" medians
+# measure CMD...: RUNS runs; prints "wall_s rss_mb" medians. Each run is
+# timed bare to the microsecond (bash's EPOCHREALTIME: /usr/bin/time
+# rounds to 10 ms, a fifth of the smallest trace's time), then run again
+# under /usr/bin/time -v for its peak RSS.
 measure() {
-  local walls=() rsss=()
+  local walls=() rsss=() t0 t1
   for _ in $(seq "$runs"); do
+    t0=$EPOCHREALTIME
+    "$@" > "$tmp/out" 2> /dev/null || true
+    t1=$EPOCHREALTIME
+    walls+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')")
     /usr/bin/time -v -o "$tmp/time" "$@" > "$tmp/out" 2> /dev/null || true
-    walls+=("$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$tmp/time")")
     rsss+=("$(awk -F': ' '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$tmp/time")")
   done
   echo "$(median "${walls[@]}") $(median "${rsss[@]}")"
