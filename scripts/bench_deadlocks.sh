@@ -3,8 +3,9 @@
 # traces with nested locks and every deadlock shape (`gen --profile
 # deadlocks`) at 1M and 10M events, to show memory flat in the trace length.
 # Each row is the median of RUNS runs (default 3): wall seconds (to the
-# microsecond), events per second, peak RSS (/usr/bin/time -v); `stats` on the same file is the cost
-# of reading it (parsing, decompressing) for comparison.
+# microsecond), events per second, peak RSS (/usr/bin/time -v); `stats`
+# on the same file is the cost of reading it (parsing, decompressing) for
+# comparison.
 #
 #   scripts/bench_deadlocks.sh                 # JGF + 1M + 10M, 3 runs each
 #   RUNS=5 scripts/bench_deadlocks.sh

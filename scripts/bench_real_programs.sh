@@ -15,6 +15,7 @@
 #   ZSTD_SRC=DIR               zstd's sources (a directory with lib/, programs/)
 #   POOL_SRC=DIR               BS::thread_pool's sources
 #   LIMIT=600                  seconds before a run is stopped (reported as such)
+#   WORKDIR=DIR                where traces and builds go (default /dev/shm)
 #   OUT=FILE                   also write the table between the `real` markers
 #                              of FILE (e.g. BENCHMARKS.md)
 # Prints one markdown table: wall seconds and peak memory (/usr/bin/time) of
@@ -29,7 +30,9 @@ CASES=${CASES:-zstd3 zstd19 pool}
 RELATIONS=${RELATIONS:-hb cp wcp}
 LIMIT=${LIMIT:-600}
 # In memory when possible: the disk would time the traces' writing.
-WORK=$(mktemp -d -p "$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp)")
+# WORKDIR=/tmp keeps them on disk: the thread pool's event files are 7 GB,
+# and its analysis needs 12 GB of memory beside them.
+WORK=$(mktemp -d -p "${WORKDIR:-$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp)}")
 trap 'rm -rf "$WORK"' EXIT
 export TMPDIR=$WORK
 
