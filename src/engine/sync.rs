@@ -16,6 +16,8 @@
 //! passing one lock along cost one path of blocks per point, not a row of
 //! 100,000 entries.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use crate::engine::clock::VectorClock;
@@ -317,6 +319,43 @@ impl Carried {
 /// Streaming vector clocks propagated along HB edges (program order,
 /// release->acquire, fork/join, volatile write -> later read; under
 /// [`VolatileOrder::Conflicting`] also volatile read/write -> later write),
+/// Per-variable clocks of a [`Clocks`] that a stream clones at every
+/// stretch: the settled entries are shared behind an `Arc`, the entries
+/// changed since sit in a map of their own, so a clone costs the changes,
+/// not the map. A C++ program's trace has millions of atomics (30 million
+/// in BS::thread_pool's tests), and copying them at every stretch kept
+/// windowed CP from finishing.
+#[derive(Clone, Debug, Default)]
+struct Layered {
+    settled: Arc<FxHashMap<u32, VectorClock>>,
+    changed: FxHashMap<u32, VectorClock>,
+}
+
+impl Layered {
+    fn get(&self, k: u32) -> Option<&VectorClock> {
+        self.changed.get(&k).or_else(|| self.settled.get(&k))
+    }
+
+    /// The clock of `k` for writing (a copy of the settled one at first:
+    /// an O(1) share).
+    fn get_mut(&mut self, k: u32) -> &mut VectorClock {
+        let settled = &self.settled;
+        self.changed
+            .entry(k)
+            .or_insert_with(|| settled.get(&k).cloned().unwrap_or_default())
+    }
+
+    /// Move the changes into the settled entries, unless another clone
+    /// still shares them.
+    fn settle(&mut self) {
+        if !self.changed.is_empty()
+            && let Some(settled) = Arc::get_mut(&mut self.settled)
+        {
+            settled.extend(self.changed.drain());
+        }
+    }
+}
+
 /// yielding the clock at every event. Entries are 1-based positions within
 /// each thread.
 ///
@@ -336,10 +375,10 @@ pub struct Clocks {
     conflicting: bool,
     threads: Vec<VectorClock>,
     locks: Vec<VectorClock>,
-    volatile_writes: FxHashMap<u32, VectorClock>,
+    volatile_writes: Layered,
     /// Per variable, the join of every volatile access so far (only under
     /// [`VolatileOrder::Conflicting`]).
-    volatile_accesses: FxHashMap<u32, VectorClock>,
+    volatile_accesses: Layered,
     fork_pending: Vec<Option<VectorClock>>,
     local: Vec<u32>,
 }
@@ -365,6 +404,13 @@ impl Clocks {
             conflicting: order == VolatileOrder::Conflicting,
             ..Clocks::default()
         }
+    }
+
+    /// Share the per-variable clocks changed so far with later clones
+    /// (a stream calls this on the clocks it keeps between stretches).
+    pub fn settle(&mut self) {
+        self.volatile_writes.settle();
+        self.volatile_accesses.settle();
     }
 
     fn grow_threads(&mut self, n: usize) {
@@ -434,27 +480,64 @@ impl Clocks {
             Op::VolatileWrite => {
                 let me = &mut self.threads[t];
                 if self.conflicting {
-                    let all = self.volatile_accesses.entry(ev.target).or_default();
+                    let all = self.volatile_accesses.get_mut(ev.target);
                     me.join(all);
                     // `me` now covers every access so far: share it.
                     all.clone_from(me);
                 }
-                self.volatile_writes.entry(ev.target).or_default().join(me);
+                self.volatile_writes.get_mut(ev.target).join(me);
             }
             Op::VolatileRead => {
                 let me = &mut self.threads[t];
-                if let Some(w) = self.volatile_writes.get(&ev.target) {
+                if let Some(w) = self.volatile_writes.get(ev.target) {
                     me.join(w);
                 }
                 if self.conflicting {
-                    self.volatile_accesses
-                        .entry(ev.target)
-                        .or_default()
-                        .join(me);
+                    self.volatile_accesses.get_mut(ev.target).join(me);
                 }
             }
             _ => {}
         }
         (&self.threads[t], local)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layered_clone_shares_what_was_settled_and_copies_only_changes() {
+        let clock = |n: u32| {
+            let mut c = VectorClock::default();
+            c.set(0, n);
+            c
+        };
+        let mut kept = Layered::default();
+        for k in 0..1000 {
+            *kept.get_mut(k) = clock(k + 1);
+        }
+        kept.settle();
+        assert!(kept.changed.is_empty());
+        // A stretch's clone: the settled entries shared, not copied.
+        let mut stretch = kept.clone();
+        assert!(Arc::ptr_eq(&stretch.settled, &kept.settled));
+        stretch.get_mut(7).join(&clock(500));
+        *stretch.get_mut(2000) = clock(9);
+        assert_eq!(stretch.changed.len(), 2);
+        assert_eq!(stretch.get(7).map(|c| c.get(0)), Some(500));
+        assert_eq!(stretch.get(2000).map(|c| c.get(0)), Some(9));
+        assert_eq!(stretch.get(8).map(|c| c.get(0)), Some(9));
+        // The kept clocks see none of the stretch's changes.
+        assert_eq!(kept.get(7).map(|c| c.get(0)), Some(8));
+        assert!(kept.get(2000).is_none());
+        // Settling while shared changes nothing; once alone, it merges.
+        stretch.settle();
+        assert_eq!(stretch.changed.len(), 2);
+        drop(kept);
+        stretch.settle();
+        assert!(stretch.changed.is_empty());
+        assert_eq!(stretch.settled.len(), 1001);
+        assert_eq!(stretch.get(7).map(|c| c.get(0)), Some(500));
     }
 }

@@ -402,6 +402,9 @@ impl CpStream {
             base: keep,
             clocks,
         };
+        // The previous clocks are gone: the next stretch's clone shares
+        // every per-variable clock changed until here.
+        self.carried.clocks.settle();
     }
 }
 
