@@ -316,9 +316,6 @@ impl Carried {
     }
 }
 
-/// Streaming vector clocks propagated along HB edges (program order,
-/// release->acquire, fork/join, volatile write -> later read; under
-/// [`VolatileOrder::Conflicting`] also volatile read/write -> later write),
 /// Per-variable clocks of a [`Clocks`] that a stream clones at every
 /// stretch: the settled entries are shared behind an `Arc`, the entries
 /// changed since sit in a map of their own, so a clone costs the changes,
@@ -356,6 +353,9 @@ impl Layered {
     }
 }
 
+/// Streaming vector clocks propagated along HB edges (program order,
+/// release->acquire, fork/join, volatile write -> later read; under
+/// [`VolatileOrder::Conflicting`] also volatile read/write -> later write),
 /// yielding the clock at every event. Entries are 1-based positions within
 /// each thread.
 ///
@@ -368,7 +368,7 @@ impl Layered {
 /// the thread's (O(1)), a fork or join shares the other thread's clock, and
 /// nothing is sized by the number of threads. The tables grow as new
 /// threads and locks appear, so a stream can be fed without knowing them up
-/// front; volatile variables are few and sit in maps.
+/// front; volatile variables sit in maps that clones share ([`Layered`]).
 #[derive(Clone, Debug, Default)]
 pub struct Clocks {
     reflexive: bool,
