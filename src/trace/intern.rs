@@ -431,8 +431,11 @@ pub struct Interner {
     /// Emptied family vectors of an earlier [`Interner::clear`], for new
     /// families to reuse.
     spare: Vec<Vec<u32>>,
-    /// Slots in all families' vectors (bounded by [`BUDGET`]).
+    /// Slots in all families' vectors (bounded by `2 * names + budget`).
     cells: usize,
+    /// Slots the families' vectors may hold beyond two a name: [`BUDGET`],
+    /// or less for a parser's short-lived tables.
+    budget: usize,
     /// Recently used short names and their ids, two-way set associative:
     /// a hot name (a trace with a few thousand names, or an element used
     /// again soon) costs one probe, as in a table of whole names, without
@@ -477,6 +480,7 @@ impl Default for Interner {
             families: Vec::new(),
             spare: Vec::new(),
             cells: 0,
+            budget: BUDGET,
             cache: vec![EMPTY_SET; 8],
             cache_shift: 64 - 3,
             misses: 0,
@@ -515,6 +519,15 @@ impl Interner {
         }
         self.cells = 0;
         self.cache.fill(EMPTY_SET);
+    }
+
+    /// An empty table whose families' vectors hold at most `2 * names +
+    /// budget` slots ([`BUDGET`] by default).
+    pub(crate) fn with_family_budget(budget: usize) -> Self {
+        Interner {
+            budget,
+            ..Interner::default()
+        }
     }
 
     /// Number of names.
@@ -744,7 +757,7 @@ impl Interner {
     fn add_member(&mut self, f: usize, key: Option<Key>, at: usize, name: &[u8]) -> u32 {
         let fam = &self.families[f];
         let len = fam.ids.len();
-        let room = (2 * self.len() + BUDGET).saturating_sub(self.cells);
+        let room = (2 * self.len() + self.budget).saturating_sub(self.cells);
         let mut span = fam.span_for(at, true);
         if span.1 - span.0 - len > room {
             span = fam.span_for(at, false);
@@ -1256,6 +1269,45 @@ mod tests {
         assert_eq!(b.get(89_999), Some(3));
         assert_eq!(b.get(89_998), Some(table.len() as u32));
         assert_eq!(b.get(0), Some(4));
+    }
+
+    #[test]
+    fn a_small_family_budget_bounds_the_vectors_and_keeps_the_ids() {
+        // Elements of two arrays met far apart, as a parser's short-lived
+        // tables meet a thread's share of a large array: with a budget of
+        // 1,000 slots most of them spill to the name table, with the same
+        // ids as the default budget gives.
+        let names: Vec<String> = (0..3000)
+            .flat_map(|i| [format!("a[{}]", 7 * i), format!("b[{}]", 100_000 - 13 * i)])
+            .collect();
+        agrees_with_first_appearance(&names);
+        let (mut small, mut large) = (Interner::with_family_budget(1000), Interner::default());
+        for n in &names {
+            assert_eq!(small.intern(n), large.intern(n), "{n}");
+        }
+        assert!(
+            small.cells <= 2 * small.len() + 1000,
+            "{} slots",
+            small.cells
+        );
+        assert!(
+            large.cells > 2 * large.len() + 1000,
+            "{} slots",
+            large.cells
+        );
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(small.get_index_of(n), Some(i), "{n}");
+        }
+        // A table started afresh keeps its budget.
+        small.clear();
+        for n in &names {
+            small.intern(n);
+        }
+        assert!(
+            small.cells <= 2 * small.len() + 1000,
+            "{} slots",
+            small.cells
+        );
     }
 
     /// The family of `name` in `table`, which must have spilled.

@@ -206,6 +206,21 @@ pub struct Names {
 }
 
 impl Names {
+    /// Empty tables (but the empty location) whose array families keep at
+    /// most `budget` slots beyond two a name (see
+    /// [`Interner::with_family_budget`]).
+    pub(crate) fn with_family_budget(budget: usize) -> Names {
+        let table = || Interner::with_family_budget(budget);
+        let mut locs = table();
+        locs.intern("");
+        Names {
+            threads: table(),
+            locks: table(),
+            vars: table(),
+            locs,
+        }
+    }
+
     /// No names but the empty location, keeping the tables' allocations.
     pub(crate) fn clear(&mut self) {
         for t in [
