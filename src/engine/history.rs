@@ -11,8 +11,6 @@
 
 use std::num::NonZeroU32;
 
-use smallvec::SmallVec;
-
 use crate::report::{Access, Race};
 use crate::trace::{Event, EventId, Op, ThreadId};
 
@@ -82,16 +80,32 @@ fn covers(write: bool, atomic: bool, s_write: bool, s_atomic: bool) -> bool {
     }
 }
 
-/// The entries of one variable. Most variables of array code are touched by
-/// one thread only (often once or twice): their one entry lives inline, so a
-/// new variable costs no allocation.
-type Entries = SmallVec<[Entry; 1]>;
+/// The entries of one variable in the bytes of one entry. Most variables of
+/// array code are touched by one thread only (often once or twice): their
+/// entry lives inline; a variable with more has them in
+/// [`AccessHistory::many`]. 32 bytes a variable, not the 48 of an inline
+/// small vector: a trace's variables are counted by the hundred thousand
+/// (the Java Grande `sor`, 671,111), and each costs this whether or not it
+/// is ever shared.
+#[derive(Clone, Copy, Debug, Default)]
+enum Head {
+    /// Never accessed, or every entry pruned.
+    #[default]
+    Empty,
+    One(Entry),
+    /// Index into [`AccessHistory::many`].
+    Many(u32),
+}
 
 /// Latest read and write of every thread, per variable (only those that can
 /// still be a witness: see [`AccessHistory::access`]).
 #[derive(Clone, Debug, Default)]
 pub struct AccessHistory {
-    vars: Vec<Entries>,
+    vars: Vec<Head>,
+    /// The entries of the variables with more than one, and emptied vectors
+    /// (listed in `free`) for the next such variable.
+    many: Vec<Vec<Entry>>,
+    free: Vec<u32>,
     window: Option<u64>,
 }
 
@@ -99,8 +113,8 @@ impl AccessHistory {
     /// A history that only pairs accesses less than `window` events apart.
     pub fn new(window: Option<u64>) -> Self {
         AccessHistory {
-            vars: Vec::new(),
             window,
+            ..AccessHistory::default()
         }
     }
 
@@ -126,105 +140,66 @@ impl AccessHistory {
         id: EventId,
         ev: &Event,
         clock: u32,
-        mut ordered: impl FnMut(ThreadId, u32, EventId) -> bool,
+        ordered: impl FnMut(ThreadId, u32, EventId) -> bool,
     ) -> Option<Race> {
         debug_assert!(ev.op.is_memory());
         let v = ev.target as usize;
         if self.vars.len() <= v {
-            self.vars.resize(v + 1, Entries::new());
+            self.vars.resize(v + 1, Head::Empty);
         }
-        let entries = &mut self.vars[v];
         let is_write = ev.op.is_write();
-        let atomic = ev.op.is_atomic();
-        let mask = ev.bytes();
-        let mut best: Option<(Stamp, ThreadId, Op)> = None;
-        let mut pruned = false;
-        for e in entries.iter_mut() {
-            if e.thread == ev.thread || e.mask & mask == 0 {
-                continue;
-            }
-            let thread = e.thread;
-            let window = self.window;
-            // Entries touching bytes this access does not may still be the
-            // witness of a later access to those bytes: never dropped.
-            let inside = e.mask & !mask == 0;
-            // Two atomic accesses never conflict.
-            let may_conflict = !(atomic && e.atomic);
-            // Whether stamp `s` stays: an access ordered before this one is
-            // dropped when this access conflicts with everything it conflicts
-            // with (see `covers`): every later access unordered with it is
-            // unordered with this later, conflicting access too (or is of
-            // this thread, hence ordered), so it would never be the witness
-            // again. That keeps a variable's history to its mutually
-            // unordered accesses (100,000 threads passing a lock leave one
-            // entry, not 100,000).
-            let mut check = |slot: &mut Option<Stamp>, op: Op, conflicts: bool, prunable: bool| {
-                let Some(s) = *slot else { return };
-                if !conflicts && !prunable {
-                    return;
-                }
-                let near = in_window(window, id, s.id());
-                // A stamp K or more events back is never a witness again
-                // (later accesses are farther still): it goes unasked, so a
-                // window bounds the history whatever the order answers.
-                if !near {
-                    *slot = None;
-                    pruned = true;
-                    return;
-                }
-                let candidate = conflicts && best.is_none_or(|(b, _, _)| s.id() > b.id());
-                if !candidate && !prunable {
-                    return;
-                }
-                if ordered(thread, s.clock, s.id()) {
-                    if prunable {
-                        *slot = None;
-                        pruned = true;
-                    }
-                } else if candidate {
-                    best = Some((s, thread, op));
-                }
-            };
-            let (wop, rop, ea) = (e.wop, e.rop, e.atomic);
-            check(
-                &mut e.write,
-                wop,
-                may_conflict,
-                inside && covers(is_write, atomic, true, ea),
-            );
-            check(
-                &mut e.read,
-                rop,
-                may_conflict && is_write,
-                inside && covers(is_write, atomic, false, ea),
-            );
-        }
-        if pruned {
-            entries.retain(|e| e.write.is_some() || e.read.is_some());
-        }
         let stamp = Stamp::new(id, ev.loc, clock);
-        match entries
-            .iter_mut()
-            .find(|e| e.thread == ev.thread && e.mask == mask && e.atomic == atomic)
-        {
-            Some(e) if is_write => {
-                e.write = Some(stamp);
-                e.wop = ev.op;
+        let new = Entry {
+            thread: ev.thread,
+            write: is_write.then_some(stamp),
+            read: (!is_write).then_some(stamp),
+            mask: ev.bytes(),
+            atomic: ev.op.is_atomic(),
+            wop: ev.op,
+            rop: ev.op,
+        };
+        let best = match self.vars[v] {
+            Head::Empty => {
+                self.vars[v] = Head::One(new);
+                None
             }
-            Some(e) => {
-                e.read = Some(stamp);
-                e.rop = ev.op;
+            Head::One(mut e) => {
+                let (best, _) = check(std::slice::from_mut(&mut e), self.window, id, ev, ordered);
+                self.vars[v] = if e.write.is_none() && e.read.is_none() {
+                    Head::One(new)
+                } else if record(&mut e, &new) {
+                    Head::One(e)
+                } else {
+                    let i = match self.free.pop() {
+                        Some(i) => i,
+                        None => {
+                            self.many.push(Vec::new());
+                            (self.many.len() - 1) as u32
+                        }
+                    };
+                    self.many[i as usize].extend([e, new]);
+                    Head::Many(i)
+                };
+                best
             }
-            None => entries.push(Entry {
-                thread: ev.thread,
-                write: is_write.then_some(stamp),
-                read: (!is_write).then_some(stamp),
-                mask,
-                atomic,
-                wop: ev.op,
-                rop: ev.op,
-            }),
-        }
+            Head::Many(i) => {
+                let entries = &mut self.many[i as usize];
+                let (best, pruned) = check(entries, self.window, id, ev, ordered);
+                if pruned {
+                    entries.retain(|e| e.write.is_some() || e.read.is_some());
+                }
+                if !entries.iter_mut().any(|e| record(e, &new)) {
+                    entries.push(new);
+                }
+                if entries.len() == 1 {
+                    // Back inline: pruning left this variable one entry.
+                    self.vars[v] = Head::One(entries[0]);
+                    entries.clear();
+                    self.free.push(i);
+                }
+                best
+            }
+        };
         best.map(|(s, t, op)| Race {
             first: Access {
                 id: s.id(),
@@ -236,6 +211,100 @@ impl AccessHistory {
             variable: ev.target,
         })
     }
+}
+
+/// Record access `new` in `e` when `e` is of the same thread and shape.
+#[inline(always)]
+fn record(e: &mut Entry, new: &Entry) -> bool {
+    if e.thread != new.thread || e.mask != new.mask || e.atomic != new.atomic {
+        return false;
+    }
+    if new.write.is_some() {
+        e.write = new.write;
+        e.wop = new.wop;
+    } else {
+        e.read = new.read;
+        e.rop = new.rop;
+    }
+    true
+}
+
+/// Check access `ev` (event `id`) against `entries`: the latest unordered
+/// conflicting access (its stamp, thread and op), and whether a stamp was
+/// pruned (dropped: the entries left with neither must go).
+#[inline(always)]
+fn check(
+    entries: &mut [Entry],
+    window: Option<u64>,
+    id: EventId,
+    ev: &Event,
+    mut ordered: impl FnMut(ThreadId, u32, EventId) -> bool,
+) -> (Option<(Stamp, ThreadId, Op)>, bool) {
+    let is_write = ev.op.is_write();
+    let atomic = ev.op.is_atomic();
+    let mask = ev.bytes();
+    let mut best: Option<(Stamp, ThreadId, Op)> = None;
+    let mut pruned = false;
+    for e in entries.iter_mut() {
+        if e.thread == ev.thread || e.mask & mask == 0 {
+            continue;
+        }
+        let thread = e.thread;
+        // Entries touching bytes this access does not may still be the
+        // witness of a later access to those bytes: never dropped.
+        let inside = e.mask & !mask == 0;
+        // Two atomic accesses never conflict.
+        let may_conflict = !(atomic && e.atomic);
+        // Whether stamp `s` stays: an access ordered before this one is
+        // dropped when this access conflicts with everything it conflicts
+        // with (see `covers`): every later access unordered with it is
+        // unordered with this later, conflicting access too (or is of
+        // this thread, hence ordered), so it would never be the witness
+        // again. That keeps a variable's history to its mutually
+        // unordered accesses (100,000 threads passing a lock leave one
+        // entry, not 100,000).
+        let mut check = |slot: &mut Option<Stamp>, op: Op, conflicts: bool, prunable: bool| {
+            let Some(s) = *slot else { return };
+            if !conflicts && !prunable {
+                return;
+            }
+            let near = in_window(window, id, s.id());
+            // A stamp K or more events back is never a witness again
+            // (later accesses are farther still): it goes unasked, so a
+            // window bounds the history whatever the order answers.
+            if !near {
+                *slot = None;
+                pruned = true;
+                return;
+            }
+            let candidate = conflicts && best.is_none_or(|(b, _, _)| s.id() > b.id());
+            if !candidate && !prunable {
+                return;
+            }
+            if ordered(thread, s.clock, s.id()) {
+                if prunable {
+                    *slot = None;
+                    pruned = true;
+                }
+            } else if candidate {
+                best = Some((s, thread, op));
+            }
+        };
+        let (wop, rop, ea) = (e.wop, e.rop, e.atomic);
+        check(
+            &mut e.write,
+            wop,
+            may_conflict,
+            inside && covers(is_write, atomic, true, ea),
+        );
+        check(
+            &mut e.read,
+            rop,
+            may_conflict && is_write,
+            inside && covers(is_write, atomic, false, ea),
+        );
+    }
+    (best, pruned)
 }
 
 /// Whether access `earlier` pairs with access `current` under `window`
@@ -250,10 +319,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_variable_with_one_thread_costs_48_bytes() {
-        // Every variable has its entries; most have one, kept inline.
+    fn a_variable_costs_32_bytes() {
+        // Every variable has its head; most have one entry, kept inline.
         assert_eq!(std::mem::size_of::<Entry>(), 32);
-        assert_eq!(std::mem::size_of::<Entries>(), 48);
+        assert_eq!(std::mem::size_of::<Head>(), 32);
     }
 
     #[test]
