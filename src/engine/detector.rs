@@ -26,7 +26,15 @@ pub trait Detector {
     fn lookahead(&self) -> usize {
         4 * CHUNK
     }
+    /// A hint that event `ev` comes a few events from now: a detector may
+    /// start loading the state it will touch (per-variable state of
+    /// millions of variables misses the caches).
+    #[inline]
+    fn prefetch(&self, _ev: &Event) {}
 }
+
+/// Events ahead of the one being fed whose state is prefetched.
+const PREFETCH_AHEAD: usize = 8;
 
 /// Implement [`Detector`] for types with inherent `event` and `finish` methods.
 #[macro_export]
@@ -70,7 +78,10 @@ pub(crate) fn run_path<D: Detector + Send>(
             let mut d = d;
             let mut id: EventId = 0;
             for mut chunk in full_rx {
-                for ev in &chunk {
+                for (i, ev) in chunk.iter().enumerate() {
+                    if let Some(next) = chunk.get(i + PREFETCH_AHEAD) {
+                        d.prefetch(next);
+                    }
                     d.event(id, ev);
                     id = id.wrapping_add(1);
                 }

@@ -118,6 +118,18 @@ impl AccessHistory {
         }
     }
 
+    /// Start loading the entries of variable `var` into the cache (a hint).
+    #[inline]
+    pub(crate) fn prefetch(&self, var: u32) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(h) = self.vars.get(var as usize) {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            // SAFETY: a prefetch only hints the cache; `h` is a live
+            // reference, and a prefetch never faults anyway.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>((h as *const Head).cast()) }
+        }
+    }
+
     /// Check access `ev` (event `id`, local clock `clock`) against the
     /// history, then record it. `ordered(t, c)` tells whether the access of
     /// thread `t` with local clock `c` is ordered before `ev`. Returns the race

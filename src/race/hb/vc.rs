@@ -402,6 +402,24 @@ impl<C: HbClock> HbClocks<C> {
     }
 }
 
+impl<C: HbClock> crate::engine::detector::Detector for ClockDetector<C> {
+    fn event(&mut self, id: EventId, ev: &Event) {
+        ClockDetector::event(self, id, ev)
+    }
+    fn finish(self) -> Report {
+        ClockDetector::finish(self)
+    }
+    fn report_mut(&mut self) -> &mut Report {
+        &mut self.report
+    }
+    #[inline]
+    fn prefetch(&self, ev: &Event) {
+        if ev.op.is_memory() {
+            self.history.prefetch(ev.target);
+        }
+    }
+}
+
 /// Variables of [`HbClocks::vol_row`] that no volatile write reached.
 const READ_ONLY: u32 = u32::MAX - 1;
 
