@@ -36,9 +36,27 @@ pub trait Detector {
 /// Events ahead of the one being fed whose state is prefetched.
 const PREFETCH_AHEAD: usize = 8;
 
-/// Implement [`Detector`] for types with inherent `event` and `finish` methods.
+/// Implement [`Detector`] for types with inherent `event` and `finish`
+/// methods (after `prefetch:`, and `prefetch`).
 #[macro_export]
 macro_rules! impl_detector {
+    (prefetch: $($t:ty),* $(,)?) => {$(
+        impl $crate::engine::detector::Detector for $t {
+            fn event(&mut self, id: $crate::trace::EventId, ev: &$crate::trace::Event) {
+                <$t>::event(self, id, ev)
+            }
+            fn finish(self) -> $crate::report::Report {
+                <$t>::finish(self)
+            }
+            fn report_mut(&mut self) -> &mut $crate::report::Report {
+                &mut self.report
+            }
+            #[inline]
+            fn prefetch(&self, ev: &$crate::trace::Event) {
+                <$t>::prefetch(self, ev)
+            }
+        }
+    )*};
     ($($t:ty),* $(,)?) => {$(
         impl $crate::engine::detector::Detector for $t {
             fn event(&mut self, id: $crate::trace::EventId, ev: &$crate::trace::Event) {

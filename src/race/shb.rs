@@ -60,6 +60,15 @@ impl ShbDetector {
         }
     }
 
+    /// Start loading the history of the variable `ev` accesses (see
+    /// [`crate::engine::detector::Detector::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, ev: &Event) {
+        if ev.op.is_memory() {
+            self.history.prefetch(ev.target);
+        }
+    }
+
     /// Feed the next event.
     #[inline]
     pub(crate) fn event(&mut self, id: EventId, ev: &Event) {
@@ -153,4 +162,4 @@ impl ShbDetector {
     }
 }
 
-crate::impl_detector!(ShbDetector);
+crate::impl_detector!(prefetch: ShbDetector);

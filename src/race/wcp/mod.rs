@@ -75,4 +75,4 @@ pub mod vc;
 
 pub use vc::WcpVc;
 
-crate::impl_detector!(WcpVc);
+crate::impl_detector!(prefetch: WcpVc);

@@ -349,6 +349,15 @@ impl WcpVc {
         self.queue_max = self.queue_max.max(self.queue_len);
     }
 
+    /// Start loading the history of the variable `ev` accesses (see
+    /// [`crate::engine::detector::Detector::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, ev: &Event) {
+        if ev.op.is_memory() {
+            self.history.prefetch(ev.target);
+        }
+    }
+
     /// Feed the next event (`id` is its 0-based position in the trace).
     pub fn event(&mut self, id: EventId, ev: &Event) {
         self.report.events += 1;
