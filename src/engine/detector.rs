@@ -41,23 +41,14 @@ const PREFETCH_AHEAD: usize = 8;
 #[macro_export]
 macro_rules! impl_detector {
     (prefetch: $($t:ty),* $(,)?) => {$(
-        impl $crate::engine::detector::Detector for $t {
-            fn event(&mut self, id: $crate::trace::EventId, ev: &$crate::trace::Event) {
-                <$t>::event(self, id, ev)
-            }
-            fn finish(self) -> $crate::report::Report {
-                <$t>::finish(self)
-            }
-            fn report_mut(&mut self) -> &mut $crate::report::Report {
-                &mut self.report
-            }
+        $crate::impl_detector!(@one $t,
             #[inline]
             fn prefetch(&self, ev: &$crate::trace::Event) {
                 <$t>::prefetch(self, ev)
             }
-        }
+        );
     )*};
-    ($($t:ty),* $(,)?) => {$(
+    (@one $t:ty, $($extra:tt)*) => {
         impl $crate::engine::detector::Detector for $t {
             fn event(&mut self, id: $crate::trace::EventId, ev: &$crate::trace::Event) {
                 <$t>::event(self, id, ev)
@@ -68,7 +59,11 @@ macro_rules! impl_detector {
             fn report_mut(&mut self) -> &mut $crate::report::Report {
                 &mut self.report
             }
+            $($extra)*
         }
+    };
+    ($($t:ty),* $(,)?) => {$(
+        $crate::impl_detector!(@one $t,);
     )*};
 }
 

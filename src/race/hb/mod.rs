@@ -41,6 +41,7 @@ pub use epoch::EpochDetector;
 pub use goldilocks::GoldilocksDetector;
 pub use vc::{TcDetector, VcDetector};
 
+crate::impl_detector!(prefetch: VcDetector, TcDetector);
 crate::impl_detector!(EpochDetector, GoldilocksDetector);
 
 pub(crate) use crate::engine::history::in_window;

@@ -402,24 +402,6 @@ impl<C: HbClock> HbClocks<C> {
     }
 }
 
-impl<C: HbClock> crate::engine::detector::Detector for ClockDetector<C> {
-    fn event(&mut self, id: EventId, ev: &Event) {
-        ClockDetector::event(self, id, ev)
-    }
-    fn finish(self) -> Report {
-        ClockDetector::finish(self)
-    }
-    fn report_mut(&mut self) -> &mut Report {
-        &mut self.report
-    }
-    #[inline]
-    fn prefetch(&self, ev: &Event) {
-        if ev.op.is_memory() {
-            self.history.prefetch(ev.target);
-        }
-    }
-}
-
 /// Variables of [`HbClocks::vol_row`] that no volatile write reached.
 const READ_ONLY: u32 = u32::MAX - 1;
 
@@ -479,6 +461,15 @@ impl<C: HbClock> ClockDetector<C> {
             clocks: HbClocks::new(),
             history: AccessHistory::new(window),
             report: Report::new(Relation::Hb, engine, window, 0),
+        }
+    }
+
+    /// Start loading the history of the variable `ev` accesses (see
+    /// [`crate::engine::detector::Detector::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, ev: &Event) {
+        if ev.op.is_memory() {
+            self.history.prefetch(ev.target);
         }
     }
 
