@@ -37,14 +37,16 @@ pub trait Detector {
 const PREFETCH_AHEAD: usize = 8;
 
 /// Implement [`Detector`] for types with inherent `event` and `finish`
-/// methods (after `prefetch:`, and `prefetch`).
+/// methods and a `report` field (after `prefetch:`, also an
+/// [`crate::engine::history::AccessHistory`] field `history`, whose
+/// entries they prefetch).
 #[macro_export]
 macro_rules! impl_detector {
     (prefetch: $($t:ty),* $(,)?) => {$(
         $crate::impl_detector!(@one $t,
             #[inline]
             fn prefetch(&self, ev: &$crate::trace::Event) {
-                <$t>::prefetch(self, ev)
+                self.history.prefetch(ev)
             }
         );
     )*};

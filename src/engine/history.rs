@@ -118,11 +118,14 @@ impl AccessHistory {
         }
     }
 
-    /// Start loading the entries of variable `var` into the cache (a hint).
+    /// Start loading the entries of the variable `ev` accesses into the
+    /// cache, if it is an access (a hint).
     #[inline]
-    pub(crate) fn prefetch(&self, var: u32) {
+    pub(crate) fn prefetch(&self, ev: &Event) {
         #[cfg(target_arch = "x86_64")]
-        if let Some(h) = self.vars.get(var as usize) {
+        if ev.op.is_memory()
+            && let Some(h) = self.vars.get(ev.target as usize)
+        {
             use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
             // SAFETY: a prefetch only hints the cache; `h` is a live
             // reference, and a prefetch never faults anyway.

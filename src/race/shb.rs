@@ -60,15 +60,6 @@ impl ShbDetector {
         }
     }
 
-    /// Start loading the history of the variable `ev` accesses (see
-    /// [`crate::engine::detector::Detector::prefetch`]).
-    #[inline]
-    pub(crate) fn prefetch(&self, ev: &Event) {
-        if ev.op.is_memory() {
-            self.history.prefetch(ev.target);
-        }
-    }
-
     /// Feed the next event.
     #[inline]
     pub(crate) fn event(&mut self, id: EventId, ev: &Event) {

@@ -210,7 +210,11 @@ impl Names {
     /// most `budget` slots beyond two a name (see
     /// [`Interner::with_family_budget`]).
     pub(crate) fn with_family_budget(budget: usize) -> Names {
-        let table = || Interner::with_family_budget(budget);
+        Names::with_tables(|| Interner::with_family_budget(budget))
+    }
+
+    /// Tables made by `table`, the empty location interned.
+    fn with_tables(table: impl Fn() -> Interner) -> Names {
         let mut locs = table();
         locs.intern("");
         Names {
@@ -237,14 +241,7 @@ impl Names {
 
 impl Default for Names {
     fn default() -> Self {
-        let mut locs = Interner::default();
-        locs.intern("");
-        Names {
-            threads: Interner::default(),
-            locks: Interner::default(),
-            vars: Interner::default(),
-            locs,
-        }
+        Names::with_tables(Interner::default)
     }
 }
 

@@ -432,7 +432,7 @@ fn two<T>(m: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
 /// [`TreeClock`]s ([`TcDetector`]). Same racy events and witnesses.
 pub struct ClockDetector<C> {
     clocks: HbClocks<C>,
-    history: AccessHistory,
+    pub(crate) history: AccessHistory,
     pub(crate) report: Report,
 }
 
@@ -461,15 +461,6 @@ impl<C: HbClock> ClockDetector<C> {
             clocks: HbClocks::new(),
             history: AccessHistory::new(window),
             report: Report::new(Relation::Hb, engine, window, 0),
-        }
-    }
-
-    /// Start loading the history of the variable `ev` accesses (see
-    /// [`crate::engine::detector::Detector::prefetch`]).
-    #[inline]
-    pub(crate) fn prefetch(&self, ev: &Event) {
-        if ev.op.is_memory() {
-            self.history.prefetch(ev.target);
         }
     }
 

@@ -238,7 +238,7 @@ fn join_hard(ts: &mut ThreadState, t: u32, h: &Published) {
 
 /// Streaming WCP race detector (Algorithm 1 of wcp-2017).
 pub struct WcpVc {
-    history: AccessHistory,
+    pub(crate) history: AccessHistory,
     pub(crate) report: Report,
     threads: Vec<ThreadState>,
     locks: Vec<LockState>,
@@ -347,15 +347,6 @@ impl WcpVc {
     fn add_queue(&mut self, n: i64) {
         self.queue_len += n;
         self.queue_max = self.queue_max.max(self.queue_len);
-    }
-
-    /// Start loading the history of the variable `ev` accesses (see
-    /// [`crate::engine::detector::Detector::prefetch`]).
-    #[inline]
-    pub(crate) fn prefetch(&self, ev: &Event) {
-        if ev.op.is_memory() {
-            self.history.prefetch(ev.target);
-        }
     }
 
     /// Feed the next event (`id` is its 0-based position in the trace).
