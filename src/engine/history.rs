@@ -80,6 +80,84 @@ fn covers(write: bool, atomic: bool, s_write: bool, s_atomic: bool) -> bool {
     }
 }
 
+/// One stamp of a variable with several entries ([`Head::Many`]): 20
+/// bytes, where an [`Entry`] holding one of its two stamps spends 32.
+/// Byte-wise code touches a cell through up to eight masks per thread,
+/// each an entry of its own, and those are mostly only reads or only
+/// writes: zstd's input buffer, written whole by one thread and read a byte
+/// at a time by another, kept 4.6 million such variables at once.
+#[derive(Clone, Copy, Debug)]
+struct Half {
+    /// `None` once pruned (dropped at the end of the check).
+    stamp: Option<Stamp>,
+    thread: ThreadId,
+    mask: u8,
+    /// The access's op: whether it writes and is atomic.
+    op: Op,
+}
+
+impl Half {
+    /// The stamps of `e`, as halves.
+    fn of(e: &Entry) -> impl Iterator<Item = Half> + '_ {
+        [(e.write, e.wop), (e.read, e.rop)]
+            .into_iter()
+            .filter(|(s, _)| s.is_some())
+            .map(|(stamp, op)| Half {
+                stamp,
+                thread: e.thread,
+                mask: e.mask,
+                op,
+            })
+    }
+
+    /// Whether `self` is the slot `other` would update: same thread and
+    /// shape, both writes or both reads.
+    #[inline(always)]
+    fn same_slot(&self, other: &Half) -> bool {
+        self.thread == other.thread
+            && self.mask == other.mask
+            && self.op.is_atomic() == other.op.is_atomic()
+            && self.op.is_write() == other.op.is_write()
+    }
+}
+
+/// The halves of a variable as one inline entry, when they fit one (one
+/// stamp, or a write and a read of one thread and shape).
+fn as_entry(halves: &[Half]) -> Option<Entry> {
+    let (&first, rest) = halves.split_first()?;
+    let mut e = Entry {
+        thread: first.thread,
+        write: None,
+        read: None,
+        mask: first.mask,
+        atomic: first.op.is_atomic(),
+        wop: first.op,
+        rop: first.op,
+    };
+    let mut put = |h: &Half| {
+        let slot = if h.op.is_write() {
+            e.wop = h.op;
+            &mut e.write
+        } else {
+            e.rop = h.op;
+            &mut e.read
+        };
+        slot.replace(h.stamp?).is_none().then_some(())
+    };
+    put(&first)?;
+    match rest {
+        [] => {}
+        [h] if h.thread == first.thread
+            && h.mask == first.mask
+            && h.op.is_atomic() == first.op.is_atomic() =>
+        {
+            put(h)?
+        }
+        _ => return None,
+    }
+    Some(e)
+}
+
 /// The entries of one variable in the bytes of one entry. Most variables of
 /// array code are touched by one thread only (often once or twice): their
 /// entry lives inline; a variable with more has them in
@@ -93,7 +171,7 @@ enum Head {
     #[default]
     Empty,
     One(Entry),
-    /// Index into [`AccessHistory::many`].
+    /// Index into [`AccessHistory::many`] (stamps, not entries).
     Many(u32),
 }
 
@@ -102,9 +180,9 @@ enum Head {
 #[derive(Clone, Debug, Default)]
 pub struct AccessHistory {
     vars: Vec<Head>,
-    /// The entries of the variables with more than one, and emptied vectors
-    /// (listed in `free`) for the next such variable.
-    many: Vec<Vec<Entry>>,
+    /// The stamps of the variables with more than one entry, and emptied
+    /// vectors (listed in `free`) for the next such variable.
+    many: Vec<Vec<Half>>,
     free: Vec<u32>,
     window: Option<u64>,
 }
@@ -179,7 +257,8 @@ impl AccessHistory {
                 None
             }
             Head::One(mut e) => {
-                let (best, _) = check(std::slice::from_mut(&mut e), self.window, id, ev, ordered);
+                let mut probe = Probe::new(self.window, id, ev, ordered);
+                probe.entry(&mut e);
                 self.vars[v] = if e.write.is_none() && e.read.is_none() {
                     Head::One(new)
                 } else if record(&mut e, &new) {
@@ -192,27 +271,41 @@ impl AccessHistory {
                             (self.many.len() - 1) as u32
                         }
                     };
-                    self.many[i as usize].extend([e, new]);
+                    let halves = &mut self.many[i as usize];
+                    halves.extend(Half::of(&e));
+                    halves.extend(Half::of(&new));
                     Head::Many(i)
                 };
-                best
+                probe.best
             }
             Head::Many(i) => {
-                let entries = &mut self.many[i as usize];
-                let (best, pruned) = check(entries, self.window, id, ev, ordered);
-                if pruned {
-                    entries.retain(|e| e.write.is_some() || e.read.is_some());
+                let halves = &mut self.many[i as usize];
+                let mut probe = Probe::new(self.window, id, ev, ordered);
+                for h in halves.iter_mut() {
+                    probe.half(h);
                 }
-                if !entries.iter_mut().any(|e| record(e, &new)) {
-                    entries.push(new);
+                if probe.pruned {
+                    halves.retain(|h| h.stamp.is_some());
                 }
-                if entries.len() == 1 {
+                let new = Half {
+                    stamp: Some(stamp),
+                    thread: ev.thread,
+                    mask: new.mask,
+                    op: ev.op,
+                };
+                match halves.iter_mut().find(|h| h.same_slot(&new)) {
+                    Some(h) => *h = new,
+                    None => halves.push(new),
+                }
+                if halves.len() <= 2
+                    && let Some(e) = as_entry(halves)
+                {
                     // Back inline: pruning left this variable one entry.
-                    self.vars[v] = Head::One(entries[0]);
-                    entries.clear();
+                    self.vars[v] = Head::One(e);
+                    halves.clear();
                     self.free.push(i);
                 }
-                best
+                probe.best
             }
         };
         best.map(|(s, t, op)| Race {
@@ -244,82 +337,113 @@ fn record(e: &mut Entry, new: &Entry) -> bool {
     true
 }
 
-/// Check access `ev` (event `id`) against `entries`: the latest unordered
-/// conflicting access (its stamp, thread and op), and whether a stamp was
-/// pruned (dropped: the entries left with neither must go).
-#[inline(always)]
-fn check(
-    entries: &mut [Entry],
+/// Checks one access (event `id`) against a variable's stamps, one at a
+/// time: the latest unordered conflicting access (its stamp, thread and
+/// op), and whether a stamp was pruned (set to `None`: the entries or halves
+/// left without one must go).
+struct Probe<F> {
     window: Option<u64>,
     id: EventId,
-    ev: &Event,
-    mut ordered: impl FnMut(ThreadId, u32, EventId) -> bool,
-) -> (Option<(Stamp, ThreadId, Op)>, bool) {
-    let is_write = ev.op.is_write();
-    let atomic = ev.op.is_atomic();
-    let mask = ev.bytes();
-    let mut best: Option<(Stamp, ThreadId, Op)> = None;
-    let mut pruned = false;
-    for e in entries.iter_mut() {
-        if e.thread == ev.thread || e.mask & mask == 0 {
-            continue;
+    thread: ThreadId,
+    mask: u8,
+    is_write: bool,
+    atomic: bool,
+    ordered: F,
+    best: Option<(Stamp, ThreadId, Op)>,
+    pruned: bool,
+}
+
+impl<F: FnMut(ThreadId, u32, EventId) -> bool> Probe<F> {
+    #[inline(always)]
+    fn new(window: Option<u64>, id: EventId, ev: &Event, ordered: F) -> Self {
+        Probe {
+            window,
+            id,
+            thread: ev.thread,
+            mask: ev.bytes(),
+            is_write: ev.op.is_write(),
+            atomic: ev.op.is_atomic(),
+            ordered,
+            best: None,
+            pruned: false,
         }
-        let thread = e.thread;
-        // Entries touching bytes this access does not may still be the
-        // witness of a later access to those bytes: never dropped.
-        let inside = e.mask & !mask == 0;
-        // Two atomic accesses never conflict.
-        let may_conflict = !(atomic && e.atomic);
-        // Whether stamp `s` stays: an access ordered before this one is
-        // dropped when this access conflicts with everything it conflicts
-        // with (see `covers`): every later access unordered with it is
-        // unordered with this later, conflicting access too (or is of
-        // this thread, hence ordered), so it would never be the witness
-        // again. That keeps a variable's history to its mutually
-        // unordered accesses (100,000 threads passing a lock leave one
-        // entry, not 100,000).
-        let mut check = |slot: &mut Option<Stamp>, op: Op, conflicts: bool, prunable: bool| {
-            let Some(s) = *slot else { return };
-            if !conflicts && !prunable {
-                return;
-            }
-            let near = in_window(window, id, s.id());
-            // A stamp K or more events back is never a witness again
-            // (later accesses are farther still): it goes unasked, so a
-            // window bounds the history whatever the order answers.
-            if !near {
-                *slot = None;
-                pruned = true;
-                return;
-            }
-            let candidate = conflicts && best.is_none_or(|(b, _, _)| s.id() > b.id());
-            if !candidate && !prunable {
-                return;
-            }
-            if ordered(thread, s.clock, s.id()) {
-                if prunable {
-                    *slot = None;
-                    pruned = true;
-                }
-            } else if candidate {
-                best = Some((s, thread, op));
-            }
-        };
-        let (wop, rop, ea) = (e.wop, e.rop, e.atomic);
-        check(
-            &mut e.write,
-            wop,
-            may_conflict,
-            inside && covers(is_write, atomic, true, ea),
-        );
-        check(
-            &mut e.read,
-            rop,
-            may_conflict && is_write,
-            inside && covers(is_write, atomic, false, ea),
+    }
+
+    /// Both stamps of an inline entry.
+    #[inline(always)]
+    fn entry(&mut self, e: &mut Entry) {
+        let (thread, mask, atomic, wop, rop) = (e.thread, e.mask, e.atomic, e.wop, e.rop);
+        self.stamp(&mut e.write, thread, mask, atomic, true, wop);
+        self.stamp(&mut e.read, thread, mask, atomic, false, rop);
+    }
+
+    /// One stamp of a variable with several entries.
+    #[inline(always)]
+    fn half(&mut self, h: &mut Half) {
+        let (thread, mask, op) = (h.thread, h.mask, h.op);
+        self.stamp(
+            &mut h.stamp,
+            thread,
+            mask,
+            op.is_atomic(),
+            op.is_write(),
+            op,
         );
     }
-    (best, pruned)
+
+    /// The stamp `slot` of an earlier access by `thread` to bytes `mask`
+    /// (a write when `s_write`, atomic when `s_atomic`, of op `op`).
+    #[inline(always)]
+    fn stamp(
+        &mut self,
+        slot: &mut Option<Stamp>,
+        thread: ThreadId,
+        mask: u8,
+        s_atomic: bool,
+        s_write: bool,
+        op: Op,
+    ) {
+        let Some(s) = *slot else { return };
+        if thread == self.thread || mask & self.mask == 0 {
+            return;
+        }
+        // Two atomic accesses never conflict; two reads neither.
+        let conflicts = !(self.atomic && s_atomic) && (s_write || self.is_write);
+        // Whether the stamp stays: an access ordered before this one is
+        // dropped when this access conflicts with everything it conflicts
+        // with (see `covers`): every later access unordered with it is
+        // unordered with this later, conflicting access too (or is of this
+        // thread, hence ordered), so it would never be the witness again.
+        // That keeps a variable's history to its mutually unordered
+        // accesses (100,000 threads passing a lock leave one entry, not
+        // 100,000). Stamps touching bytes this access does not may still
+        // be the witness of a later access to those bytes: never dropped.
+        let prunable =
+            mask & !self.mask == 0 && covers(self.is_write, self.atomic, s_write, s_atomic);
+        if !conflicts && !prunable {
+            return;
+        }
+        // A stamp K or more events back is never a witness again (later
+        // accesses are farther still): it goes unasked, so a window bounds
+        // the history whatever the order answers.
+        if !in_window(self.window, self.id, s.id()) {
+            *slot = None;
+            self.pruned = true;
+            return;
+        }
+        let candidate = conflicts && self.best.is_none_or(|(b, _, _)| s.id() > b.id());
+        if !candidate && !prunable {
+            return;
+        }
+        if (self.ordered)(thread, s.clock, s.id()) {
+            if prunable {
+                *slot = None;
+                self.pruned = true;
+            }
+        } else if candidate {
+            self.best = Some((s, thread, op));
+        }
+    }
 }
 
 /// Whether access `earlier` pairs with access `current` under `window`
@@ -338,6 +462,8 @@ mod tests {
         // Every variable has its head; most have one entry, kept inline.
         assert_eq!(std::mem::size_of::<Entry>(), 32);
         assert_eq!(std::mem::size_of::<Head>(), 32);
+        // A variable with several entries keeps each stamp in 20.
+        assert_eq!(std::mem::size_of::<Half>(), 20);
     }
 
     #[test]
