@@ -206,7 +206,18 @@ pub(crate) fn run(args: AnalyzeArgs, out: &mut dyn Write) -> Outcome {
 /// in `req.format` (streamed formats straight to standard output, the others
 /// into `out`). Returns the exit code: 0 no race, 1 races.
 pub(crate) fn report(req: &race::Request, out: &mut dyn Write) -> Outcome {
-    let (mut report, names) = race::analyze(req)?;
+    let (report, names) = race::analyze(req)?;
+    present(req, report, names, out)
+}
+
+/// Print the report of `req`'s analysis as [`report`] does (describing a
+/// recorded program's races from `req.trace`, read once more).
+pub(crate) fn present(
+    req: &race::Request,
+    mut report: cprace::report::Report,
+    names: cprace::trace::Names,
+    out: &mut dyn Write,
+) -> Outcome {
     if let Some(shown) = req.format.shown(&req.layout) {
         // ThreadSanitizer's fields for a recorded program's trace.
         cprace::tools::describe::attach(&mut report, &req.trace, req.input_format, &shown)?;

@@ -144,7 +144,7 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
         Some(dir) => Source::Events(dir),
         None => Source::Program(args.program),
     };
-    let recorded = cprace::record::record(&Recording {
+    let recording = Recording {
         source,
         output,
         format,
@@ -152,7 +152,15 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
         stack_depth: args.stack_depth,
         reduce,
         temporary: temp.is_some(),
-    })?;
+    };
+    if let (Some(_), Some(Analysis::Races(relation))) = (&temp, args.analyze)
+        && std::path::Path::new(PIPES).is_dir()
+    {
+        let mut req = Request::new(PathBuf::new(), relation);
+        req.suppressions = suppressions;
+        return streamed(&recording, req, out);
+    }
+    let recorded = cprace::record::record(&recording)?;
     match args.analyze {
         None => Ok(recorded.exit_code),
         Some(Analysis::Races(relation)) => {
@@ -165,4 +173,52 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
             out,
         ),
     }
+}
+
+/// Where a process's open files are named (Linux): the analysis reads the
+/// pipe the recording writes through its name there.
+const PIPES: &str = "/proc/self/fd";
+
+/// `record --analyze R` without `-o`: the trace is analysed as it is
+/// written, from a pipe, instead of after (the recording's merge and
+/// encoding on one core, the analysis on the other). The temporary trace
+/// is still written, for a report that describes races from it.
+fn streamed(recording: &Recording, mut req: Request, out: &mut dyn Write) -> Outcome {
+    use std::os::fd::AsRawFd;
+    let (reader, writer) =
+        std::io::pipe().map_err(|e| anyhow::anyhow!("cannot make a pipe for the analysis: {e}"))?;
+    // SAFETY: F_SETPIPE_SZ on a descriptor this function owns.
+    unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    req.trace = PathBuf::from(format!("{PIPES}/{}", reader.as_raw_fd()));
+    req.input_format = Some(cprace::trace::Format::Cprace);
+    let (recorded, analysed) = std::thread::scope(|s| {
+        let recording = s.spawn(move || cprace::record::record_teed(recording, Box::new(writer)));
+        let analysed = cprace::race::analyze(&req);
+        // The recording's writes fail from now on if the analysis stopped
+        // early (an error): nothing reads the pipe any more.
+        drop(reader);
+        let recorded = recording
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (recorded, analysed)
+    });
+    // The recording's own error comes first: the analysis of a recording
+    // that failed (a program that recorded nothing, a full disk) only saw
+    // the pipe close early.
+    let (recorded, (report, names)) = match (recorded, analysed) {
+        (Ok(r), Ok(a)) => (r, a),
+        (Err(e), Err(a)) if is_broken_pipe(&e) => return Err(a.into()),
+        (Err(e), _) => return Err(e.into()),
+        (Ok(_), Err(a)) => return Err(a.into()),
+    };
+    req.trace = recorded.trace;
+    super::analyze::present(&req, report, names, out)
+}
+
+/// Whether the recording stopped because its reader, the analysis, had.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

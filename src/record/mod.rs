@@ -241,13 +241,28 @@ fn run_program(
 /// `cprace record -o TRACE -- PROGRAM [ARGS]`: runs the program (or reads
 /// the event files of a run) and writes its trace.
 pub fn record(args: &Recording) -> Result<Recorded> {
+    record_to(args, None)
+}
+
+/// [`record`] in cprace's binary format, its bytes also written to `tee` as
+/// they are made: `record --analyze` reads them from a pipe while the trace
+/// is being written, instead of after. `tee` is dropped when the recording
+/// ends, successfully or not, so that its reader then sees the end.
+pub fn record_teed(args: &Recording, tee: Box<dyn Write + Send>) -> Result<Recorded> {
+    if args.format != OutFormat::Cprace {
+        bail!("only cprace's binary format is written to a second reader");
+    }
+    record_to(args, Some(tee))
+}
+
+fn record_to(args: &Recording, tee: Option<Box<dyn Write + Send>>) -> Result<Recorded> {
     // Before running anything: an output that cannot be written would
     // lose the whole run.
     crate::output::check_output_path(&args.output)?;
     if let Source::Events(dir) = &args.source {
         let listing = std::fs::read_to_string(dir.join("modules"))
             .with_context(|| format!("{} holds no recording", dir.display()))?;
-        let (c, format) = write_trace(dir, &listing, &args.output, args.format, args.reduce)?;
+        let (c, format) = write_trace(dir, &listing, &args.output, args.format, args.reduce, tee)?;
         eprintln!(
             "cprace record: {} events ({} threads{}) {}",
             c.events,
@@ -282,8 +297,14 @@ pub fn record(args: &Recording) -> Result<Recorded> {
             prog.to_string_lossy()
         );
     }
-    let (counts, format) =
-        write_trace(dir.path(), &listing, &args.output, args.format, args.reduce)?;
+    let (counts, format) = write_trace(
+        dir.path(),
+        &listing,
+        &args.output,
+        args.format,
+        args.reduce,
+        tee,
+    )?;
     eprintln!(
         "cprace record: {} events ({} threads; {} accesses, {} atomic, {} lock, {} fork/join{}) {}; `{}` {ending}",
         counts.events,
@@ -359,13 +380,15 @@ pub(crate) fn lower_all(
 /// Merges the event files in `dir` (with `listing`, the run's `modules`
 /// file) into the trace `output` in `format` (written to a temporary file
 /// next to it, renamed over it only when complete). RapidBin that the run
-/// does not fit becomes zstd-compressed STD, with a note on stderr.
+/// does not fit becomes zstd-compressed STD, with a note on stderr. The
+/// bytes of cprace's binary format also go to `tee` (see [`record_teed`]).
 pub fn write_trace(
     dir: &Path,
     listing: &str,
     output: &Path,
     format: OutFormat,
     reduce: bool,
+    tee: Option<Box<dyn Write + Send>>,
 ) -> Result<(write::Counts, OutFormat)> {
     let listing = events::segments(listing)?;
     let parent = match output.parent() {
@@ -395,7 +418,7 @@ pub fn write_trace(
             let _ = std::fs::remove_file(&side);
             return Ok((counts_of(&low, events), format));
         }
-        let out = write::ThreadWriter::new(tmp.as_file().try_clone().with_context(cannot)?)
+        let out = write::ThreadWriter::teed(tmp.as_file().try_clone().with_context(cannot)?, tee)
             .with_context(cannot)?;
         let mut w = cpt::CptWriter::new(out, sym).with_context(cannot)?;
         let (low, stacks) = lower_all(dir, reduce, |low, l, stacks| {

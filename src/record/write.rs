@@ -415,7 +415,17 @@ pub struct ThreadWriter {
 
 impl ThreadWriter {
     /// Writes to `file` from a new thread.
-    pub fn new(mut file: std::fs::File) -> std::io::Result<ThreadWriter> {
+    pub fn new(file: std::fs::File) -> std::io::Result<ThreadWriter> {
+        ThreadWriter::teed(file, None)
+    }
+
+    /// Writes to `file` from a new thread, and the same bytes to `tee`
+    /// after them (dropped when the thread ends, so that its reader sees
+    /// the end then, whether the writing succeeded or not).
+    pub fn teed(
+        mut file: std::fs::File,
+        mut tee: Option<Box<dyn Write + Send>>,
+    ) -> std::io::Result<ThreadWriter> {
         let (full, full_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
         let (empty_tx, empty) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -423,8 +433,14 @@ impl ThreadWriter {
             .spawn(move || {
                 for mut chunk in full_rx {
                     file.write_all(&chunk)?;
+                    if let Some(t) = &mut tee {
+                        t.write_all(&chunk)?;
+                    }
                     chunk.clear();
                     let _ = empty_tx.send(chunk);
+                }
+                if let Some(t) = &mut tee {
+                    t.flush()?;
                 }
                 file.flush()
             })?;

@@ -273,6 +273,25 @@ fn uninstrumented_program_is_an_error_and_leaves_no_trace() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("build it with `cprace cc`"));
     assert!(!trace.exists());
+    // Analysed as it is written (no -o): the recording's error, not the
+    // analysis's of an empty pipe; the same for a program that cannot run.
+    for (prog, says) in [
+        ("true", "build it with `cprace cc`"),
+        ("./no-such-program", "cannot run `./no-such-program`"),
+    ] {
+        let out = run(Command::new(CPRACE).current_dir(dir.path()).args([
+            "record",
+            "--analyze",
+            "hb",
+            "--",
+            prog,
+        ]));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
 }
 
 #[test]
