@@ -251,19 +251,20 @@ impl AccessHistory {
             wop: ev.op,
             rop: ev.op,
         };
-        let best = match self.vars[v] {
-            Head::Empty => {
-                self.vars[v] = Head::One(new);
+        let best = match &mut self.vars[v] {
+            head @ Head::Empty => {
+                *head = Head::One(new);
                 None
             }
-            Head::One(mut e) => {
+            Head::One(e) => {
+                // In place: a copy out and back measured 5 % slower (sor's
+                // HB).
                 let mut probe = Probe::new(self.window, id, ev, ordered);
-                probe.entry(&mut e);
-                self.vars[v] = if e.write.is_none() && e.read.is_none() {
-                    Head::One(new)
-                } else if record(&mut e, &new) {
-                    Head::One(e)
-                } else {
+                probe.entry(e);
+                if e.write.is_none() && e.read.is_none() {
+                    *e = new;
+                } else if !record(e, &new) {
+                    let e = *e;
                     let i = match self.free.pop() {
                         Some(i) => i,
                         None => {
@@ -274,27 +275,37 @@ impl AccessHistory {
                     let halves = &mut self.many[i as usize];
                     halves.extend(Half::of(&e));
                     halves.extend(Half::of(&new));
-                    Head::Many(i)
-                };
+                    self.vars[v] = Head::Many(i);
+                }
                 probe.best
             }
-            Head::Many(i) => {
+            &mut Head::Many(i) => {
                 let halves = &mut self.many[i as usize];
-                let mut probe = Probe::new(self.window, id, ev, ordered);
-                for h in halves.iter_mut() {
-                    probe.half(h);
-                }
-                if probe.pruned {
-                    halves.retain(|h| h.stamp.is_some());
-                }
                 let new = Half {
                     stamp: Some(stamp),
                     thread: ev.thread,
                     mask: new.mask,
                     op: ev.op,
                 };
-                match halves.iter_mut().find(|h| h.same_slot(&new)) {
-                    Some(h) => *h = new,
+                let mut probe = Probe::new(self.window, id, ev, ordered);
+                // One pass: the other threads' stamps checked, this
+                // thread's slot for the access found (never pruned here).
+                let mut own = None;
+                for (k, h) in halves.iter_mut().enumerate() {
+                    if h.thread == new.thread {
+                        if h.same_slot(&new) {
+                            own = Some(k);
+                        }
+                    } else {
+                        probe.half(h);
+                    }
+                }
+                if probe.pruned {
+                    halves.retain(|h| h.stamp.is_some());
+                    own = halves.iter().position(|h| h.same_slot(&new));
+                }
+                match own {
+                    Some(k) => halves[k] = new,
                     None => halves.push(new),
                 }
                 if halves.len() <= 2
