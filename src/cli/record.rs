@@ -36,11 +36,7 @@ pub(crate) struct RecordArgs {
     /// `.std` STD text, `.zst` zstd-compressed STD, `.cpt.zst` zstd-compressed
     /// cprace binary, `.bin` RapidBin (8 bytes an event), anything else
     /// (`.cpt`) cprace's binary format. May be left out with `--analyze`:
-    /// the trace is then a temporary file, and for hb and wcp it leaves out
-    /// each access that repeats the access just before it to the same
-    /// variable with nothing of its thread in between but accesses to other
-    /// variables (it cannot change those reports; the other relations need
-    /// every event).
+    /// the trace is then a temporary file, analysed while it is written.
     #[arg(short, long, required_unless_present = "analyze")]
     output: Option<PathBuf>,
     /// The trace's format, whatever its name.
@@ -116,8 +112,7 @@ fn cprace_events_depth() -> u32 {
 /// analysis's.
 pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
     // The output and its format (`--format`, else the one its name asks
-    // for); without -o a temporary trace (kept until the analysis is done),
-    // which hb and wcp read reduced.
+    // for); without -o a temporary trace (kept until the analysis is done).
     let (output, format, temp) = match args.output {
         Some(o) => {
             let format = args.format.unwrap_or_else(|| OutFormat::for_path(&o));
@@ -129,11 +124,6 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
             (t.path().join("trace.cpt"), OutFormat::Cprace, Some(t))
         }
     };
-    let reduce = temp.is_some()
-        && matches!(
-            args.analyze,
-            Some(Analysis::Races(Relation::Hb | Relation::Wcp))
-        );
     // A bad suppressions file is found before the program runs.
     let suppress = super::Suppress::new(args.suppressions);
     let suppressions = match args.analyze {
@@ -150,7 +140,10 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
         format,
         timeout: args.timeout,
         stack_depth: args.stack_depth,
-        reduce,
+        // Every event: leaving out repeated accesses for hb and wcp
+        // (`trace::reduce`) measured slower end to end than analysing them
+        // (zstd 7 %, BS::thread_pool's tests 15 %: BENCHMARKS.md).
+        reduce: false,
         temporary: temp.is_some(),
     };
     if let (Some(_), Some(Analysis::Races(relation))) = (&temp, args.analyze)
