@@ -160,19 +160,20 @@ fn as_entry(halves: &[Half]) -> Option<Entry> {
 
 /// The entries of one variable in the bytes of one entry. Most variables of
 /// array code are touched by one thread only (often once or twice): their
-/// entry lives inline; a variable with more has them in
-/// [`AccessHistory::many`]. 32 bytes a variable, not the 48 of an inline
+/// entry lives inline; a variable with more has its stamps in a vector
+/// whose pointer is inline. 32 bytes a variable, not the 48 of an inline
 /// small vector: a trace's variables are counted by the hundred thousand
 /// (the Java Grande `sor`, 671,111), and each costs this whether or not it
-/// is ever shared.
-#[derive(Clone, Copy, Debug, Default)]
+/// is ever shared. (An index into a pool of vectors cost a second cache
+/// miss per access: zstd's HB spent 40 % of the history's time there.)
+#[derive(Clone, Debug, Default)]
 enum Head {
     /// Never accessed, or every entry pruned.
     #[default]
     Empty,
     One(Entry),
-    /// Index into [`AccessHistory::many`] (stamps, not entries).
-    Many(u32),
+    /// The stamps, when they do not fit one entry.
+    Many(Vec<Half>),
 }
 
 /// Latest read and write of every thread, per variable (only those that can
@@ -180,10 +181,6 @@ enum Head {
 #[derive(Clone, Debug, Default)]
 pub struct AccessHistory {
     vars: Vec<Head>,
-    /// The stamps of the variables with more than one entry, and emptied
-    /// vectors (listed in `free`) for the next such variable.
-    many: Vec<Vec<Half>>,
-    free: Vec<u32>,
     window: Option<u64>,
 }
 
@@ -264,23 +261,14 @@ impl AccessHistory {
                 if e.write.is_none() && e.read.is_none() {
                     *e = new;
                 } else if !record(e, &new) {
-                    let e = *e;
-                    let i = match self.free.pop() {
-                        Some(i) => i,
-                        None => {
-                            self.many.push(Vec::new());
-                            (self.many.len() - 1) as u32
-                        }
-                    };
-                    let halves = &mut self.many[i as usize];
-                    halves.extend(Half::of(&e));
+                    let mut halves = Vec::with_capacity(4);
+                    halves.extend(Half::of(e));
                     halves.extend(Half::of(&new));
-                    self.vars[v] = Head::Many(i);
+                    self.vars[v] = Head::Many(halves);
                 }
                 probe.best
             }
-            &mut Head::Many(i) => {
-                let halves = &mut self.many[i as usize];
+            Head::Many(halves) => {
                 let new = Half {
                     stamp: Some(stamp),
                     thread: ev.thread,
@@ -313,8 +301,6 @@ impl AccessHistory {
                 {
                     // Back inline: pruning left this variable one entry.
                     self.vars[v] = Head::One(e);
-                    halves.clear();
-                    self.free.push(i);
                 }
                 probe.best
             }
