@@ -26,15 +26,20 @@ pub trait Detector {
     fn lookahead(&self) -> usize {
         4 * CHUNK
     }
-    /// A hint that event `ev` comes a few events from now: a detector may
-    /// start loading the state it will touch (per-variable state of
-    /// millions of variables misses the caches).
+    /// A hint that event `ev` comes [`PREFETCH_AHEAD`] events from now: a
+    /// detector may start loading the state it will touch (per-variable
+    /// state of millions of variables misses the caches).
     #[inline]
     fn prefetch(&self, _ev: &Event) {}
+    /// The second hint, half as far ahead: state reached through what
+    /// [`Detector::prefetch`] loaded (by then in the cache) may be loaded.
+    #[inline]
+    fn prefetch_near(&self, _ev: &Event) {}
 }
 
-/// Events ahead of the one being fed whose state is prefetched.
-const PREFETCH_AHEAD: usize = 8;
+/// Events ahead of the one being fed whose state is prefetched (and half
+/// as many for [`Detector::prefetch_near`]).
+const PREFETCH_AHEAD: usize = 16;
 
 /// Implement [`Detector`] for types with inherent `event` and `finish`
 /// methods and a `report` field (after `prefetch:`, also an
@@ -47,6 +52,10 @@ macro_rules! impl_detector {
             #[inline]
             fn prefetch(&self, ev: &$crate::trace::Event) {
                 self.history.prefetch(ev)
+            }
+            #[inline]
+            fn prefetch_near(&self, ev: &$crate::trace::Event) {
+                self.history.prefetch_stamps(ev)
             }
         );
     )*};
@@ -96,6 +105,9 @@ pub(crate) fn run_path<D: Detector + Send>(
                 for (i, ev) in chunk.iter().enumerate() {
                     if let Some(next) = chunk.get(i + PREFETCH_AHEAD) {
                         d.prefetch(next);
+                    }
+                    if let Some(next) = chunk.get(i + PREFETCH_AHEAD / 2) {
+                        d.prefetch_near(next);
                     }
                     d.event(id, ev);
                     id = id.wrapping_add(1);
