@@ -26,12 +26,12 @@ pub trait Detector {
     fn lookahead(&self) -> usize {
         4 * CHUNK
     }
-    /// A hint that event `ev` comes [`PREFETCH_AHEAD`] events from now: a
-    /// detector may start loading the state it will touch (per-variable
-    /// state of millions of variables misses the caches).
+    /// A hint that event `ev` comes sixteen events from now: a detector may
+    /// start loading the state it will touch (per-variable state of
+    /// millions of variables misses the caches).
     #[inline]
     fn prefetch(&self, _ev: &Event) {}
-    /// The second hint, half as far ahead: state reached through what
+    /// The second hint, eight events ahead: state reached through what
     /// [`Detector::prefetch`] loaded (by then in the cache) may be loaded.
     #[inline]
     fn prefetch_near(&self, _ev: &Event) {}
