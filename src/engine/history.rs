@@ -61,6 +61,15 @@ struct Entry {
     rop: Op,
 }
 
+impl Entry {
+    /// Thread and shape (bytes, atomic): the accesses this entry keeps the
+    /// latest of.
+    #[inline(always)]
+    fn key(&self) -> (ThreadId, u8, bool) {
+        (self.thread, self.mask, self.atomic)
+    }
+}
+
 /// Whether an earlier access of kind (`s_write`, `s_atomic`) ordered before
 /// this access (`write`, `atomic`, which touches every byte the earlier one
 /// did) may be forgotten: every access conflicting with the earlier one
@@ -110,14 +119,17 @@ impl Half {
             })
     }
 
+    /// Thread and shape, as [`Entry::key`].
+    #[inline(always)]
+    fn key(&self) -> (ThreadId, u8, bool) {
+        (self.thread, self.mask, self.op.is_atomic())
+    }
+
     /// Whether `self` is the slot `other` would update: same thread and
     /// shape, both writes or both reads.
     #[inline(always)]
     fn same_slot(&self, other: &Half) -> bool {
-        self.thread == other.thread
-            && self.mask == other.mask
-            && self.op.is_atomic() == other.op.is_atomic()
-            && self.op.is_write() == other.op.is_write()
+        self.key() == other.key() && self.op.is_write() == other.op.is_write()
     }
 }
 
@@ -147,12 +159,7 @@ fn as_entry(halves: &[Half]) -> Option<Entry> {
     put(&first)?;
     match rest {
         [] => {}
-        [h] if h.thread == first.thread
-            && h.mask == first.mask
-            && h.op.is_atomic() == first.op.is_atomic() =>
-        {
-            put(h)?
-        }
+        [h] if h.key() == first.key() => put(h)?,
         _ => return None,
     }
     Some(e)
@@ -339,7 +346,7 @@ impl AccessHistory {
 /// Record access `new` in `e` when `e` is of the same thread and shape.
 #[inline(always)]
 fn record(e: &mut Entry, new: &Entry) -> bool {
-    if e.thread != new.thread || e.mask != new.mask || e.atomic != new.atomic {
+    if e.key() != new.key() {
         return false;
     }
     if new.write.is_some() {
@@ -384,17 +391,21 @@ impl<F: FnMut(ThreadId, u32, EventId) -> bool> Probe<F> {
         }
     }
 
-    /// Both stamps of an inline entry.
+    /// Both stamps of an inline entry (none if it is this thread's).
     #[inline(always)]
     fn entry(&mut self, e: &mut Entry) {
+        if e.thread == self.thread {
+            return;
+        }
         let (thread, mask, atomic, wop, rop) = (e.thread, e.mask, e.atomic, e.wop, e.rop);
         self.stamp(&mut e.write, thread, mask, atomic, true, wop);
         self.stamp(&mut e.read, thread, mask, atomic, false, rop);
     }
 
-    /// One stamp of a variable with several entries.
+    /// One stamp of a variable with several entries, of another thread.
     #[inline(always)]
     fn half(&mut self, h: &mut Half) {
+        debug_assert_ne!(h.thread, self.thread);
         let (thread, mask, op) = (h.thread, h.mask, h.op);
         self.stamp(
             &mut h.stamp,
@@ -406,8 +417,9 @@ impl<F: FnMut(ThreadId, u32, EventId) -> bool> Probe<F> {
         );
     }
 
-    /// The stamp `slot` of an earlier access by `thread` to bytes `mask`
-    /// (a write when `s_write`, atomic when `s_atomic`, of op `op`).
+    /// The stamp `slot` of an earlier access by `thread` (another thread)
+    /// to bytes `mask` (a write when `s_write`, atomic when `s_atomic`, of
+    /// op `op`).
     #[inline(always)]
     fn stamp(
         &mut self,
@@ -419,7 +431,7 @@ impl<F: FnMut(ThreadId, u32, EventId) -> bool> Probe<F> {
         op: Op,
     ) {
         let Some(s) = *slot else { return };
-        if thread == self.thread || mask & self.mask == 0 {
+        if mask & self.mask == 0 {
             return;
         }
         // Two atomic accesses never conflict; two reads neither.
