@@ -32,5 +32,5 @@ pub mod tools;
 // Process-wide plumbing: heap accounting, progress display, output files.
 pub mod alloc;
 pub mod output;
-mod pipe;
+pub mod pipe;
 pub mod progress;

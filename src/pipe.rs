@@ -2,10 +2,11 @@
 //! output (a leaf module: the loaders and the writers both use it).
 
 /// Asks the kernel for a 1 MiB buffer on the pipe at file descriptor `fd`
-/// (standard input or output), when it is one: with the default 64 KiB, a
+/// (standard input or output, or one `record --analyze` makes), when it is
+/// one: with the default 64 KiB, a
 /// generator and an analyzer streaming hundreds of MB/s through it wake each
 /// other every few thousand events. Best effort: nothing happens elsewhere.
-pub(crate) fn grow_pipe(fd: i32) {
+pub fn grow_pipe(fd: i32) {
     #[cfg(target_os = "linux")]
     // SAFETY: `libc::stat` is plain data, valid when all zero; `fstat` writes
     // into it through a pointer to that live local; `fcntl` takes only

@@ -180,8 +180,7 @@ fn streamed(recording: &Recording, mut req: Request, out: &mut dyn Write) -> Out
     use std::os::fd::AsRawFd;
     let (reader, writer) =
         std::io::pipe().map_err(|e| anyhow::anyhow!("cannot make a pipe for the analysis: {e}"))?;
-    // SAFETY: F_SETPIPE_SZ on a descriptor this function owns.
-    unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    cprace::pipe::grow_pipe(writer.as_raw_fd());
     req.trace = PathBuf::from(format!("{PIPES}/{}", reader.as_raw_fd()));
     req.input_format = Some(cprace::trace::Format::Cprace);
     let (recorded, analysed) = std::thread::scope(|s| {
