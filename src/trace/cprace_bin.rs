@@ -29,7 +29,7 @@
 //!
 //! Ops: 0 r, 1 w, 2 ar, 3 aw, 4 vr, 5 vw, 6 acq, 7 rel, 8 fork, 9 join.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 
 use super::error::LoadError;
 use super::model::{Event, Op};
@@ -516,21 +516,114 @@ impl<W: Write> Writer<W> {
     }
 }
 
-/// Reads bytes, counting them for error messages.
+/// Reads bytes through a buffer of its own, counting them for error
+/// messages: a byte costs a compare with the buffer's end (a `BufReader`'s
+/// `fill_buf` and `consume` per byte were a sixth of reading a recording).
 struct Input<R> {
-    r: BufReader<R>,
-    at: u64,
+    r: R,
+    buf: Box<[u8]>,
+    pos: usize,
+    end: usize,
+    /// Offset in the input of `buf[0]`.
+    base: u64,
 }
 
 impl<R: Read> Input<R> {
+    fn new(r: R) -> Input<R> {
+        Input {
+            r,
+            buf: vec![0; 1 << 16].into_boxed_slice(),
+            pos: 0,
+            end: 0,
+            base: 0,
+        }
+    }
+
+    /// Offset in the input of the next byte.
+    #[inline(always)]
+    fn at(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    #[inline(always)]
     fn byte(&mut self) -> io::Result<Option<u8>> {
-        let buf = self.r.fill_buf()?;
-        let Some(&b) = buf.first() else {
+        if self.pos == self.end && !self.refill()? {
             return Ok(None);
-        };
-        self.r.consume(1);
-        self.at += 1;
+        }
+        let b = self.buf[self.pos];
+        self.pos += 1;
         Ok(Some(b))
+    }
+
+    /// Reads the next bytes into an empty buffer; false at the end.
+    #[cold]
+    fn refill(&mut self) -> io::Result<bool> {
+        self.base += self.end as u64;
+        (self.pos, self.end) = (0, 0);
+        loop {
+            match self.r.read(&mut self.buf) {
+                Ok(n) => {
+                    self.end = n;
+                    return Ok(n > 0);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Fills `out`; an error when the input ends first.
+    fn read_exact(&mut self, out: &mut [u8]) -> io::Result<()> {
+        let mut got = 0;
+        while got < out.len() {
+            if self.pos == self.end && !self.refill()? {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            let n = (self.end - self.pos).min(out.len() - got);
+            out[got..got + n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+            (self.pos, got) = (self.pos + n, got + n);
+        }
+        Ok(())
+    }
+}
+
+/// A table of file ids -> the builder's ids: the identity, with no table,
+/// until a declaration gets another id (a location whose text an earlier
+/// one had). A recording declares millions of cells; looking each access's
+/// up in a table of them was a cache miss an event.
+#[derive(Default)]
+struct Ids {
+    len: u32,
+    map: Option<Vec<u32>>,
+}
+
+impl Ids {
+    fn push(&mut self, id: u32) {
+        match &mut self.map {
+            Some(m) => m.push(id),
+            None if id == self.len => {}
+            None => {
+                let mut m: Vec<u32> = (0..self.len).collect();
+                m.push(id);
+                self.map = Some(m);
+            }
+        }
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn get(&self, i: u32) -> Option<u32> {
+        if i >= self.len {
+            return None;
+        }
+        Some(match &self.map {
+            None => i,
+            Some(m) => m[i as usize],
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.len as usize
     }
 }
 
@@ -544,28 +637,24 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
     keep_stacks: bool,
 ) -> Result<(), LoadError> {
     let file = b.file();
-    let mut r = Input {
-        r: BufReader::with_capacity(1 << 16, input),
-        at: 0,
-    };
+    let mut r = Input::new(input);
     let err = |at: u64, msg: String| LoadError::new(file, 0, b"", format!("at byte {at}: {msg}"));
     let io = |at: u64, e: io::Error| {
         LoadError::new(file, 0, b"", format!("at byte {at}: read error: {e}"))
     };
     let mut magic = [0u8; 8];
-    r.r.read_exact(&mut magic)
+    r.read_exact(&mut magic)
         .map_err(|_| err(0, "too short for a cprace binary trace".into()))?;
     if &magic != MAGIC {
         return Err(err(0, "not a cprace binary trace (wrong magic)".into()));
     }
-    r.at = 8;
     macro_rules! next_byte {
         () => {
-            match r.byte().map_err(|e| io(r.at, e))? {
+            match r.byte().map_err(|e| io(r.at(), e))? {
                 Some(v) => v,
                 None => {
                     return Err(err(
-                        r.at,
+                        r.at(),
                         "the trace ends without its end record (truncated file?)".into(),
                     ));
                 }
@@ -574,7 +663,7 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
     }
     macro_rules! num {
         () => {{
-            let start = r.at;
+            let start = r.at();
             let mut v: u64 = 0;
             let mut shift = 0;
             loop {
@@ -592,14 +681,14 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
     }
     macro_rules! num32 {
         ($what:expr) => {{
-            let start = r.at;
+            let start = r.at();
             let v = num!();
             u32::try_from(v).map_err(|_| err(start, format!("{} {v} is beyond 2^32", $what)))?
         }};
     }
     macro_rules! string {
         () => {{
-            let start = r.at;
+            let start = r.at();
             let n = num!();
             if n > MAX_STRING {
                 return Err(err(
@@ -608,13 +697,12 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 ));
             }
             let mut s = vec![0u8; n as usize];
-            r.r.read_exact(&mut s).map_err(|_| {
+            r.read_exact(&mut s).map_err(|_| {
                 err(
-                    r.at,
+                    r.at(),
                     "the trace ends inside a string (truncated file?)".into(),
                 )
             })?;
-            r.at += n;
             String::from_utf8(s).map_err(|_| err(start, "a string that is not UTF-8".into()))?
         }};
     }
@@ -627,11 +715,12 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
     }
     // File ids -> the builder's interned ids.
     let (mut threads, mut locks, mut vars, mut locs) = (
-        Vec::<u32>::new(),
-        Vec::<u32>::new(),
-        Vec::<u32>::new(),
-        vec![0u32],
+        Ids::default(),
+        Ids::default(),
+        Ids::default(),
+        Ids::default(),
     );
+    locs.push(0);
     let (mut thread, mut loc, mut stack) = (None::<u32>, 0u32, 0u32);
     rec.stacks.push((0, 0));
     let mut events = 0u64;
@@ -640,7 +729,7 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
     // Cells declared so far, and variables named like cells.
     let mut declared = CellSet::default();
     loop {
-        let at = r.at;
+        let at = r.at();
         let tag = next_byte!();
         if repeat.is_some()
             && (tag & 0x80 == 0 || !op_of((tag >> 3) & 15).is_some_and(|o| o.is_memory()))
@@ -653,8 +742,8 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
             if tag & 1 != 0 {
                 let t = num32!("thread");
                 thread = Some(
-                    *threads
-                        .get(t as usize)
+                    threads
+                        .get(t)
                         .ok_or_else(|| err(at, format!("thread {t} is not declared")))?,
                 );
             }
@@ -668,8 +757,8 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 super::model::TargetKind::Lock => &locks,
                 super::model::TargetKind::Thread => &threads,
             };
-            let target = *table
-                .get(target as usize)
+            let target = table
+                .get(target)
                 .ok_or_else(|| err(at, format!("{} {target} is not declared", op.as_str())))?;
             let mask = if op.is_memory() {
                 match next_byte!() {
@@ -682,8 +771,8 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
             };
             if tag & 2 != 0 {
                 let l = num32!("location");
-                loc = *locs
-                    .get(l as usize)
+                loc = locs
+                    .get(l)
                     .ok_or_else(|| err(at, format!("location {l} is not declared")))?;
             }
             if tag & 4 != 0 {
@@ -708,7 +797,8 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
             if end > vars.len() {
                 return Err(err(at, format!("a run of {n} past the declared variables")));
             }
-            for (i, &v) in vars[file_target as usize..end].iter().enumerate() {
+            for i in 0..n as usize {
+                let v = vars.get(file_target + i as u32).expect("checked above");
                 let m = match i {
                     0 => mask,
                     _ if i + 1 == n as usize => {
@@ -893,16 +983,18 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 let pc = num!();
                 let new = next_byte!() != 0;
                 let at_event = num32!("event");
-                if thread as usize >= threads.len() || stack as usize >= rec.stacks.len() {
+                let (Some(thread), true) =
+                    (threads.get(thread), (stack as usize) < rec.stacks.len())
+                else {
                     return Err(err(
                         at,
                         "a heap block names an undeclared thread or stack".into(),
                     ));
-                }
+                };
                 let block = BlockInfo {
                     addr,
                     size,
-                    thread: threads[thread as usize],
+                    thread,
                     stack,
                     pc,
                     new,
@@ -922,8 +1014,8 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 let create_pc = num!();
                 let v = [num!(), num!(), num!(), num!()];
                 let os_tid = if version >= 2 { num32!("thread id") } else { 0 };
-                let (Some(&me), true) = (
-                    threads.get(id as usize),
+                let (Some(me), true) = (
+                    threads.get(id),
                     parent == 0 || ((parent - 1) as usize) < threads.len(),
                 ) else {
                     return Err(err(
@@ -933,7 +1025,9 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 };
                 let info = &mut rec.threads[me as usize];
                 info.tid = tid;
-                info.parent = (parent != 0).then(|| threads[(parent - 1) as usize]);
+                info.parent = (parent != 0)
+                    .then(|| threads.get((parent - 1) as u32))
+                    .flatten();
                 info.create_stack = create_stack;
                 info.create_pc = create_pc;
                 info.stack = (v[0], v[1]);
@@ -943,7 +1037,7 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
             THREAD_NAME => {
                 let id = num32!("thread");
                 let name = string!();
-                let Some(&me) = threads.get(id as usize) else {
+                let Some(me) = threads.get(id) else {
                     return Err(err(at, format!("thread {id} is not declared")));
                 };
                 rec.threads[me as usize].name = Some(name);
