@@ -31,6 +31,7 @@ pub mod tools;
 
 // Process-wide plumbing: heap accounting, progress display, output files.
 pub mod alloc;
+mod cache;
 pub mod output;
 pub mod pipe;
 pub mod progress;

@@ -204,14 +204,10 @@ impl AccessHistory {
     /// cache, if it is an access (a hint).
     #[inline]
     pub(crate) fn prefetch(&self, ev: &Event) {
-        #[cfg(target_arch = "x86_64")]
         if ev.op.is_memory()
             && let Some(h) = self.vars.get(ev.target as usize)
         {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            // SAFETY: a prefetch only hints the cache; `h` is a live
-            // reference, and a prefetch never faults anyway.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>((h as *const Head).cast()) }
+            crate::cache::prefetch(h);
         }
     }
 
@@ -222,14 +218,10 @@ impl AccessHistory {
     /// zstd's HB).
     #[inline]
     pub(crate) fn prefetch_stamps(&self, ev: &Event) {
-        #[cfg(target_arch = "x86_64")]
         if ev.op.is_memory()
             && let Some(Head::Many(halves)) = self.vars.get(ev.target as usize)
         {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            // SAFETY: a prefetch only hints the cache; the vector's buffer
-            // is live, and a prefetch never faults anyway.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(halves.as_ptr().cast()) }
+            crate::cache::prefetch(halves.as_ptr());
         }
     }
 

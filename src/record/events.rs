@@ -354,6 +354,9 @@ const BLOCK: usize = 1 << 18;
 const BUFFERS: usize = 256 << 20;
 /// Events handed from the merge to the callback at a time.
 const BATCH: usize = 1 << 13;
+/// How many events after the one [`merge`]'s callback handles it shows
+/// the callback.
+const AHEAD: usize = 8;
 /// Batches the merge may run ahead of the callback.
 const QUEUE: usize = 4;
 
@@ -385,10 +388,15 @@ fn thread_files(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
 }
 
 /// Calls `f` on every event of every thread file in `dir`, in the global
-/// order, with the run's call stacks known so far (every stack id an event
-/// carries is in them), and returns the stacks. The merge runs on a second
+/// order, with the event [`AHEAD`] events later when there is one (to
+/// start loading what `f` will look up for it) and the run's call stacks
+/// known so far (every stack id an event carries is in them), and returns
+/// the stacks. The merge runs on a second
 /// thread; `f` runs on the caller's, and its first error stops both.
-pub fn merge(dir: &Path, mut f: impl FnMut(&Event, &Stacks) -> Result<()>) -> Result<Stacks> {
+pub fn merge(
+    dir: &Path,
+    mut f: impl FnMut(&Event, Option<&Event>, &Stacks) -> Result<()>,
+) -> Result<Stacks> {
     let files = thread_files(dir)?;
     let block = (BUFFERS / 8 / files.len().max(1)).clamp(1 << 10, BLOCK / 8);
     let mut streams = Vec::with_capacity(files.len());
@@ -410,7 +418,11 @@ pub fn merge(dir: &Path, mut f: impl FnMut(&Event, &Stacks) -> Result<()>) -> Re
             for (parent, pc) in nodes {
                 mine.intern(parent, pc);
             }
-            if let Err(e) = batch.iter().try_for_each(|e| f(e, &mine)) {
+            if let Err(e) = batch
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, e)| f(e, batch.get(i + AHEAD), &mine))
+            {
                 r = Err(e);
                 break;
             }
@@ -509,7 +521,7 @@ mod tests {
 
     fn merged(dir: &Path) -> Result<Vec<Event>> {
         let mut out = Vec::new();
-        merge(dir, |e, _| {
+        merge(dir, |e, _, _| {
             out.push(*e);
             Ok(())
         })?;
@@ -581,7 +593,7 @@ mod tests {
         u.push(short(false, s, 0x18));
         file(dir.path(), "t4.bin", &u, &[]);
         let mut events = Vec::new();
-        let stacks = merge(dir.path(), |e, _| {
+        let stacks = merge(dir.path(), |e, _, _| {
             events.push(*e);
             Ok(())
         })
@@ -611,7 +623,7 @@ mod tests {
         let words = vec![short(false, 0, 0x10); BATCH * (QUEUE + 4)];
         file(dir.path(), "t1.bin", &words, &[]);
         let mut seen = 0;
-        let r = merge(dir.path(), |_, _| {
+        let r = merge(dir.path(), |_, _, _| {
             seen += 1;
             if seen == 10 {
                 anyhow::bail!("stop");

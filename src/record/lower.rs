@@ -437,8 +437,21 @@ impl Lowerer {
         size.min(known)
     }
 
+    /// Starts loading what lowering `e` will look up first (the variable
+    /// id of an access's cell), given a few events ahead of it.
+    #[inline(always)]
+    pub fn prefetch(&self, e: &Event) {
+        if let What::Access { .. } = e.what {
+            self.cells.prefetch(e.addr >> 3, e.tid);
+        }
+    }
+
     /// Lowers `e`, handing each trace event to `out`.
     pub fn event(&mut self, e: &Event, out: &mut impl FnMut(Lowered)) {
+        if self.reduce.is_none() {
+            // Moving the reducer out and back cost a copy of it an event.
+            return self.lower(e, &mut None, out);
+        }
         // Out of `self` while `self` lowers (the arms return early).
         let mut reduce = self.reduce.take();
         self.lower(e, &mut reduce, out);

@@ -355,10 +355,13 @@ pub(crate) fn lower_all(
     reduce: bool,
     mut f: impl FnMut(&lower::Lowerer, &lower::Lowered, &events::Stacks) -> Result<()>,
 ) -> Result<(lower::Lowerer, events::Stacks)> {
+    let mut buf = Vec::new();
     let mut low = lower::Lowerer::default();
     low.reduce = reduce.then(Default::default);
-    let mut buf = Vec::new();
-    let stacks = events::merge(dir, |e, stacks| {
+    let stacks = events::merge(dir, |e, ahead, stacks| {
+        if let Some(a) = ahead {
+            low.prefetch(a);
+        }
         buf.clear();
         low.event(e, &mut |l| buf.push(l));
         buf.iter().try_for_each(|l| f(&low, l, stacks))

@@ -73,6 +73,25 @@ impl Shadow {
         self.lines[l as usize - 1][addr as usize & (BYTES - 1)].checked_sub(1)
     }
 
+    /// Starts loading the id at `addr` (looked up for thread `tid`) into
+    /// the cache, when its line is present: a program touching millions of
+    /// addresses misses the cache on most new ones.
+    #[inline(always)]
+    pub(super) fn prefetch(&self, addr: u64, tid: u32) {
+        let pn = addr >> PAGE_BITS;
+        let i = match self.last[tid as usize % PARTS] {
+            (p, i) if p == pn => i,
+            _ => match self.index.get(&pn) {
+                Some(&i) => i,
+                None => return,
+            },
+        };
+        let l = self.pages[i as usize][(addr as usize >> LINE_BITS) & (LINES - 1)];
+        if l != 0 {
+            crate::cache::prefetch(&self.lines[l as usize - 1][addr as usize & (BYTES - 1)]);
+        }
+    }
+
     /// How many of the `max` addresses from `addr` on, within its line,
     /// hold the ids `id`, `id + 1`, ... in order (0 when `addr` holds
     /// another): a range's cells, walked without a lookup each.
