@@ -1174,6 +1174,46 @@ mod tests {
         );
     }
 
+    /// Locations sharing a text share the builder's id, so the file's
+    /// location ids stop being the builder's: every location, before and
+    /// after, still reads back as its own text, also from a reader that
+    /// returns one byte at a time (names split across refills).
+    #[test]
+    fn shared_location_texts_and_byte_by_byte_reads() {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.thread(0, "T0").unwrap();
+        w.cell(0, 0x1000, 0).unwrap();
+        for (id, text) in [(1, "a.c:1"), (2, "b.c:2"), (3, "a.c:1"), (4, "c.c:3")] {
+            w.loc(id, text).unwrap();
+        }
+        for loc in [1, 2, 3, 4, 2] {
+            w.run(&access(Op::Read, 0, 0, 0xff, loc), 0, 1, 0xff)
+                .unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        let locs: Vec<_> = read_back(&bytes)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.4)
+            .collect();
+        assert_eq!(locs, ["a.c:1", "b.c:2", "a.c:1", "c.c:3", "b.c:2"]);
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                let n = self.0.len().min(out.len()).min(1);
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut ids = Vec::new();
+        stream_reader("t.cpt", Trickle(&bytes), None, |_, e| ids.push(e.loc)).unwrap();
+        assert_eq!(ids[0], ids[2], "one id for one text");
+        assert_eq!(ids[1], ids[4]);
+        assert_eq!(ids.len(), 5);
+        assert!(ids[3] != ids[0] && ids[3] != ids[1]);
+    }
+
     /// A run longer than a record holds is written in pieces.
     #[test]
     fn long_runs_are_split() {
