@@ -630,12 +630,18 @@ impl Ids {
 /// Parses a trace in this format from `input` into `b`, filling `rec`
 /// (and, with `keep_stacks`, the stack of every event). Everything is
 /// checked as it is read: a bad record is an error naming the byte offset.
+/// Without `rec` (an analysis, not a report's description) the variables'
+/// kinds and addresses are not kept: 16 bytes for each of a recording's
+/// millions of cells.
 pub(crate) fn parse<S: FnMut(u32, &Event)>(
     input: impl Read,
     b: &mut Builder<'_, S>,
-    rec: &mut Recording,
+    rec: Option<&mut Recording>,
     keep_stacks: bool,
 ) -> Result<(), LoadError> {
+    let keep_vars = rec.is_some();
+    let mut own = Recording::default();
+    let rec = rec.unwrap_or(&mut own);
     let file = b.file();
     let mut r = Input::new(input);
     let err = |at: u64, msg: String| LoadError::new(file, 0, b"", format!("at byte {at}: {msg}"));
@@ -872,11 +878,13 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                         return Err(err(at, format!("`{name}` is declared twice")));
                     }
                     vars.push(b.names.vars.push_cell(a, generation));
-                    rec.vars.push(VarInfo {
-                        kind: VarKind::Cell,
-                        addr: a,
-                        extra: generation,
-                    });
+                    if keep_vars {
+                        rec.vars.push(VarInfo {
+                            kind: VarKind::Cell,
+                            addr: a,
+                            extra: generation,
+                        });
+                    }
                 }
             }
             THREAD | LOCK | VAR | LOC => {
@@ -919,7 +927,9 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                         };
                         let addr = num!();
                         let extra = num32!("variable detail");
-                        rec.vars.push(VarInfo { kind, addr, extra });
+                        if keep_vars {
+                            rec.vars.push(VarInfo { kind, addr, extra });
+                        }
                     }
                     THREAD => rec.threads.push(ThreadInfo::default()),
                     _ => {}

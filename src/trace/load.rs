@@ -201,10 +201,9 @@ fn read(
         }
     }
     if format.map_or(cprace_bin::looks_like(&prefix), |f| f == Format::Cprace) {
-        let mut own = Recording::default();
         let (rec, keep) = match rec {
-            Some((r, k)) => (r, k),
-            None => (&mut own, false),
+            Some((r, k)) => (Some(r), k),
+            None => (None, false),
         };
         crate::progress::start_reading();
         let mut b = Builder::new(name, counted(sink)).with_check(check);
