@@ -55,7 +55,11 @@ const TRIM_MIN_RECORDS: usize = 1 << 12;
 struct Slot {
     /// (thread, local time) of each clock's release; thread NONE when unset.
     who: [(u32, u32); 4],
-    clocks: [VectorClock; 4],
+    /// Each the `H` of its release, shared by every slot that release
+    /// updated: a section touching thousands of variables (zstd hashes its
+    /// input under one mutex) made as many copies of one clock, 160 of a
+    /// slot's 200 bytes. Set whenever `who`'s thread is.
+    clocks: [Option<Arc<VectorClock>>; 4],
     /// Ids of the last critical sections that recorded a read / write here.
     marks: [u32; 2],
 }
@@ -90,14 +94,17 @@ impl SlotTable {
         let rec = &self.slots[slot as usize];
         let c = if rec.who[last].0 == t { last + 1 } else { last };
         let (u, n) = rec.who[c];
-        if u != NONE && p.get(u) < n {
-            p.join(&rec.clocks[c]);
+        if u != NONE
+            && p.get(u) < n
+            && let Some(clock) = &rec.clocks[c]
+        {
+            p.join(clock);
         }
     }
 
     /// A release by `t` (clock `h`, local time `n`) of a section that accessed
     /// the slot's variable: it becomes the latest of kind `last`.
-    fn update(&mut self, slot: u32, last: usize, t: u32, n: u32, h: &VectorClock) {
+    fn update(&mut self, slot: u32, last: usize, t: u32, n: u32, h: &Arc<VectorClock>) {
         let rec = &mut self.slots[slot as usize];
         if rec.who[last].0 != t && rec.who[last].0 != NONE {
             rec.who[last + 1] = rec.who[last];
@@ -106,7 +113,7 @@ impl SlotTable {
             rec.clocks.swap(last, last + 1);
         }
         rec.who[last] = (t, n);
-        rec.clocks[last] = h.clone();
+        rec.clocks[last] = Some(Arc::clone(h));
     }
 
     /// Record that critical section `cs` accessed the slot; true the first time.
@@ -541,6 +548,8 @@ impl WcpVc {
         // Rule (a) clocks: the variables the section accessed are the log
         // entries stamped since its acquire.
         let first = ts.log.partition_point(|e| e.2 < cs.from);
+        // This release's `H`, made once for every slot it updates.
+        let mut shared: Option<Arc<VectorClock>> = None;
         for &(x, w, _) in &ts.log[first..] {
             let key = slot_key(l, x);
             let s = match slot_of.get(&key) {
@@ -558,7 +567,8 @@ impl WcpVc {
                 (READ_MARK, R_LAST)
             };
             if slots.mark(s, mark, cs.id) {
-                slots.update(s, last, t, ts.n, &ts.h);
+                let h = shared.get_or_insert_with(|| Arc::new(ts.h.clone()));
+                slots.update(s, last, t, ts.n, h);
             }
         }
         if ts.held.is_empty() {
