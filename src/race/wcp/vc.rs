@@ -190,34 +190,22 @@ struct LockState {
 }
 
 /// Rule (a)'s state of one key (a variable, or its atomic half) accessed
-/// inside a critical section: 40 bytes, with the slot of the key's first
-/// lock (zstd hashes its input under one mutex: 3.9 million keys, each
-/// under that lock only, had a list of their locks and a second map's entry
-/// for the slot).
+/// inside a critical section.
 #[derive(Clone, Debug)]
 struct KeyState {
     /// Per kind (read, write), the thread and stamp of the key's latest log
     /// entry: an access needs no new entry when its thread logged the key
     /// after the latest acquire it still holds.
-    logged_by: [u32; 2],
-    logged_at: [u64; 2],
-    /// The first lock with a slot for the key (NONE: none yet) and that
-    /// slot.
-    lock: u32,
-    slot: u32,
-    /// Other locks have slots for the key: listed in `more_locks`, their
-    /// slots in `slot_of`.
-    more: bool,
+    logged: [(u32, u64); 2],
+    /// The locks with a slot for the key (what rule (a) may join).
+    locks: SmallVec<[u32; 2]>,
 }
 
 impl Default for KeyState {
     fn default() -> Self {
         KeyState {
-            logged_by: [NONE; 2],
-            logged_at: [0; 2],
-            lock: NONE,
-            slot: NONE,
-            more: false,
+            logged: [(NONE, 0); 2],
+            locks: SmallVec::new(),
         }
     }
 }
@@ -261,10 +249,7 @@ pub struct WcpVc {
     pub(crate) report: Report,
     threads: Vec<ThreadState>,
     locks: Vec<LockState>,
-    /// The slots of a key's locks after its first (see [`KeyState`]).
     slot_of: FxHashMap<u64, u32>,
-    /// Per key with such slots, their locks.
-    more_locks: FxHashMap<u32, SmallVec<[u32; 2]>>,
     slots: SlotTable,
     /// Per rule-(a) key (see [`WcpVc::access`]) accessed inside a critical
     /// section, what rule (a) needs of it. A map, not a vector indexed by
@@ -318,7 +303,6 @@ impl WcpVc {
             threads: Vec::new(),
             locks: Vec::new(),
             slot_of: FxHashMap::default(),
-            more_locks: FxHashMap::default(),
             slots: SlotTable::default(),
             keys: FxHashMap::default(),
             stamp: 0,
@@ -421,7 +405,6 @@ impl WcpVc {
             threads,
             locks,
             slot_of,
-            more_locks,
             slots,
             keys,
             stamp,
@@ -439,36 +422,26 @@ impl WcpVc {
             };
             let sources = if atomic { 0..1 } else { 0..2 };
             for from in sources.map(|a| 2 * ev.target + a) {
-                // Only locks with a slot for the key can contribute.
-                let Some(k) = keys.get(&from) else {
-                    continue;
-                };
-                if k.lock != NONE && locks[k.lock as usize].holder == Some(t) {
-                    join(k.slot);
-                }
-                if !k.more {
-                    continue;
-                }
-                // The others: walk the shorter of them and the held locks.
-                let others = &more_locks[&from];
-                if others.len() < ts.held.len() {
-                    for &l in others {
+                // Only locks with a slot for the key can contribute: walk
+                // the shorter of those and the held ones.
+                let with_slot = keys.get(&from).map_or(&[][..], |k| &k.locks[..]);
+                if with_slot.len() < ts.held.len() {
+                    for &l in with_slot {
                         if locks[l as usize].holder == Some(t) {
                             join(slot_of[&slot_key(l, from)]);
                         }
                     }
                 } else {
-                    for cs in ts.held.iter().filter(|cs| cs.lock != k.lock) {
+                    for cs in &ts.held {
                         if let Some(&s) = slot_of.get(&slot_key(cs.lock, from)) {
                             join(s);
                         }
                     }
                 }
             }
-            let k = keys.entry(key).or_default();
-            let w = usize::from(write);
-            if k.logged_by[w] != t || k.logged_at[w] < last.from {
-                (k.logged_by[w], k.logged_at[w]) = (t, *stamp);
+            let seen = &mut keys.entry(key).or_default().logged[usize::from(write)];
+            if seen.0 != t || seen.1 < last.from {
+                *seen = (t, *stamp);
                 ts.log.push((key, write, *stamp));
                 *stamp += 1;
             }
@@ -520,7 +493,6 @@ impl WcpVc {
             locks,
             slots,
             slot_of,
-            more_locks,
             keys,
             trim_min,
             ..
@@ -579,19 +551,15 @@ impl WcpVc {
         // This release's `H`, made once for every slot it updates.
         let mut shared: Option<Arc<VectorClock>> = None;
         for &(x, w, _) in &ts.log[first..] {
-            // Every logged key has its state (made when it was logged).
-            let k = keys.entry(x).or_default();
-            let s = if k.lock == l {
-                k.slot
-            } else if k.lock == NONE {
-                (k.lock, k.slot) = (l, slots.push());
-                k.slot
-            } else {
-                *slot_of.entry(slot_key(l, x)).or_insert_with(|| {
-                    k.more = true;
-                    more_locks.entry(x).or_default().push(l);
-                    slots.push()
-                })
+            let key = slot_key(l, x);
+            let s = match slot_of.get(&key) {
+                Some(&s) => s,
+                None => {
+                    let s = slots.push();
+                    slot_of.insert(key, s);
+                    keys.entry(x).or_default().locks.push(l);
+                    s
+                }
             };
             let (mark, last) = if w {
                 (WRITE_MARK, W_LAST)
@@ -789,7 +757,6 @@ mod tests {
         push(&mut w, ev(0, Op::AtomicWrite, 99_999));
         push(&mut w, ev(0, Op::Release, 0));
         assert_eq!(w.keys.len(), 2);
-        assert!(w.keys.values().all(|k| k.lock == 0 && !k.more));
-        assert_eq!(std::mem::size_of::<super::KeyState>(), 40);
+        assert!(w.keys.values().all(|k| k.locks.as_slice() == [0]));
     }
 }
