@@ -391,8 +391,8 @@ fn thread_files(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
 /// order, with the event [`AHEAD`] events later when there is one (to
 /// start loading what `f` will look up for it) and the run's call stacks
 /// known so far (every stack id an event carries is in them), and returns
-/// the stacks. The merge runs on a second
-/// thread; `f` runs on the caller's, and its first error stops both.
+/// the stacks. The merge runs on a second thread; `f` runs on the
+/// caller's, and its first error stops both.
 pub fn merge(
     dir: &Path,
     mut f: impl FnMut(&Event, Option<&Event>, &Stacks) -> Result<()>,

@@ -590,7 +590,7 @@ impl<R: Read> Input<R> {
 /// A table of file ids -> the builder's ids: the identity, with no table,
 /// until a declaration gets another id (a location whose text an earlier
 /// one had). A recording declares millions of cells; looking each access's
-/// up in a table of them was a cache miss an event.
+/// variable up in a table of them was a cache miss an event.
 #[derive(Default)]
 struct Ids {
     len: u32,
