@@ -48,17 +48,23 @@ impl Default for Shadow {
 }
 
 impl Shadow {
-    /// The index of `addr`'s page, for thread `tid`, when the page is present.
+    /// The index of page `pn`, looked up for thread `tid`, when the page is
+    /// present: the thread part's last page, else the page map.
+    #[inline(always)]
+    fn find_page(&self, pn: u64, tid: u32) -> Option<u32> {
+        match self.last[tid as usize % PARTS] {
+            (p, i) if p == pn => Some(i),
+            _ => self.index.get(&pn).copied(),
+        }
+    }
+
+    /// [`Shadow::find_page`] of `addr`'s page, remembered as the last page
+    /// of `tid`'s part.
     #[inline(always)]
     fn page(&mut self, addr: u64, tid: u32) -> Option<usize> {
         let pn = addr >> PAGE_BITS;
-        let part = tid as usize % PARTS;
-        let (p, i) = self.last[part];
-        if p == pn {
-            return Some(i as usize);
-        }
-        let &i = self.index.get(&pn)?;
-        self.last[part] = (pn, i);
+        let i = self.find_page(pn, tid)?;
+        self.last[tid as usize % PARTS] = (pn, i);
         Some(i as usize)
     }
 
@@ -78,13 +84,8 @@ impl Shadow {
     /// addresses misses the cache on most new ones.
     #[inline(always)]
     pub(super) fn prefetch(&self, addr: u64, tid: u32) {
-        let pn = addr >> PAGE_BITS;
-        let i = match self.last[tid as usize % PARTS] {
-            (p, i) if p == pn => i,
-            _ => match self.index.get(&pn) {
-                Some(&i) => i,
-                None => return,
-            },
+        let Some(i) = self.find_page(addr >> PAGE_BITS, tid) else {
+            return;
         };
         let l = self.pages[i as usize][(addr as usize >> LINE_BITS) & (LINES - 1)];
         if l != 0 {
