@@ -6,6 +6,7 @@ pub(crate) mod decompress;
 pub(crate) mod error;
 pub(crate) mod intern;
 pub mod lenient;
+pub(crate) mod line_cache;
 pub(crate) mod lines;
 pub mod load;
 pub mod model;

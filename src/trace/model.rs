@@ -44,6 +44,23 @@ pub enum Op {
 }
 
 impl Op {
+    /// Every op, in declaration order: `ALL[op as usize] == op`.
+    pub(crate) const ALL: [Op; 13] = [
+        Op::Read,
+        Op::Write,
+        Op::Acquire,
+        Op::Release,
+        Op::Fork,
+        Op::Join,
+        Op::VolatileRead,
+        Op::VolatileWrite,
+        Op::ReentrantAcquire,
+        Op::ReentrantRelease,
+        Op::AtomicRead,
+        Op::AtomicWrite,
+        Op::Request,
+    ];
+
     /// Parse the textual op used by every input format.
     pub fn parse(s: &str) -> Option<Op> {
         Op::parse_bytes(s.as_bytes())

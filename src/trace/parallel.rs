@@ -23,6 +23,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use super::error::LoadError;
 use super::intern::{Interner, Key};
+use super::line_cache::{LineCache, LineIds};
 use super::lines::{MAX_LINE, too_long, utf8_block};
 use super::model::{Event, EventId, Names, TargetKind};
 use super::validate::{Builder, Named, Namer, PlainLine, Push, TextEvent, check_fields, named};
@@ -253,7 +254,7 @@ fn work<C: Scan>(
         let fresh = local.lens().iter().sum::<usize>() > local_names;
         if fresh {
             local.names.clear();
-            local.namer = Namer::default();
+            local.namer.clear();
         }
         let d = Done {
             buf: job.buf,
@@ -370,8 +371,8 @@ impl Push for Local {
         Ok(())
     }
 
-    #[inline]
-    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<(), LoadError> {
+    #[inline(always)]
+    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<LineIds, LoadError> {
         let name = |(s, e): (usize, usize)| Named::new(&block[s..e], Key::in_buf(block, s, e - s));
         let (thread, target, loc) = (name(f.thread), name(f.target), name(f.loc));
         let ids = self
@@ -379,7 +380,29 @@ impl Push for Local {
             .ids(&mut self.names, thread, f.op, target, loc)
             .map_err(|p| LoadError::new(&self.file, line, &block[f.start..f.end], p))?;
         self.add(f.start, ids, f.op);
+        Ok(LineIds {
+            thread: ids.0,
+            op: f.op,
+            target: ids.1,
+            loc: ids.2,
+        })
+    }
+
+    #[inline(always)]
+    fn push_known(
+        &mut self,
+        _block: &[u8],
+        _line: u64,
+        (start, _): (usize, usize),
+        ids: LineIds,
+    ) -> Result<(), LoadError> {
+        self.add(start, (ids.thread, ids.target, ids.loc), ids.op);
         Ok(())
+    }
+
+    #[inline(always)]
+    fn lines(&mut self) -> &mut LineCache {
+        &mut self.namer.lines
     }
 }
 
@@ -464,6 +487,10 @@ impl<R: Read> Blocks<R> {
         loop {
             if !self.eof && buf.len() < want {
                 let ask = (want - buf.len()) as u64;
+                // Room for the block at once: grown by `read_to_end` from
+                // nothing, the first block was copied and faulted in again
+                // at every doubling.
+                buf.reserve(ask as usize);
                 match (&mut self.r).take(ask).read_to_end(&mut buf) {
                     Ok(n) => self.eof = (n as u64) < ask,
                     Err(e) => {

@@ -6,6 +6,7 @@
 
 use super::error::LoadError;
 use super::intern::{Interner, Key};
+use super::line_cache::{LineCache, LineIds};
 use super::model::{Event, EventId, LoadStats, Names, Op, TargetKind};
 
 /// A check every event must pass besides well-formedness (e.g. an output
@@ -137,6 +138,8 @@ pub(crate) struct Namer {
     /// rebuilding that on every thread switch stalled on store forwarding.
     last_thread_key: Key,
     last_thread: u32,
+    /// Lines met before and the ids they gave (STD text).
+    pub(crate) lines: LineCache,
 }
 
 impl Default for Namer {
@@ -144,11 +147,20 @@ impl Default for Namer {
         Namer {
             last_thread_key: Key::NONE,
             last_thread: 0,
+            lines: LineCache::default(),
         }
     }
 }
 
 impl Namer {
+    /// Forget every name (the tables start afresh), keeping the line
+    /// cache's allocation.
+    pub(crate) fn clear(&mut self) {
+        self.last_thread_key = Key::NONE;
+        self.last_thread = 0;
+        self.lines.clear();
+    }
+
     /// The ids of an event's thread, target and location in `n`; an error
     /// when a name seen for the first time holds a control character.
     #[inline(always)]
@@ -243,8 +255,20 @@ pub(crate) trait Push {
     /// An event given as text, from the line starting at byte `start` of the
     /// block; Err says what is wrong with it.
     fn push_at(&mut self, start: usize, e: TextEvent<'_>) -> Result<(), String>;
-    /// The plain line `f` of `block`, numbered `line`.
-    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<(), LoadError>;
+    /// The plain line `f` of `block`, numbered `line`; what it gave, for
+    /// the line cache.
+    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<LineIds, LoadError>;
+    /// The line at `at` (its start and length) of `block`, numbered `line`, which
+    /// gave `ids` before (from [`Push::lines`]).
+    fn push_known(
+        &mut self,
+        block: &[u8],
+        line: u64,
+        at: (usize, usize),
+        ids: LineIds,
+    ) -> Result<(), LoadError>;
+    /// The cache of lines whose ids are in this target's tables.
+    fn lines(&mut self) -> &mut LineCache;
 }
 
 impl<S: FnMut(EventId, &Event)> Push for Builder<'_, S> {
@@ -253,9 +277,26 @@ impl<S: FnMut(EventId, &Event)> Push for Builder<'_, S> {
         self.push(e.thread, e.op, e.target, e.loc)
     }
 
-    #[inline]
-    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<(), LoadError> {
+    #[inline(always)]
+    fn push_line(&mut self, block: &[u8], line: u64, f: &PlainLine) -> Result<LineIds, LoadError> {
         self.push_plain(block, f.start, line, f)
+    }
+
+    #[inline(always)]
+    fn push_known(
+        &mut self,
+        block: &[u8],
+        line: u64,
+        (start, len): (usize, usize),
+        ids: LineIds,
+    ) -> Result<(), LoadError> {
+        self.push_ids(ids.thread, ids.op, ids.target, ids.loc)
+            .map_err(|p| self.error(line, &block[start..start + len], p))
+    }
+
+    #[inline(always)]
+    fn lines(&mut self) -> &mut LineCache {
+        &mut self.namer.lines
     }
 }
 
@@ -306,33 +347,50 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
         loc: &str,
     ) -> Result<(), String> {
         let op = check_fields(thread, op, target)?;
-        self.push_keyed(named(thread), op, named(target), named(loc))
+        let mut ids = LineIds {
+            thread: 0,
+            op,
+            target: 0,
+            loc: 0,
+        };
+        self.push_keyed(named(thread), op, named(target), named(loc), &mut ids)
     }
 
     /// Add the plain line found at `start` of `block` (valid UTF-8, fields at
     /// ASCII boundaries), numbered `line`: names are keyed straight from the
     /// block. Errors name the file, line and line text.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_plain(
         &mut self,
         block: &[u8],
         start: usize,
         line: u64,
         f: &PlainLine,
-    ) -> Result<(), LoadError> {
+    ) -> Result<LineIds, LoadError> {
         let name = |(s, e): (usize, usize)| Named::new(&block[s..e], Key::in_buf(block, s, e - s));
-        self.push_keyed(name(f.thread), f.op, name(f.target), name(f.loc))
-            .map_err(|p| self.error(line, &block[start..f.end], p))
+        let mut ids = LineIds {
+            thread: 0,
+            op: f.op,
+            target: 0,
+            loc: 0,
+        };
+        self.push_keyed(name(f.thread), f.op, name(f.target), name(f.loc), &mut ids)
+            .map_err(|p| self.error(line, &block[start..f.end], p))?;
+        Ok(ids)
     }
 
     /// [`Builder::push`] once the op is parsed, the thread and target names
-    /// are checked non-empty and their interning keys built.
+    /// are checked non-empty and their interning keys built; the ids go to
+    /// `ids` (not returned: a larger `Result` cost every line a few
+    /// instructions).
+    #[inline(always)]
     fn push_keyed(
         &mut self,
         thread: Named<'_>,
         op: Op,
         target: Named<'_>,
         loc: Named<'_>,
+        ids: &mut LineIds,
     ) -> Result<(), String> {
         if self.next_id >= u32::MAX as u64 {
             return Err(format!(
@@ -341,6 +399,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             ));
         }
         let (t, target, loc) = self.namer.ids(&mut self.names, thread, op, target, loc)?;
+        (ids.thread, ids.target, ids.loc) = (t, target, loc);
         self.accept(t, op, target, loc)
     }
 
