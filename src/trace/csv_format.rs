@@ -10,10 +10,11 @@
 use std::io::{Read, Write};
 
 use super::error::LoadError;
+use super::line_cache::LineKey;
 use super::lines::{MAX_LINE, for_each_block, is_blank_or_comment, next_line, write_lines};
 use super::model::{Event, EventId, Op, Trace};
 use super::scan::{Specials, eq_bytes, trimmed};
-use super::validate::{Builder, PlainLine};
+use super::validate::{Builder, PlainLine, Push};
 
 /// Column positions found in the header.
 struct Columns {
@@ -186,13 +187,33 @@ pub(crate) fn parse<R: Read, S: FnMut(EventId, &Event)>(
         let bytes = block.as_bytes();
         let mut pos = 0;
         while pos < bytes.len() {
+            // A row met before (after the header): the ids it gave then.
+            let key = match cols {
+                Some(_) if b.lines().active() => LineKey::at(bytes, pos),
+                Some(_) => {
+                    b.lines().skipped(1);
+                    None
+                }
+                None => None,
+            };
+            if let Some(k) = &key
+                && let Some(ids) = b.lines().get(k)
+            {
+                *line_no += 1;
+                b.push_known(bytes, *line_no, (pos, k.len()), ids)?;
+                pos += k.len() + 1;
+                continue;
+            }
             // Plain rows (no quotes, no spaces to trim, no comment) in one
             // pass; everything else, and the header, by the general rules.
             if let Some(c) = &cols
                 && let Some(f) = fast_row(bytes, pos, c, need)
             {
                 *line_no += 1;
-                b.push_plain(bytes, pos, *line_no, &f)?;
+                let ids = b.push_plain(bytes, pos, *line_no, &f)?;
+                if let Some(k) = &key {
+                    b.lines().put(k, ids);
+                }
                 pos = f.next;
                 continue;
             }
@@ -461,6 +482,50 @@ mod tests {
         }
         // Both outcomes must be well represented for the test to mean much.
         assert!(ok > 300 && failed > 300, "ok {ok}, failed {failed}");
+    }
+
+    /// Rows repeated from a small pool, plain and edge-case, some valid the
+    /// first time and not the next (a second release, a second fork): the
+    /// line cache must give exactly what parsing every row again gives.
+    #[test]
+    fn repeated_rows_parse_as_the_first_time() {
+        let header = ["thread", "op", "target", "loc"];
+        let plain = [
+            "T0,r,series.SeriesTest.TestArray,74",
+            "T0,w,A9[7540],76",
+            "T1,r,x,1",
+            "T1,w,x,f.java:3",
+            "T0,vw,v,",
+            "T1,r,x",
+        ];
+        let sync = [
+            "T0,acq,l,5",
+            "T0,rel,l,6",
+            "T1,acq,l",
+            "T0,fork,T2,9",
+            "T0,join,T2,10",
+        ];
+        let mut r = Rng::new(0xC5_CAC4E);
+        let (mut ok, mut failed) = (0, 0);
+        for case in 0..300 {
+            let pool: Vec<String> = (0..2 + r.below(12))
+                .map(|_| match r.below(10) {
+                    0 => row(&mut r, &header),
+                    1 => sync[r.below(sync.len() as u64) as usize].to_string(),
+                    _ => plain[r.below(plain.len() as u64) as usize].to_string(),
+                })
+                .collect();
+            let mut text = header.join(",");
+            for _ in 0..20 + r.below(300) {
+                text.push('\n');
+                text.push_str(&pool[r.below(pool.len() as u64) as usize]);
+            }
+            text.push('\n');
+            let (f, g) = (run(text.as_bytes(), false), run(text.as_bytes(), true));
+            assert_eq!(f, g, "case {case}: {text:?}");
+            if f.is_ok() { ok += 1 } else { failed += 1 }
+        }
+        assert!(ok > 30 && failed > 30, "ok {ok}, failed {failed}");
     }
 
     fn split(line: &str) -> Result<Vec<String>, &'static str> {
