@@ -138,7 +138,7 @@ pub(crate) struct Namer {
     /// rebuilding that on every thread switch stalled on store forwarding.
     last_thread_key: Key,
     last_thread: u32,
-    /// Lines met before and the ids they gave (STD text).
+    /// Lines met before and the ids they gave (STD and CSV text).
     pub(crate) lines: LineCache,
 }
 
