@@ -347,13 +347,8 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
         loc: &str,
     ) -> Result<(), String> {
         let op = check_fields(thread, op, target)?;
-        let mut ids = LineIds {
-            thread: 0,
-            op,
-            target: 0,
-            loc: 0,
-        };
-        self.push_keyed(named(thread), op, named(target), named(loc), &mut ids)
+        self.push_keyed(named(thread), op, named(target), named(loc))
+            .map(|_| ())
     }
 
     /// Add the plain line found at `start` of `block` (valid UTF-8, fields at
@@ -368,21 +363,13 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
         f: &PlainLine,
     ) -> Result<LineIds, LoadError> {
         let name = |(s, e): (usize, usize)| Named::new(&block[s..e], Key::in_buf(block, s, e - s));
-        let mut ids = LineIds {
-            thread: 0,
-            op: f.op,
-            target: 0,
-            loc: 0,
-        };
-        self.push_keyed(name(f.thread), f.op, name(f.target), name(f.loc), &mut ids)
-            .map_err(|p| self.error(line, &block[start..f.end], p))?;
-        Ok(ids)
+        self.push_keyed(name(f.thread), f.op, name(f.target), name(f.loc))
+            .map_err(|p| self.error(line, &block[start..f.end], p))
     }
 
     /// [`Builder::push`] once the op is parsed, the thread and target names
-    /// are checked non-empty and their interning keys built; the ids go to
-    /// `ids` (not returned: a larger `Result` cost every line a few
-    /// instructions).
+    /// are checked non-empty and their interning keys built; the ids the
+    /// event got.
     #[inline(always)]
     fn push_keyed(
         &mut self,
@@ -390,8 +377,7 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
         op: Op,
         target: Named<'_>,
         loc: Named<'_>,
-        ids: &mut LineIds,
-    ) -> Result<(), String> {
+    ) -> Result<LineIds, String> {
         if self.next_id >= u32::MAX as u64 {
             return Err(format!(
                 "trace has more than {} events; expected fewer",
@@ -399,8 +385,13 @@ impl<'a, S: FnMut(EventId, &Event)> Builder<'a, S> {
             ));
         }
         let (t, target, loc) = self.namer.ids(&mut self.names, thread, op, target, loc)?;
-        (ids.thread, ids.target, ids.loc) = (t, target, loc);
-        self.accept(t, op, target, loc)
+        self.accept(t, op, target, loc)?;
+        Ok(LineIds {
+            thread: t,
+            op,
+            target,
+            loc,
+        })
     }
 
     /// Add an event whose thread, target and location are already interned
