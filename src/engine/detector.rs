@@ -35,6 +35,11 @@ pub trait Detector {
     /// [`Detector::prefetch`] loaded (by then in the cache) may be loaded.
     #[inline]
     fn prefetch_near(&self, _ev: &Event) {}
+    /// No event from now on touches the variables `vars` (a recorded
+    /// program's memory allocated again: see
+    /// [`crate::trace::cprace_bin::RETIRE`]): what is kept for them may go.
+    /// Told after the events before the retirement, perhaps some after it.
+    fn retire(&mut self, _vars: &[u32]) {}
 }
 
 /// Events ahead of the one being fed whose state is prefetched (and half
@@ -56,6 +61,9 @@ macro_rules! impl_detector {
             #[inline]
             fn prefetch_near(&self, ev: &$crate::trace::Event) {
                 self.history.prefetch_stamps(ev)
+            }
+            fn retire(&mut self, vars: &[u32]) {
+                <$t>::retire(self, vars)
             }
         );
     )*};
@@ -95,13 +103,15 @@ pub(crate) fn run_path<D: Detector + Send>(
         .map_err(|e| LoadError::new(&path.to_string_lossy(), 0, b"", e.to_string()))?;
     // A channel preallocates its slots: at most 256 chunks (64 MB) ahead.
     let chunks = d.lookahead().div_ceil(CHUNK).clamp(1, 256);
-    let (full_tx, full_rx) = sync_channel::<Vec<Event>>(chunks);
-    let (empty_tx, empty_rx) = sync_channel::<Vec<Event>>(chunks + 4);
+    // A chunk: events, and the variables retired while they were read
+    // (told to the detector after them: no later event touches them).
+    let (full_tx, full_rx) = sync_channel::<(Vec<Event>, Vec<u32>)>(chunks);
+    let (empty_tx, empty_rx) = sync_channel::<(Vec<Event>, Vec<u32>)>(chunks + 4);
     std::thread::scope(|s| {
         let worker = s.spawn(move || {
             let mut d = d;
             let mut id: EventId = 0;
-            for mut chunk in full_rx {
+            for (mut chunk, mut retired) in full_rx {
                 for (i, ev) in chunk.iter().enumerate() {
                     if let Some(next) = chunk.get(i + PREFETCH_AHEAD) {
                         d.prefetch(next);
@@ -112,25 +122,37 @@ pub(crate) fn run_path<D: Detector + Send>(
                     d.event(id, ev);
                     id = id.wrapping_add(1);
                 }
+                if !retired.is_empty() {
+                    d.retire(&retired);
+                }
                 chunk.clear();
+                retired.clear();
                 // The parser may be gone (error or end); then the buffer is dropped.
-                let _ = empty_tx.try_send(chunk);
+                let _ = empty_tx.try_send((chunk, retired));
             }
             d.finish()
         });
         let mut buf: Vec<Event> = Vec::with_capacity(CHUNK);
-        let parsed = trace::stream(path, format, |_, ev| {
-            buf.push(*ev);
-            if buf.len() == CHUNK {
-                let next = empty_rx
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
-                // The worker only stops when this sender is dropped, so the send succeeds.
-                let _ = full_tx.send(std::mem::replace(&mut buf, next));
-            }
-        });
-        if !buf.is_empty() {
-            let _ = full_tx.send(buf);
+        // Shared by the two closures below (one borrows it at a time).
+        let retired = std::cell::RefCell::new(Vec::new());
+        let parsed = trace::stream_retiring(
+            path,
+            format,
+            |_, ev| {
+                buf.push(*ev);
+                if buf.len() == CHUNK {
+                    let (next, next_retired) = empty_rx
+                        .try_recv()
+                        .unwrap_or_else(|_| (Vec::with_capacity(CHUNK), Vec::new()));
+                    let r = retired.replace(next_retired);
+                    // The worker only stops when this sender is dropped, so the send succeeds.
+                    let _ = full_tx.send((std::mem::replace(&mut buf, next), r));
+                }
+            },
+            &mut |vars| retired.borrow_mut().extend_from_slice(vars),
+        );
+        if !buf.is_empty() || !retired.borrow().is_empty() {
+            let _ = full_tx.send((buf, retired.take()));
         }
         drop(full_tx);
         let report = worker

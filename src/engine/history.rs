@@ -225,6 +225,18 @@ impl AccessHistory {
         }
     }
 
+    /// Forgets the variables `vars`, which no later event touches (see
+    /// [`crate::engine::detector::Detector::retire`]): a recorded program
+    /// allocating memory again and again keeps the history of the memory
+    /// it holds, not of all it ever allocated.
+    pub(crate) fn retire(&mut self, vars: &[u32]) {
+        for &v in vars {
+            if let Some(h) = self.vars.get_mut(v as usize) {
+                *h = Head::Empty;
+            }
+        }
+    }
+
     /// Check access `ev` (event `id`, local clock `clock`) against the
     /// history, then record it. `ordered(t, c)` tells whether the access of
     /// thread `t` with local clock `c` is ordered before `ev`. Returns the race

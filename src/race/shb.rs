@@ -60,6 +60,19 @@ impl ShbDetector {
         }
     }
 
+    /// Forgets variables no later event touches (see
+    /// [`crate::engine::detector::Detector::retire`]): their access
+    /// histories and the clocks of their last writes.
+    pub(crate) fn retire(&mut self, vars: &[u32]) {
+        self.history.retire(vars);
+        for &v in vars {
+            if let Some(w) = self.last_write.get_mut(v as usize) {
+                *w = None;
+            }
+            self.bytes.remove(&v);
+        }
+    }
+
     /// Feed the next event.
     #[inline]
     pub(crate) fn event(&mut self, id: EventId, ev: &Event) {

@@ -283,6 +283,10 @@ pub struct Lowerer {
     /// Drops repeated accesses (`record --analyze hb|wcp` without a trace
     /// file: see [`crate::trace::reduce`]).
     pub reduce: Option<Reducer>,
+    /// Cell variables no later event touches (their memory was allocated
+    /// again, so its cells are new variables), in no order; whoever lowers
+    /// takes them after each event (see [`crate::trace::cprace_bin::RETIRE`]).
+    pub retired: Vec<u32>,
 }
 
 /// Whether `reduce` drops the trace event `op` on `span` of `thread`,
@@ -420,7 +424,7 @@ impl Lowerer {
             }
         }
         self.gens.insert(start, (end, g));
-        self.cells.clear(start >> 3, end >> 3);
+        self.cells.clear(start >> 3, end >> 3, &mut self.retired);
     }
 
     /// Bytes from `addr` that the free of a block of usable size `size`

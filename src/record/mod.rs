@@ -346,25 +346,85 @@ fn repeats(c: &write::Counts) -> String {
     )
 }
 
+/// What [`lower_all`] hands the lowered trace to.
+pub(crate) trait LoweredSink {
+    /// One trace event (with the lowerer, for its tables).
+    fn event(&mut self, low: &lower::Lowerer, l: &lower::Lowered, stacks: &events::Stacks)
+    -> Result<()>;
+    /// Variables no later event touches, sorted (see
+    /// [`lower::Lowerer::retired`]); a trace format without a way to say
+    /// so ignores them.
+    fn retire(&mut self, _low: &lower::Lowerer, _ids: &[u32]) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl<F> LoweredSink for F
+where
+    F: FnMut(&lower::Lowerer, &lower::Lowered, &events::Stacks) -> Result<()>,
+{
+    fn event(
+        &mut self,
+        low: &lower::Lowerer,
+        l: &lower::Lowered,
+        stacks: &events::Stacks,
+    ) -> Result<()> {
+        self(low, l, stacks)
+    }
+}
+
+/// A [`LoweredSink`] writing cprace's binary format to `output`.
+struct ToCpt<'a, W: Write> {
+    w: &'a mut cpt::CptWriter<W>,
+    output: &'a Path,
+}
+
+impl<W: Write> LoweredSink for ToCpt<'_, W> {
+    fn event(
+        &mut self,
+        low: &lower::Lowerer,
+        l: &lower::Lowered,
+        stacks: &events::Stacks,
+    ) -> Result<()> {
+        self.w
+            .event(low, l, stacks)
+            .with_context(|| format!("cannot write {}", self.output.display()))
+    }
+
+    fn retire(&mut self, low: &lower::Lowerer, ids: &[u32]) -> Result<()> {
+        self.w
+            .retire(low, ids)
+            .with_context(|| format!("cannot write {}", self.output.display()))
+    }
+}
+
 /// Reads the event files in `dir` in the global order, lowers them, and
-/// hands every trace event (with the lowerer, for its tables) to `f`;
-/// returns the lowerer and the run's call stacks. Tells on standard error
-/// what it had to drop to keep the trace well formed.
+/// hands every trace event and retired variable to `sink`; returns the
+/// lowerer and the run's call stacks. Tells on standard error what it had
+/// to drop to keep the trace well formed.
 pub(crate) fn lower_all(
     dir: &Path,
     reduce: bool,
-    mut f: impl FnMut(&lower::Lowerer, &lower::Lowered, &events::Stacks) -> Result<()>,
+    mut sink: impl LoweredSink,
 ) -> Result<(lower::Lowerer, events::Stacks)> {
     let mut buf = Vec::new();
     let mut low = lower::Lowerer::default();
     low.reduce = reduce.then(Default::default);
+    let mut retired = Vec::new();
     let stacks = events::merge(dir, |e, ahead, stacks| {
         if let Some(a) = ahead {
             low.prefetch(a);
         }
         buf.clear();
         low.event(e, &mut |l| buf.push(l));
-        buf.iter().try_for_each(|l| f(&low, l, stacks))
+        buf.iter().try_for_each(|l| sink.event(&low, l, stacks))?;
+        if !low.retired.is_empty() {
+            std::mem::swap(&mut retired, &mut low.retired);
+            retired.sort_unstable();
+            sink.retire(&low, &retired)?;
+            retired.clear();
+        }
+        Ok(())
     })?;
     let d = low.dropped;
     if d.total() > 0 {
@@ -411,9 +471,7 @@ pub fn write_trace(
             let mut z = zstd::stream::Encoder::new(tmp.as_file(), 3).with_context(cannot)?;
             let _ = z.multithread(1);
             let mut w = cpt::CptWriter::new(z, sym).with_context(cannot)?;
-            let (low, stacks) = lower_all(dir, reduce, |low, l, stacks| {
-                w.event(low, l, stacks).with_context(cannot)
-            })?;
+            let (low, stacks) = lower_all(dir, reduce, ToCpt { w: &mut w, output })?;
             events = w.events;
             let z = w.finish(&low, &stacks).with_context(cannot)?;
             z.finish().with_context(cannot)?;
@@ -424,9 +482,7 @@ pub fn write_trace(
         let out = write::ThreadWriter::teed(tmp.as_file().try_clone().with_context(cannot)?, tee)
             .with_context(cannot)?;
         let mut w = cpt::CptWriter::new(out, sym).with_context(cannot)?;
-        let (low, stacks) = lower_all(dir, reduce, |low, l, stacks| {
-            w.event(low, l, stacks).with_context(cannot)
-        })?;
+        let (low, stacks) = lower_all(dir, reduce, ToCpt { w: &mut w, output })?;
         events = w.events;
         let mut out = w.finish(&low, &stacks).with_context(cannot)?;
         out.finish().with_context(cannot)?;
@@ -468,7 +524,7 @@ pub fn write_trace(
     let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
     let mut w = write::StdWriter::default();
     let mut each = |out: &mut dyn Write| -> Result<()> {
-        lower_all(dir, false, |low, l, _| {
+        lower_all(dir, false, |low: &lower::Lowerer, l: &lower::Lowered, _: &_| {
             for l in l.singles() {
                 if let Some(e) = n.event(low, &l) {
                     w.event(&n, e, &mut *out).with_context(cannot)?;
@@ -527,7 +583,7 @@ fn write_rapidbin(
     let mut out =
         write::ThreadWriter::new(file.try_clone().with_context(cannot)?).with_context(cannot)?;
     let mut unfit = None;
-    let r = lower_all(dir, false, |low, l, _| {
+    let r = lower_all(dir, false, |low: &lower::Lowerer, l: &lower::Lowered, _: &_| {
         for l in l.singles() {
             if let Some(e) = n.event(low, &l) {
                 match w.event(n, e, &mut out) {

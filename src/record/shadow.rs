@@ -141,9 +141,10 @@ impl Shadow {
         self.lines[l][addr as usize & (BYTES - 1)] = id + 1;
     }
 
-    /// Forgets the ids of the bytes in `start..end`. Costs the lines present
-    /// in the range, not its length.
-    pub(super) fn clear(&mut self, start: u64, end: u64) {
+    /// Forgets the ids of the bytes in `start..end`, appending each id it
+    /// held to `forgotten`. Costs the lines present in the range, not its
+    /// length.
+    pub(super) fn clear(&mut self, start: u64, end: u64, forgotten: &mut Vec<u32>) {
         if start >= end {
             return;
         }
@@ -161,7 +162,12 @@ impl Shadow {
                 let line_start = line << LINE_BITS;
                 let a = (lo.max(line_start) - line_start) as usize;
                 let b = (hi.min(line_start + BYTES as u64) - line_start) as usize;
-                self.lines[l as usize - 1][a..b].fill(0);
+                for id in &mut self.lines[l as usize - 1][a..b] {
+                    if *id != 0 {
+                        forgotten.push(*id - 1);
+                        *id = 0;
+                    }
+                }
             }
         }
     }
@@ -193,10 +199,15 @@ mod tests {
         }
         assert_eq!(s.get(0x1002, 1), None);
         // A range across a line and a page boundary, ending inside a line.
-        s.clear(0x1001, 0x2001);
+        let mut forgotten = Vec::new();
+        s.clear(0x1001, 0x2001, &mut forgotten);
+        forgotten.sort_unstable();
+        assert_eq!(forgotten, [1, 2, 3, 4, 5]);
         let kept: Vec<_> = addrs.iter().map(|&a| s.get(a, 0)).collect();
         assert_eq!(kept, [Some(0), None, None, None, None, None, Some(6)]);
-        s.clear(0, u64::MAX);
+        forgotten.clear();
+        s.clear(0, u64::MAX, &mut forgotten);
+        assert_eq!(forgotten, [0, 6]);
         assert!(addrs.iter().all(|&a| s.get(a, 0).is_none()));
         s.set(0x1001, 0, 9);
         assert_eq!(s.get(0x1001, 5), Some(9));

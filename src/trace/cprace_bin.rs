@@ -24,6 +24,9 @@
 //!   ones between whole); a [`CELLS`] record declares consecutive 8-byte
 //!   cells of no global as variables named by their hex address (`~N`
 //!   after it when the memory was freed or allocated N times before).
+//! - A [`RETIRE`] record (first id, count) says that no later event touches
+//!   those variables: a recording retires the cells of memory allocated
+//!   again, and a streaming analysis forgets them.
 //! - [`END`] and the number of events end the stream: a file cut short is
 //!   an error, never a shorter trace.
 //!
@@ -40,9 +43,9 @@ use super::validate::Builder;
 
 /// The first bytes of the format (a non-text byte first, like PNG's).
 pub const MAGIC: &[u8; 8] = b"\x89CPRT\r\n\x1a";
-/// Format version written after the magic (version 1, without runs and
-/// cells, is read too).
-pub const VERSION: u64 = 2;
+/// Format version written after the magic (versions 1, without runs and
+/// cells, and 2, without retirements, are read too).
+pub const VERSION: u64 = 3;
 
 /// Record tag: end of the stream.
 pub const END: u8 = 0;
@@ -75,6 +78,13 @@ pub const GLOBAL: u8 = 12;
 pub const CELLS: u8 = 13;
 /// Record tag: the next event repeated on consecutive variables.
 pub const RUN: u8 = 14;
+/// Record tag: consecutive variables no later event touches (first id,
+/// count). A recording retires the cells of memory allocated again, whose
+/// bytes are new variables from then on: an analysis may drop what it
+/// keeps for them, so its memory follows the memory the program holds
+/// rather than all it ever allocated. An event on a retired variable is an
+/// error.
+pub const RETIRE: u8 = 15;
 
 /// Most variables one [`CELLS`] record declares, and most events one
 /// [`RUN`] stands for: a few bytes of file never stand for more.
@@ -405,6 +415,15 @@ impl<W: Write> Writer<W> {
         self.spill()
     }
 
+    /// Says that no later event touches variables `first..first + n`
+    /// (declared before; `n` from 1 to [`MAX_RUN`]).
+    pub fn retire(&mut self, first: u32, n: u32) -> io::Result<()> {
+        self.record(RETIRE, |b| {
+            put(b, first.into());
+            put(b, n.into());
+        })
+    }
+
     fn flush_cells(&mut self) {
         if let Some(c) = self.cells.take() {
             let b = &mut self.buf;
@@ -587,6 +606,30 @@ impl<R: Read> Input<R> {
     }
 }
 
+/// A set of ids, a bit each.
+#[derive(Default)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    #[inline(always)]
+    fn contains(&self, i: u32) -> bool {
+        self.0
+            .get(i as usize / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 != 0)
+    }
+
+    /// Adds `i`; false when it was there.
+    fn insert(&mut self, i: u32) -> bool {
+        let w = i as usize / 64;
+        if self.0.len() <= w {
+            self.0.resize(w + 1, 0);
+        }
+        let had = self.0[w] >> (i % 64) & 1 != 0;
+        self.0[w] |= 1 << (i % 64);
+        !had
+    }
+}
+
 /// A table of file ids -> the builder's ids: the identity, with no table,
 /// until a declaration gets another id (a location whose text an earlier
 /// one had). A recording declares millions of cells; looking each access's
@@ -633,11 +676,15 @@ impl Ids {
 /// Without `rec` (an analysis, not a report's description) the variables'
 /// kinds and addresses are not kept: 16 bytes for each of a recording's
 /// millions of cells.
+///
+/// `retire`, when given, gets the (builder's) ids of each [`RETIRE`]
+/// record, between the events before it and those after.
 pub(crate) fn parse<S: FnMut(u32, &Event)>(
     input: impl Read,
     b: &mut Builder<'_, S>,
     rec: Option<&mut Recording>,
     keep_stacks: bool,
+    mut retire: Option<&mut dyn FnMut(&[u32])>,
 ) -> Result<(), LoadError> {
     let keep_vars = rec.is_some();
     let mut own = Recording::default();
@@ -713,7 +760,7 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
         }};
     }
     let version = num!();
-    if version != VERSION && version != 1 {
+    if !(1..=VERSION).contains(&version) {
         return Err(err(
             8,
             format!("format version {version}; this cprace reads version {VERSION}"),
@@ -734,6 +781,9 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
     let mut repeat: Option<(u32, u8)> = None;
     // Cells declared so far, and variables named like cells.
     let mut declared = CellSet::default();
+    // File variable ids retired (a bit each; empty until the first).
+    let mut retired = Bits::default();
+    let mut retiring: Vec<u32> = Vec::new();
     loop {
         let at = r.at();
         let tag = next_byte!();
@@ -766,6 +816,11 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
             let target = table
                 .get(target)
                 .ok_or_else(|| err(at, format!("{} {target} is not declared", op.as_str())))?;
+            if op.target_kind() == super::model::TargetKind::Variable
+                && retired.contains(file_target)
+            {
+                return Err(err(at, format!("variable {file_target} after its retirement")));
+            }
             let mask = if op.is_memory() {
                 match next_byte!() {
                     0 => return Err(err(at, "an access touching no byte".into())),
@@ -804,7 +859,11 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                 return Err(err(at, format!("a run of {n} past the declared variables")));
             }
             for i in 0..n as usize {
-                let v = vars.get(file_target + i as u32).expect("checked above");
+                let f = file_target + i as u32;
+                if retired.contains(f) {
+                    return Err(err(at, format!("variable {f} after its retirement")));
+                }
+                let v = vars.get(f).expect("checked above");
                 let m = match i {
                     0 => mask,
                     _ if i + 1 == n as usize => {
@@ -847,6 +906,29 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
                     return Err(err(at, "an access touching no byte".into()));
                 }
                 repeat = Some((n, last));
+            }
+            RETIRE => {
+                let first = num32!("variable");
+                let n = num32!("retirement count");
+                if !(1..=MAX_RUN).contains(&n) {
+                    return Err(err(
+                        at,
+                        format!("{n} variables retired in one record (1 to {MAX_RUN})"),
+                    ));
+                }
+                if u64::from(first) + u64::from(n) > vars.len() as u64 {
+                    return Err(err(at, "a retirement of variables not declared".into()));
+                }
+                retiring.clear();
+                for f in first..first + n {
+                    if !retired.insert(f) {
+                        return Err(err(at, format!("variable {f} retired twice")));
+                    }
+                    retiring.push(vars.get(f).expect("checked above"));
+                }
+                if let Some(r) = retire.as_mut() {
+                    r(&retiring);
+                }
             }
             CELLS => {
                 let first = num!();
@@ -1118,6 +1200,49 @@ mod tests {
             .collect())
     }
 
+    /// Retirements between events: the events read back around them, the
+    /// retired (builder) ids reach the hook in order between them, and a
+    /// file of version 2 (before retirements) is read as before.
+    #[test]
+    fn retirements_reach_the_hook_between_the_events() {
+        let file = |retire: bool| {
+            let mut w = Writer::new(Vec::new()).unwrap();
+            w.thread(0, "T0").unwrap();
+            w.cell(0, 0x1000, 0).unwrap();
+            w.cell(1, 0x1008, 0).unwrap();
+            w.cell(2, 0x1010, 0).unwrap();
+            let ev = |target| access(Op::Write, 0, target, 0xff, 0);
+            w.run(&ev(0), 0, 3, 0xff).unwrap();
+            if retire {
+                w.retire(0, 2).unwrap();
+            }
+            w.run(&ev(2), 0, 1, 0xff).unwrap();
+            w.finish().unwrap()
+        };
+        let bytes = file(true);
+        let seen = std::cell::RefCell::new(Vec::new());
+        let mut b = Builder::new("t.cpt", |id, e: &Event| {
+            seen.borrow_mut().push(format!("{id}:{}", e.target))
+        });
+        parse(
+            &bytes[..],
+            &mut b,
+            None,
+            false,
+            Some(&mut |v: &[u32]| seen.borrow_mut().push(format!("retire {v:?}"))),
+        )
+        .unwrap();
+        drop(b);
+        assert_eq!(seen.into_inner(), ["0:0", "1:1", "2:2", "retire [0, 1]", "3:2"]);
+        // Version 2 holds no retirement and reads as it did.
+        let mut old = file(false);
+        old[MAGIC.len()] = 2;
+        assert_eq!(read_back(&old).unwrap().len(), 4);
+        old[MAGIC.len()] = 4;
+        let e = read_back(&old).unwrap_err();
+        assert!(e.contains("format version 4"), "{e}");
+    }
+
     /// Cells declared and accessed one by one, or as runs: the same file,
     /// read back as single events.
     #[test]
@@ -1261,7 +1386,7 @@ mod tests {
             put_str(w, "T0");
         };
         type Case = (&'static str, fn(&mut Vec<u8>));
-        let cases: [Case; 7] = [
+        let cases: [Case; 12] = [
             ("past the declared variables", |b| {
                 b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
                 b.extend([RUN, 3, 0xff, 0x80 | 1, 0, 0, 0xff]);
@@ -1291,6 +1416,30 @@ mod tests {
                 b.extend([VAR, 1, 6]);
                 b.extend(b"0x1000");
                 b.extend([0, 0, 0]);
+            }),
+            // A retired variable is never touched again, alone or in a run.
+            ("variable 0 after its retirement", |b| {
+                b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
+                b.extend([0x80 | 1, 0, 1, 0xff]);
+                b.extend([RETIRE, 0, 1]);
+                b.extend([0x80 | 1, 0, 0, 0xff]);
+            }),
+            ("variable 1 after its retirement", |b| {
+                b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
+                b.extend([RETIRE, 1, 1]);
+                b.extend([RUN, 2, 0xff, 0x80 | 1, 0, 0, 0xff]);
+            }),
+            ("variable 0 retired twice", |b| {
+                b.extend([CELLS, 0, 2, 0x80, 0x20, 0]);
+                b.extend([RETIRE, 0, 1, RETIRE, 0, 2]);
+            }),
+            ("a retirement of variables not declared", |b| {
+                b.extend([CELLS, 0, 1, 0x80, 0x20, 0]);
+                b.extend([RETIRE, 0, 2]);
+            }),
+            ("0 variables retired in one record", |b| {
+                b.extend([CELLS, 0, 1, 0x80, 0x20, 0]);
+                b.extend([RETIRE, 0, 0]);
             }),
         ];
         for (want, body) in cases {

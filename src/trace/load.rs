@@ -115,6 +115,26 @@ pub fn stream(
     stream_checked(path, format, None, sink)
 }
 
+/// [`stream`], also handing `retire` the variables a recorded program's
+/// trace retires (see [`super::cprace_bin::RETIRE`]), each batch between
+/// the events before it and those after; other formats retire none.
+pub(crate) fn stream_retiring(
+    path: &Path,
+    format: Option<Format>,
+    sink: impl FnMut(EventId, &Event),
+    retire: &mut dyn FnMut(&[u32]),
+) -> Result<(Names, LoadStats, Format), LoadError> {
+    let (name, input, side, busy) = open_trace(path)?;
+    read(
+        (&name, input, busy),
+        format,
+        side.as_deref(),
+        None,
+        (None, Some(retire)),
+        sink,
+    )
+}
+
 /// [`stream`], failing on the first event `check` refuses (with the file and
 /// line, like a malformed line).
 pub(crate) fn stream_checked(
@@ -129,7 +149,7 @@ pub(crate) fn stream_checked(
         format,
         side.as_deref(),
         check,
-        None,
+        (None, None),
         sink,
     )
 }
@@ -157,7 +177,7 @@ pub fn stream_reader(
     format: Option<Format>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
-    read((name, input, 0), format, None, None, None, sink)
+    read((name, input, 0), format, None, None, (None, None), sink)
 }
 
 /// `sink` with the progress hook, called once per block of 65,536 events.
@@ -178,7 +198,10 @@ fn read(
     format: Option<Format>,
     side: Option<&Path>,
     check: Option<Check<'_>>,
-    rec: Option<(&mut Recording, bool)>,
+    (rec, retire): (
+        Option<(&mut Recording, bool)>,
+        Option<&mut dyn FnMut(&[u32])>,
+    ),
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
     // Read enough to see the first significant line whole (detection decides
@@ -207,7 +230,7 @@ fn read(
         };
         crate::progress::start_reading();
         let mut b = Builder::new(name, counted(sink)).with_check(check);
-        cprace_bin::parse(Cursor::new(prefix).chain(input), &mut b, rec, keep)?;
+        cprace_bin::parse(Cursor::new(prefix).chain(input), &mut b, rec, keep, retire)?;
         crate::progress::done_reading(b.count());
         let (names, stats) = b.finish();
         return Ok((names, stats, Format::Cprace));
@@ -369,7 +392,7 @@ pub fn stream_recorded(
         format,
         side.as_deref(),
         None,
-        Some((&mut rec, keep_stacks)),
+        (Some((&mut rec, keep_stacks)), None),
         sink,
     )?;
     Ok((names, stats, format, rec))

@@ -22,6 +22,7 @@ mod testing;
 pub(crate) mod validate;
 
 pub use error::LoadError;
+pub(crate) use load::stream_retiring;
 pub use load::{
     Format, carries_stacks, load, load_recorded, load_str, recorded_stacks, stream, stream_recorded,
 };

@@ -464,6 +464,12 @@ impl<C: HbClock> ClockDetector<C> {
         }
     }
 
+    /// Forgets variables no later event touches (see
+    /// [`crate::engine::detector::Detector::retire`]).
+    pub fn retire(&mut self, vars: &[u32]) {
+        self.history.retire(vars);
+    }
+
     /// Feed the next event.
     #[inline]
     pub fn event(&mut self, id: EventId, ev: &Event) {

@@ -73,16 +73,30 @@ const WRITE_MARK: usize = 1;
 #[derive(Clone, Debug, Default)]
 struct SlotTable {
     slots: Vec<Slot>,
+    /// Slots of retired variables, to be used again.
+    free: Vec<u32>,
 }
+
+const EMPTY_SLOT: Slot = Slot {
+    who: [(NONE, 0); 4],
+    clocks: [None, None, None, None],
+    marks: [0; 2],
+};
 
 impl SlotTable {
     fn push(&mut self) -> u32 {
-        self.slots.push(Slot {
-            who: [(NONE, 0); 4],
-            clocks: Default::default(),
-            marks: [0; 2],
-        });
+        if let Some(s) = self.free.pop() {
+            return s;
+        }
+        self.slots.push(EMPTY_SLOT);
         self.slots.len() as u32 - 1
+    }
+
+    /// Slot `s` is no one's any more: emptied (its clocks dropped) and
+    /// used again by a later [`SlotTable::push`].
+    fn release(&mut self, s: u32) {
+        self.slots[s as usize] = EMPTY_SLOT;
+        self.free.push(s);
     }
 
     /// Join into `p` the clock of kind `last` (R_LAST or W_LAST) that an access
@@ -354,6 +368,26 @@ impl WcpVc {
     fn add_queue(&mut self, n: i64) {
         self.queue_len += n;
         self.queue_max = self.queue_max.max(self.queue_len);
+    }
+
+    /// Forgets variables no later event touches (see
+    /// [`crate::engine::detector::Detector::retire`]): their access
+    /// histories and their rule-(a) keys with the slots of each key's
+    /// locks. A key an open section logged comes back, empty, at its
+    /// release: state no access asks for again.
+    pub fn retire(&mut self, vars: &[u32]) {
+        self.history.retire(vars);
+        for &v in vars {
+            for key in [2 * v, 2 * v + 1] {
+                if let Some(k) = self.keys.remove(&key) {
+                    for l in k.locks {
+                        if let Some(s) = self.slot_of.remove(&slot_key(l, key)) {
+                            self.slots.release(s);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Feed the next event (`id` is its 0-based position in the trace).
