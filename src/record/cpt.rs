@@ -130,7 +130,7 @@ impl<W: Write> CptWriter<W> {
 
     fn declare_vars(&mut self, low: &Lowerer, upto: u32) -> std::io::Result<()> {
         while self.vars <= upto {
-            let (name, info) = match low.vars[self.vars as usize] {
+            let (name, info) = match low.vars.get(self.vars).expect("the lowering made it") {
                 Var::Cell { addr, generation } if !self.sym.in_object(addr) => {
                     // Heap or stack: named by its address, consecutive
                     // cells in one record.
@@ -475,7 +475,7 @@ mod tests {
                 spans += usize::from(l.run > 1);
                 w.event(&low, l, &stacks).unwrap();
                 for one in l.singles() {
-                    let Var::Cell { addr, generation } = low.vars[one.target as usize] else {
+                    let Var::Cell { addr, generation } = low.vars.get(one.target).unwrap() else {
                         panic!("not a cell");
                     };
                     let mut name = String::new();

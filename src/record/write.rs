@@ -161,7 +161,7 @@ impl Namer {
         }
         let sym = &self.sym;
         let rw_name = |lock: u64| sym.global(lock).unwrap_or_else(|| format!("{lock:#x}"));
-        let id = match low.vars[var as usize] {
+        let id = match low.vars.get(var).expect("the lowering made it") {
             Var::Cell { addr, generation } => {
                 let a = addr + u64::from(first);
                 self.variables.push_with(|text| {
@@ -592,7 +592,7 @@ mod tests {
         for (&(v, m), &(cell, mask)) in singles.iter().zip(&cells) {
             assert_eq!(m, mask);
             assert_eq!(
-                low.vars[v as usize],
+                low.vars.get(v).unwrap(),
                 Var::Cell {
                     addr: cell,
                     generation: 0

@@ -848,23 +848,27 @@ impl Interner {
 ///
 /// A recorded program's heap and stack cells (cprace's binary format) take
 /// no text at all: their names, the address in hex, are made when asked
-/// for ([`Arena::name`]), so millions of cells cost 24 bytes each.
+/// for ([`Arena::name`]), and consecutive cells of consecutive ids are one
+/// run, so millions of cells cost about 8 bytes each (their `ends`).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct Arena {
     text: String,
     /// Where name `i` ends in `text` (it starts where name `i - 1` ends);
     /// with [`CELL`] set, name `i` is a cell's (its text is empty).
     ends: Vec<usize>,
-    /// The cells' ids (ascending), addresses and generations.
+    /// Runs of cells (ascending ids): consecutive ids naming consecutive
+    /// cells of one generation, as a recording declares them.
     cells: Vec<Cell>,
 }
 
 /// Marks an [`Arena`] entry whose name is a cell's address.
 const CELL: usize = 1 << (usize::BITS - 1);
 
+/// Cells `id..id + n`, at `addr`, `addr + 8`, ...
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Cell {
     id: u32,
+    n: u32,
     generation: u32,
     addr: u64,
 }
@@ -904,12 +908,11 @@ impl Arena {
         if let Some(s) = self.get(i) {
             return Some(Cow::Borrowed(s));
         }
-        let c = self.cells[self
-            .cells
-            .binary_search_by_key(&(i as u32), |c| c.id)
-            .ok()?];
+        let i = u32::try_from(i).ok()?;
+        let c = self.cells[self.cells.partition_point(|c| c.id <= i).checked_sub(1)?];
+        let k = i.checked_sub(c.id).filter(|&k| k < c.n)?;
         let mut name = String::new();
-        crate::trace::cprace_bin::cell_name(&mut name, c.addr, c.generation);
+        crate::trace::cprace_bin::cell_name(&mut name, c.addr + 8 * u64::from(k), c.generation);
         Some(Cow::Owned(name))
     }
 
@@ -925,11 +928,20 @@ impl Arena {
     pub(crate) fn push_cell(&mut self, addr: u64, generation: u32) -> u32 {
         let id = self.ends.len() as u32;
         self.ends.push(self.text.len() | CELL);
-        self.cells.push(Cell {
-            id,
-            generation,
-            addr,
-        });
+        if let Some(c) = self.cells.last_mut()
+            && c.id + c.n == id
+            && c.generation == generation
+            && c.addr.checked_add(8 * u64::from(c.n)) == Some(addr)
+        {
+            c.n += 1;
+        } else {
+            self.cells.push(Cell {
+                id,
+                n: 1,
+                generation,
+                addr,
+            });
+        }
         id
     }
 }
@@ -985,6 +997,40 @@ mod tests {
     fn slots_fill_half_a_cache_line() {
         assert_eq!(std::mem::size_of::<Slot>(), 32);
         assert_eq!(std::mem::size_of::<Set>(), 64);
+    }
+
+    /// Cells in runs (consecutive addresses and ids, one generation)
+    /// between text names, runs broken by a gap, a generation, a name or
+    /// the address space's end: every id is named as it was pushed, and a
+    /// sweep of consecutive cells takes one run.
+    #[test]
+    fn cells_are_named_from_their_runs() {
+        let mut a = Arena::default();
+        let mut want: Vec<String> = Vec::new();
+        let mut cell = |a: &mut Arena, want: &mut Vec<String>, addr: u64, g: u32| {
+            let id = a.push_cell(addr, g);
+            assert_eq!(id as usize, want.len());
+            let mut n = String::new();
+            crate::trace::cprace_bin::cell_name(&mut n, addr, g);
+            want.push(n);
+        };
+        for k in 0..100 {
+            cell(&mut a, &mut want, 0x1000 + 8 * k, 0);
+        }
+        assert_eq!(a.cells.len(), 1);
+        cell(&mut a, &mut want, 0x2000, 0);
+        cell(&mut a, &mut want, 0x2008, 3);
+        cell(&mut a, &mut want, 0x2010, 3);
+        a.push_with(|t| t.push_str("x"));
+        want.push("x".into());
+        cell(&mut a, &mut want, 0x2018, 3);
+        cell(&mut a, &mut want, u64::MAX - 7, 3);
+        cell(&mut a, &mut want, 0, 3);
+        assert_eq!(a.cells.len(), 6);
+        for (i, w) in want.iter().enumerate() {
+            assert_eq!(a.name(i).as_deref(), Some(w.as_str()), "{i}");
+        }
+        assert_eq!(a.name(want.len()), None);
     }
 
     #[test]
