@@ -633,10 +633,30 @@ mod tests {
                 })
                 .sum::<usize>();
             let args = (&items[..], &path, &trace);
-            races_total += same(|| crate::race::hb::VcDetector::new(None), args.0, args.1, args.2);
-            same(|| crate::race::hb::TcDetector::new(None), args.0, args.1, args.2);
-            same(|| crate::race::wcp::WcpVc::new(None), args.0, args.1, args.2);
-            same(|| crate::race::shb::ShbDetector::new(None), args.0, args.1, args.2);
+            races_total += same(
+                || crate::race::hb::VcDetector::new(None),
+                args.0,
+                args.1,
+                args.2,
+            );
+            same(
+                || crate::race::hb::TcDetector::new(None),
+                args.0,
+                args.1,
+                args.2,
+            );
+            same(
+                || crate::race::wcp::WcpVc::new(None),
+                args.0,
+                args.1,
+                args.2,
+            );
+            same(
+                || crate::race::shb::ShbDetector::new(None),
+                args.0,
+                args.1,
+                args.2,
+            );
         }
         // Not vacuous: cells were retired, and there were races to keep.
         assert!(retired_total > 500, "{retired_total} retired");

@@ -349,8 +349,12 @@ fn repeats(c: &write::Counts) -> String {
 /// What [`lower_all`] hands the lowered trace to.
 pub(crate) trait LoweredSink {
     /// One trace event (with the lowerer, for its tables).
-    fn event(&mut self, low: &lower::Lowerer, l: &lower::Lowered, stacks: &events::Stacks)
-    -> Result<()>;
+    fn event(
+        &mut self,
+        low: &lower::Lowerer,
+        l: &lower::Lowered,
+        stacks: &events::Stacks,
+    ) -> Result<()>;
     /// Variables no later event touches, sorted (see
     /// [`lower::Lowerer::retired`]); a trace format without a way to say
     /// so ignores them.
@@ -524,14 +528,18 @@ pub fn write_trace(
     let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
     let mut w = write::StdWriter::default();
     let mut each = |out: &mut dyn Write| -> Result<()> {
-        lower_all(dir, false, |low: &lower::Lowerer, l: &lower::Lowered, _: &_| {
-            for l in l.singles() {
-                if let Some(e) = n.event(low, &l) {
-                    w.event(&n, e, &mut *out).with_context(cannot)?;
+        lower_all(
+            dir,
+            false,
+            |low: &lower::Lowerer, l: &lower::Lowered, _: &_| {
+                for l in l.singles() {
+                    if let Some(e) = n.event(low, &l) {
+                        w.event(&n, e, &mut *out).with_context(cannot)?;
+                    }
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         w.finish(&mut *out).with_context(cannot)?;
         Ok(())
     };
@@ -583,20 +591,24 @@ fn write_rapidbin(
     let mut out =
         write::ThreadWriter::new(file.try_clone().with_context(cannot)?).with_context(cannot)?;
     let mut unfit = None;
-    let r = lower_all(dir, false, |low: &lower::Lowerer, l: &lower::Lowered, _: &_| {
-        for l in l.singles() {
-            if let Some(e) = n.event(low, &l) {
-                match w.event(n, e, &mut out) {
-                    Ok(r) => r.with_context(cannot)?,
-                    Err(why) => {
-                        unfit = Some(why);
-                        anyhow::bail!("unfit");
+    let r = lower_all(
+        dir,
+        false,
+        |low: &lower::Lowerer, l: &lower::Lowered, _: &_| {
+            for l in l.singles() {
+                if let Some(e) = n.event(low, &l) {
+                    match w.event(n, e, &mut out) {
+                        Ok(r) => r.with_context(cannot)?,
+                        Err(why) => {
+                            unfit = Some(why);
+                            anyhow::bail!("unfit");
+                        }
                     }
                 }
             }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
     if let Some(why) = unfit {
         return Ok(Err(why));
     }

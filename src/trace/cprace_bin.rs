@@ -606,6 +606,9 @@ impl<R: Read> Input<R> {
     }
 }
 
+/// What is told the ids of each [`RETIRE`] record (see [`parse`]).
+pub(crate) type Retire<'a> = &'a mut dyn FnMut(&[u32]);
+
 /// A set of ids, a bit each.
 #[derive(Default)]
 struct Bits(Vec<u64>);
@@ -684,7 +687,7 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
     b: &mut Builder<'_, S>,
     rec: Option<&mut Recording>,
     keep_stacks: bool,
-    mut retire: Option<&mut dyn FnMut(&[u32])>,
+    mut retire: Option<Retire<'_>>,
 ) -> Result<(), LoadError> {
     let keep_vars = rec.is_some();
     let mut own = Recording::default();
@@ -819,7 +822,10 @@ pub(crate) fn parse<S: FnMut(u32, &Event)>(
             if op.target_kind() == super::model::TargetKind::Variable
                 && retired.contains(file_target)
             {
-                return Err(err(at, format!("variable {file_target} after its retirement")));
+                return Err(err(
+                    at,
+                    format!("variable {file_target} after its retirement"),
+                ));
             }
             let mask = if op.is_memory() {
                 match next_byte!() {
@@ -1233,7 +1239,10 @@ mod tests {
         )
         .unwrap();
         drop(b);
-        assert_eq!(seen.into_inner(), ["0:0", "1:1", "2:2", "retire [0, 1]", "3:2"]);
+        assert_eq!(
+            seen.into_inner(),
+            ["0:0", "1:1", "2:2", "retire [0, 1]", "3:2"]
+        );
         // Version 2 holds no retirement and reads as it did.
         let mut old = file(false);
         old[MAGIC.len()] = 2;

@@ -1007,7 +1007,7 @@ mod tests {
     fn cells_are_named_from_their_runs() {
         let mut a = Arena::default();
         let mut want: Vec<String> = Vec::new();
-        let mut cell = |a: &mut Arena, want: &mut Vec<String>, addr: u64, g: u32| {
+        let cell = |a: &mut Arena, want: &mut Vec<String>, addr: u64, g: u32| {
             let id = a.push_cell(addr, g);
             assert_eq!(id as usize, want.len());
             let mut n = String::new();
@@ -1021,7 +1021,7 @@ mod tests {
         cell(&mut a, &mut want, 0x2000, 0);
         cell(&mut a, &mut want, 0x2008, 3);
         cell(&mut a, &mut want, 0x2010, 3);
-        a.push_with(|t| t.push_str("x"));
+        a.push_with(|t| t.push('x'));
         want.push("x".into());
         cell(&mut a, &mut want, 0x2018, 3);
         cell(&mut a, &mut want, u64::MAX - 7, 3);

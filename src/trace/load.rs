@@ -200,7 +200,7 @@ fn read(
     check: Option<Check<'_>>,
     (rec, retire): (
         Option<(&mut Recording, bool)>,
-        Option<&mut dyn FnMut(&[u32])>,
+        Option<cprace_bin::Retire<'_>>,
     ),
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
