@@ -413,18 +413,22 @@ mod tests {
     use crate::trace::model::TargetKind;
     use cprace_events::{Kind, Long, RANGE_WRITE};
 
+    /// A xorshift generator from `seed`: `next(n)` is below `n`.
+    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        }
+    }
+
     /// Ranges and single accesses of many sizes and overlaps, by two
     /// threads, with frees between (new generations): the trace written
     /// with runs and cells reads back as the lowered events one by one.
     #[test]
     fn runs_read_back_as_the_lowered_events() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let mut recorded = Vec::new();
         for _ in 0..400 {
             let tid = next(2) as u32;
@@ -510,13 +514,7 @@ mod tests {
     fn retiring_reallocated_cells_changes_no_report() {
         use crate::engine::detector::{Detector, run_path, run_trace};
         use crate::report::Keep;
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         let long = |tid: u32, kind: Kind, addr: u64, extra: u64, pc: u64| Recorded {
             tid,
             what: What::Long(Long {

@@ -122,17 +122,9 @@ pub(crate) fn stream_retiring(
     path: &Path,
     format: Option<Format>,
     sink: impl FnMut(EventId, &Event),
-    retire: &mut dyn FnMut(&[u32]),
+    retire: cprace_bin::Retire<'_>,
 ) -> Result<(Names, LoadStats, Format), LoadError> {
-    let (name, input, side, busy) = open_trace(path)?;
-    read(
-        (&name, input, busy),
-        format,
-        side.as_deref(),
-        None,
-        (None, Some(retire)),
-        sink,
-    )
+    stream_with(path, format, None, Some(retire), sink)
 }
 
 /// [`stream`], failing on the first event `check` refuses (with the file and
@@ -143,13 +135,24 @@ pub(crate) fn stream_checked(
     check: Option<Check<'_>>,
     sink: impl FnMut(EventId, &Event),
 ) -> Result<(Names, LoadStats, Format), LoadError> {
+    stream_with(path, format, check, None, sink)
+}
+
+/// [`stream`] with an event check and a retirement hook.
+fn stream_with(
+    path: &Path,
+    format: Option<Format>,
+    check: Option<Check<'_>>,
+    retire: Option<cprace_bin::Retire<'_>>,
+    sink: impl FnMut(EventId, &Event),
+) -> Result<(Names, LoadStats, Format), LoadError> {
     let (name, input, side, busy) = open_trace(path)?;
     read(
         (&name, input, busy),
         format,
         side.as_deref(),
         check,
-        (None, None),
+        (None, retire),
         sink,
     )
 }
