@@ -505,8 +505,8 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// Memory allocated again and again by three threads (accesses of
-    /// every size, a lock, frees): the trace retires the cells of each
+    /// Memory allocated again and again by three threads (accesses and
+    /// atomics of every size, a lock, fences, frees): the trace retires the cells of each
     /// reallocated range, and every streaming detector that forgets them
     /// reports exactly what it reports on the whole trace in memory, where
     /// nothing is retired.
@@ -550,6 +550,37 @@ mod tests {
                         };
                         held[tid as usize] = !held[tid as usize];
                         long(tid, kind, 0x40, 0, pc)
+                    }
+                    4..=6 => {
+                        // Atomics of every order, fences among them: an
+                        // acquire fence acquires what its thread loaded
+                        // relaxed before, memory allocated again since
+                        // or not.
+                        use cprace_events::{Atomic, AtomicOp, Order};
+                        let op = [
+                            AtomicOp::Load,
+                            AtomicOp::Store,
+                            AtomicOp::Rmw,
+                            AtomicOp::Fence,
+                        ][next(4) as usize];
+                        let order = [
+                            Order::Relaxed,
+                            Order::Acquire,
+                            Order::Release,
+                            Order::SeqCst,
+                        ][next(4) as usize];
+                        let log2size = next(4) as u8;
+                        let addr = 0x1000 + (next(0x140) & !((1 << log2size) - 1));
+                        let mut e = long(tid, Kind::Atomic, addr, 0, pc);
+                        if let What::Long(l) = &mut e.what {
+                            l.flags = Atomic {
+                                op,
+                                order,
+                                log2size,
+                            }
+                            .flags();
+                        }
+                        e
                     }
                     _ => Recorded {
                         tid,

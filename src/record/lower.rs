@@ -476,7 +476,22 @@ impl Lowerer {
             }
         }
         self.gens.insert(start, (end, g));
+        let before = self.retired.len();
         self.cells.clear(start >> 3, end >> 3, &mut self.retired);
+        // A variable a thread loaded relaxed stays: its next acquire fence
+        // still acquires it (the release its load read from), freed or not.
+        if self.retired.len() > before {
+            let loaded: rustc_hash::FxHashSet<u32> = self
+                .threads
+                .values()
+                .flat_map(|ts| ts.relaxed_loads.iter().map(|&(v, _)| v))
+                .collect();
+            if !loaded.is_empty() {
+                let mut new = self.retired.split_off(before);
+                new.retain(|v| !loaded.contains(v));
+                self.retired.append(&mut new);
+            }
+        }
     }
 
     /// Bytes from `addr` that the free of a block of usable size `size`
