@@ -65,6 +65,7 @@ impl ShbDetector {
     /// histories and the clocks of their last writes.
     pub(crate) fn retire(&mut self, vars: &[u32]) {
         self.history.retire(vars);
+        self.clocks.retire(vars);
         for &v in vars {
             if let Some(w) = self.last_write.get_mut(v as usize) {
                 *w = None;

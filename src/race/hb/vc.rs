@@ -154,6 +154,9 @@ pub(crate) struct HbClocks<C = VectorClock> {
     /// volatile access, READ_ONLY for those no volatile write reached).
     vol_row: Vec<u32>,
     vols: Vec<Vol>,
+    /// Rows of `vols` whose variables were retired, to be used again (a
+    /// row keeps its old clock until then).
+    free_rows: Vec<u32>,
     /// Volatile variables seen (read or written).
     vol_count: usize,
     /// Per thread: its clock as a [`VectorClock`], taken at its first
@@ -180,6 +183,7 @@ impl<C: HbClock> HbClocks<C> {
             vol_row: Vec::new(),
             vols: Vec::new(),
             vol_count: 0,
+            free_rows: Vec::new(),
             snaps: Vec::new(),
             joins: 0,
         }
@@ -241,6 +245,20 @@ impl<C: HbClock> HbClocks<C> {
             self.vol_count += 1;
         }
         row
+    }
+
+    /// Forgets the volatile variables among `vars`, which no later event
+    /// touches: their rows go to new ones (the count of volatile
+    /// variables seen stays).
+    pub(crate) fn retire(&mut self, vars: &[u32]) {
+        for &v in vars {
+            if let Some(r) = self.vol_row.get_mut(v as usize) {
+                if *r != NONE && *r != READ_ONLY {
+                    self.free_rows.push(*r);
+                }
+                *r = NONE;
+            }
+        }
     }
 
     /// Thread `t`'s clock learned something from another thread: its
@@ -380,11 +398,19 @@ impl<C: HbClock> HbClocks<C> {
         let mine = Vol::Published(Published::of(&mut self.snaps[ti], t, stamp, || {
             threads[ti].snapshot()
         }));
-        let next = self.vols.len() as u32;
+        let next = match self.free_rows.last() {
+            Some(&r) => r,
+            None => self.vols.len() as u32,
+        };
         let row = self.vol(var);
         if *row == READ_ONLY {
             *row = next;
-            self.vols.push(mine);
+            if next as usize == self.vols.len() {
+                self.vols.push(mine);
+            } else {
+                self.free_rows.pop();
+                self.vols[next as usize] = mine;
+            }
             return;
         }
         let row = *row as usize;
@@ -468,6 +494,7 @@ impl<C: HbClock> ClockDetector<C> {
     /// [`crate::engine::detector::Detector::retire`]).
     pub fn retire(&mut self, vars: &[u32]) {
         self.history.retire(vars);
+        self.clocks.retire(vars);
     }
 
     /// Feed the next event.

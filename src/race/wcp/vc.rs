@@ -279,6 +279,8 @@ pub struct WcpVc {
     volatile_row: Vec<u32>,
     /// Per atomic variable: the sources of its hard edges.
     volatiles: Vec<VolatileState>,
+    /// Rows of `volatiles` whose variables were retired, to be used again.
+    free_rows: Vec<u32>,
     cs_count: u32,
     known_threads: i64,
     /// Total length of the paper's Acq/Rel queues (over threads seen so far).
@@ -322,6 +324,7 @@ impl WcpVc {
             stamp: 0,
             volatile_row: Vec::new(),
             volatiles: Vec::new(),
+            free_rows: Vec::new(),
             cs_count: 0,
             known_threads: 0,
             queue_len: 0,
@@ -372,12 +375,20 @@ impl WcpVc {
 
     /// Forgets variables no later event touches (see
     /// [`crate::engine::detector::Detector::retire`]): their access
-    /// histories and their rule-(a) keys with the slots of each key's
-    /// locks. A key an open section logged comes back, empty, at its
+    /// histories, their rule-(a) keys with the slots of each key's locks,
+    /// and an atomic's hard-edge sources (its row used again). A key an open section logged comes back, empty, at its
     /// release: state no access asks for again.
     pub fn retire(&mut self, vars: &[u32]) {
         self.history.retire(vars);
         for &v in vars {
+            // An atomic's hard-edge sources: emptied, the row used again.
+            if let Some(r) = self.volatile_row.get_mut(v as usize)
+                && *r != u32::MAX
+            {
+                self.volatiles[*r as usize] = VolatileState::default();
+                self.free_rows.push(*r);
+                *r = u32::MAX;
+            }
             for key in [2 * v, 2 * v + 1] {
                 if let Some(k) = self.keys.remove(&key) {
                     for l in k.locks {
@@ -686,8 +697,13 @@ impl WcpVc {
             self.volatile_row.resize(v + 1, u32::MAX);
         }
         if self.volatile_row[v] == u32::MAX {
-            self.volatile_row[v] = self.volatiles.len() as u32;
-            self.volatiles.push(VolatileState::default());
+            self.volatile_row[v] = match self.free_rows.pop() {
+                Some(r) => r,
+                None => {
+                    self.volatiles.push(VolatileState::default());
+                    self.volatiles.len() as u32 - 1
+                }
+            };
         }
         let v = self.volatile_row[v] as usize;
         let ts = &mut self.threads[t as usize];
