@@ -605,10 +605,8 @@ mod tests {
                 for l in &out {
                     w.event(&low, l, &stacks).unwrap();
                 }
-                retired.append(&mut low.retired);
-                retired.sort_unstable();
+                low.take_retired(&mut retired);
                 w.retire(&low, &retired).unwrap();
-                retired.clear();
             }
             let path = dir.path().join(format!("t{round}.cpt"));
             std::fs::write(&path, w.finish(&low, &stacks).unwrap()).unwrap();

@@ -517,6 +517,14 @@ impl Lowerer {
         }
     }
 
+    /// Moves the variables retired since the last call into `into` (its
+    /// contents replaced), sorted.
+    pub fn take_retired(&mut self, into: &mut Vec<u32>) {
+        into.clear();
+        std::mem::swap(into, &mut self.retired);
+        into.sort_unstable();
+    }
+
     /// Lowers `e`, handing each trace event to `out`.
     pub fn event(&mut self, e: &Event, out: &mut impl FnMut(Lowered)) {
         if self.reduce.is_none() {

@@ -423,10 +423,8 @@ pub(crate) fn lower_all(
         low.event(e, &mut |l| buf.push(l));
         buf.iter().try_for_each(|l| sink.event(&low, l, stacks))?;
         if !low.retired.is_empty() {
-            std::mem::swap(&mut retired, &mut low.retired);
-            retired.sort_unstable();
+            low.take_retired(&mut retired);
             sink.retire(&low, &retired)?;
-            retired.clear();
         }
         Ok(())
     })?;

@@ -398,22 +398,23 @@ impl<C: HbClock> HbClocks<C> {
         let mine = Vol::Published(Published::of(&mut self.snaps[ti], t, stamp, || {
             threads[ti].snapshot()
         }));
-        let next = match self.free_rows.last() {
-            Some(&r) => r,
-            None => self.vols.len() as u32,
-        };
-        let row = self.vol(var);
-        if *row == READ_ONLY {
-            *row = next;
-            if next as usize == self.vols.len() {
-                self.vols.push(mine);
-            } else {
-                self.free_rows.pop();
-                self.vols[next as usize] = mine;
-            }
+        let row = *self.vol(var);
+        if row == READ_ONLY {
+            // A retired atomic's row, or a new one.
+            let r = match self.free_rows.pop() {
+                Some(r) => {
+                    self.vols[r as usize] = mine;
+                    r
+                }
+                None => {
+                    self.vols.push(mine);
+                    self.vols.len() as u32 - 1
+                }
+            };
+            self.vol_row[var as usize] = r;
             return;
         }
-        let row = *row as usize;
+        let row = row as usize;
         let slot = &mut self.vols[row];
         match slot {
             // An older clock of t's, below its clock now.

@@ -376,8 +376,9 @@ impl WcpVc {
     /// Forgets variables no later event touches (see
     /// [`crate::engine::detector::Detector::retire`]): their access
     /// histories, their rule-(a) keys with the slots of each key's locks,
-    /// and an atomic's hard-edge sources (its row used again). A key an open section logged comes back, empty, at its
-    /// release: state no access asks for again.
+    /// and an atomic's hard-edge sources (its row used again). A key an
+    /// open section logged comes back, empty, at its release: state no
+    /// access asks for again.
     pub fn retire(&mut self, vars: &[u32]) {
         self.history.retire(vars);
         for &v in vars {
