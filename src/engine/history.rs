@@ -11,6 +11,7 @@
 
 use std::num::NonZeroU32;
 
+use crate::engine::paged::Paged;
 use crate::report::{Access, Race};
 use crate::trace::{Event, EventId, Op, ThreadId};
 
@@ -190,79 +191,13 @@ enum Head {
     Many(Vec<Half>),
 }
 
-/// Variables to a page of heads: 128 KiB.
-const PAGE_BITS: u32 = 12;
-
-/// The heads of all variables, by id, in pages of `1 << PAGE_BITS`. A page
-/// whose every variable was retired is freed and its memory goes to the
-/// next page: a recorded program allocating memory again and again (a
-/// thread pool's tests: 30.6M of 54.3M variables retired) keeps the heads
-/// of the memory it holds, not of all it ever touched.
-#[derive(Clone, Debug, Default)]
-struct Heads {
-    pages: Vec<Page>,
-}
-
-#[derive(Clone, Debug, Default)]
-struct Page {
-    /// Empty: never touched, or freed when its last variable was retired.
-    heads: Box<[Head]>,
-    /// Heads not [`Head::Empty`].
-    live: u32,
-}
-
-impl Heads {
-    #[inline(always)]
-    fn get(&self, v: usize) -> Option<&Head> {
-        self.pages.get(v >> PAGE_BITS)?.heads.get(v & PAGE_MASK)
-    }
-
-    /// Variable `v`'s head and its page's count of live heads (to be
-    /// raised when the head stops being empty).
-    #[inline(always)]
-    fn slot(&mut self, v: usize) -> (&mut Head, &mut u32) {
-        let p = v >> PAGE_BITS;
-        if self.pages.get(p).is_none_or(|page| page.heads.is_empty()) {
-            self.add_page(p);
-        }
-        let page = &mut self.pages[p];
-        (&mut page.heads[v & PAGE_MASK], &mut page.live)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn add_page(&mut self, p: usize) {
-        if self.pages.len() <= p {
-            self.pages.resize_with(p + 1, Page::default);
-        }
-        self.pages[p].heads = vec![Head::Empty; 1 << PAGE_BITS].into_boxed_slice();
-    }
-
-    /// Empties variable `v`'s head, and frees its page when that was the
-    /// page's last.
-    fn retire(&mut self, v: usize) {
-        let Some(page) = self.pages.get_mut(v >> PAGE_BITS) else {
-            return;
-        };
-        if let Some(h) = page.heads.get_mut(v & PAGE_MASK)
-            && !matches!(h, Head::Empty)
-        {
-            *h = Head::Empty;
-            page.live -= 1;
-            if page.live == 0 {
-                page.heads = Box::default();
-            }
-        }
-    }
-}
-
-const PAGE_MASK: usize = (1 << PAGE_BITS) - 1;
-
 /// Latest read and write of every thread, per variable (only those that can
 /// still be a witness: see [`AccessHistory::access`]).
 #[derive(Clone, Debug, Default)]
 pub struct AccessHistory {
-    vars: Heads,
+    /// In pages freed when their variables are retired (see
+    /// [`AccessHistory::retire`]).
+    vars: Paged<Head>,
     window: Option<u64>,
 }
 
@@ -306,7 +241,7 @@ impl AccessHistory {
     /// it holds, not of all it ever allocated.
     pub(crate) fn retire(&mut self, vars: &[u32]) {
         for &v in vars {
-            self.vars.retire(v as usize);
+            self.vars.retire(v as usize, |h| !matches!(h, Head::Empty));
         }
     }
 
@@ -701,7 +636,7 @@ mod tests {
 
     #[test]
     fn a_page_goes_when_its_last_variable_is_retired() {
-        let page = 1usize << PAGE_BITS;
+        let page = crate::engine::paged::PAGE;
         let mut h = AccessHistory::new(None);
         let w = |thread, target| Event {
             thread,
@@ -715,17 +650,17 @@ mod tests {
             h.access(v, &w(0, v), 1, |_, _| true);
         }
         assert!(h.access(20, &w(1, 3), 1, |_, _| false).is_some());
-        assert_eq!(h.vars.pages[0].live, 10);
+        assert_eq!(h.vars.live(0), 10);
         // Retiring a variable never touched, or twice, counts nothing.
         h.retire(&[0, 0, 11, 4000]);
-        assert_eq!(h.vars.pages[0].live, 9);
+        assert_eq!(h.vars.live(0), 9);
         h.retire(&(1..10).collect::<Vec<_>>());
-        assert!(h.vars.pages[0].heads.is_empty(), "the page stays");
-        assert_eq!(h.vars.pages[1].live, 1);
+        assert!(!h.vars.page_held(0), "the page stays");
+        assert_eq!(h.vars.live(page), 1);
         // A variable of the freed page not touched before gets a new one.
         assert!(h.access(30, &w(0, 12), 1, |_, _| true).is_none());
         assert!(h.access(31, &w(1, 12), 1, |_, _| false).is_some());
-        assert_eq!(h.vars.pages[0].live, 1);
+        assert_eq!(h.vars.live(0), 1);
         assert!(stamps(&h, 3).is_empty());
     }
 

@@ -6,5 +6,6 @@
 pub(crate) mod clock;
 pub mod detector;
 pub mod history;
+pub(crate) mod paged;
 pub mod reference;
 pub mod sync;

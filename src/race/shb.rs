@@ -28,6 +28,7 @@ use serde_json::json;
 
 use crate::engine::clock::VectorClock;
 use crate::engine::history::AccessHistory;
+use crate::engine::paged::Paged;
 use crate::race::hb::vc::HbClocks;
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
@@ -39,7 +40,8 @@ pub(crate) struct ShbDetector {
     history: AccessHistory,
     /// Per variable, the clock of its last write (None: none yet); a
     /// shared copy-on-write clock, so saving it is O(1).
-    last_write: Vec<Option<VectorClock>>,
+    /// In pages freed when their variables are retired.
+    last_write: Paged<Option<VectorClock>>,
     /// Variables a write touched only part of: the clock of the last write
     /// of each byte (their `last_write` entry is then unused).
     bytes: FxHashMap<u32, Box<[Option<VectorClock>; 8]>>,
@@ -53,7 +55,7 @@ impl ShbDetector {
         ShbDetector {
             clocks: HbClocks::new(),
             history: AccessHistory::new(window),
-            last_write: Vec::new(),
+            last_write: Paged::new(None),
             bytes: FxHashMap::default(),
             rf_joins: 0,
             report: Report::new(Relation::Shb, Engine::Vc, window, 0),
@@ -67,9 +69,7 @@ impl ShbDetector {
         self.history.retire(vars);
         self.clocks.retire(vars);
         for &v in vars {
-            if let Some(w) = self.last_write.get_mut(v as usize) {
-                *w = None;
-            }
+            self.last_write.retire(v as usize, Option::is_some);
             self.bytes.remove(&v);
         }
     }
@@ -88,9 +88,6 @@ impl ShbDetector {
             self.report.push(r);
         }
         let x = ev.target as usize;
-        if self.last_write.len() <= x {
-            self.last_write.resize(x + 1, None);
-        }
         let mask = ev.bytes();
         if ev.op.is_write() {
             let mut w = row.clone();
@@ -104,13 +101,17 @@ impl ShbDetector {
                 if !self.bytes.is_empty() {
                     self.bytes.remove(&ev.target);
                 }
-                self.last_write[x] = Some(w);
+                let (slot, live) = self.last_write.slot(x);
+                if slot.is_none() {
+                    *live += 1;
+                }
+                *slot = Some(w);
             } else {
-                let whole = &self.last_write[x];
+                let whole = self.last_write.get(x).and_then(Option::as_ref);
                 let per = self
                     .bytes
                     .entry(ev.target)
-                    .or_insert_with(|| Box::new(std::array::from_fn(|_| whole.clone())));
+                    .or_insert_with(|| Box::new(std::array::from_fn(|_| whole.cloned())));
                 for (b, slot) in per.iter_mut().enumerate() {
                     if mask >> b & 1 == 1 {
                         *slot = Some(w.clone());
@@ -140,7 +141,7 @@ impl ShbDetector {
                 }
             }
             None => {
-                if let Some(w) = &self.last_write[x] {
+                if let Some(Some(w)) = self.last_write.get(x) {
                     self.clocks.join_thread(t, w);
                     self.rf_joins += 1;
                 }

@@ -36,6 +36,7 @@ use serde_json::json;
 
 use crate::engine::clock::{Published, TreeClock, VectorClock};
 use crate::engine::history::AccessHistory;
+use crate::engine::paged::Paged;
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op, ThreadId};
@@ -151,8 +152,9 @@ pub(crate) struct HbClocks<C = VectorClock> {
     has_events: Vec<bool>,
     locks: Vec<C>,
     /// Variable id -> index in `vols` (NONE for variables without a
-    /// volatile access, READ_ONLY for those no volatile write reached).
-    vol_row: Vec<u32>,
+    /// volatile access, READ_ONLY for those no volatile write reached), in
+    /// pages freed when their variables are retired.
+    vol_row: Paged<u32>,
     vols: Vec<Vol>,
     /// Rows of `vols` whose variables were retired, to be used again (a
     /// row keeps its old clock until then).
@@ -180,7 +182,7 @@ impl<C: HbClock> HbClocks<C> {
             threads: Vec::new(),
             has_events: Vec::new(),
             locks: Vec::new(),
-            vol_row: Vec::new(),
+            vol_row: Paged::new(NONE),
             vols: Vec::new(),
             vol_count: 0,
             free_rows: Vec::new(),
@@ -235,13 +237,10 @@ impl<C: HbClock> HbClocks<C> {
     /// volatile write reached it yet (NONE before its first access).
     #[inline]
     fn vol(&mut self, v: u32) -> &mut u32 {
-        let v = v as usize;
-        if v >= self.vol_row.len() {
-            self.vol_row.resize(v + 1, NONE);
-        }
-        let row = &mut self.vol_row[v];
+        let (row, live) = self.vol_row.slot(v as usize);
         if *row == NONE {
             *row = READ_ONLY;
+            *live += 1;
             self.vol_count += 1;
         }
         row
@@ -252,11 +251,10 @@ impl<C: HbClock> HbClocks<C> {
     /// variables seen stays).
     pub(crate) fn retire(&mut self, vars: &[u32]) {
         for &v in vars {
-            if let Some(r) = self.vol_row.get_mut(v as usize) {
-                if *r != NONE && *r != READ_ONLY {
-                    self.free_rows.push(*r);
-                }
-                *r = NONE;
+            if let Some(r) = self.vol_row.retire(v as usize, |&r| r != NONE)
+                && r != READ_ONLY
+            {
+                self.free_rows.push(r);
             }
         }
     }
@@ -411,7 +409,7 @@ impl<C: HbClock> HbClocks<C> {
                     self.vols.len() as u32 - 1
                 }
             };
-            self.vol_row[var as usize] = r;
+            *self.vol_row.slot(var as usize).0 = r;
             return;
         }
         let row = row as usize;

@@ -27,6 +27,7 @@ use smallvec::SmallVec;
 
 use crate::engine::clock::{Published, VectorClock};
 use crate::engine::history::AccessHistory;
+use crate::engine::paged::Paged;
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op, ThreadId};
@@ -275,8 +276,9 @@ pub struct WcpVc {
     /// Stamps of log entries, over all threads.
     stamp: u64,
     /// Per variable: its row in `volatiles`, u32::MAX before its first
-    /// atomic access (4 bytes a plain variable, not a whole state).
-    volatile_row: Vec<u32>,
+    /// atomic access (4 bytes a plain variable, not a whole state), in
+    /// pages freed when their variables are retired.
+    volatile_row: Paged<u32>,
     /// Per atomic variable: the sources of its hard edges.
     volatiles: Vec<VolatileState>,
     /// Rows of `volatiles` whose variables were retired, to be used again.
@@ -322,7 +324,7 @@ impl WcpVc {
             slots: SlotTable::default(),
             keys: FxHashMap::default(),
             stamp: 0,
-            volatile_row: Vec::new(),
+            volatile_row: Paged::new(u32::MAX),
             volatiles: Vec::new(),
             free_rows: Vec::new(),
             cs_count: 0,
@@ -383,12 +385,9 @@ impl WcpVc {
         self.history.retire(vars);
         for &v in vars {
             // An atomic's hard-edge sources: emptied, the row used again.
-            if let Some(r) = self.volatile_row.get_mut(v as usize)
-                && *r != u32::MAX
-            {
-                self.volatiles[*r as usize] = VolatileState::default();
-                self.free_rows.push(*r);
-                *r = u32::MAX;
+            if let Some(r) = self.volatile_row.retire(v as usize, |&r| r != u32::MAX) {
+                self.volatiles[r as usize] = VolatileState::default();
+                self.free_rows.push(r);
             }
             for key in [2 * v, 2 * v + 1] {
                 if let Some(k) = self.keys.remove(&key) {
@@ -693,12 +692,10 @@ impl WcpVc {
     /// reads since the latest write, kept one per thread and dropped at the
     /// write.
     fn volatile_access(&mut self, t: ThreadId, v: u32, write: bool) {
-        let v = v as usize;
-        if self.volatile_row.len() <= v {
-            self.volatile_row.resize(v + 1, u32::MAX);
-        }
-        if self.volatile_row[v] == u32::MAX {
-            self.volatile_row[v] = match self.free_rows.pop() {
+        let (row, live) = self.volatile_row.slot(v as usize);
+        if *row == u32::MAX {
+            *live += 1;
+            *row = match self.free_rows.pop() {
                 Some(r) => r,
                 None => {
                     self.volatiles.push(VolatileState::default());
@@ -706,7 +703,7 @@ impl WcpVc {
                 }
             };
         }
-        let v = self.volatile_row[v] as usize;
+        let v = *row as usize;
         let ts = &mut self.threads[t as usize];
         let st = &mut self.volatiles[v];
         let other = match (&st.last_write, &st.other_write) {
