@@ -849,28 +849,39 @@ impl Interner {
 /// A recorded program's heap and stack cells (cprace's binary format) take
 /// no text at all: their names, the address in hex, are made when asked
 /// for ([`Arena::name`]), and consecutive cells of consecutive ids are one
-/// run, so millions of cells cost about 8 bytes each (their `ends`).
+/// run, so millions of cells cost nothing each (a recording touching
+/// 54M cells, BS::thread_pool's tests, kept 434 MB of text ends for them).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct Arena {
     text: String,
-    /// Where name `i` ends in `text` (it starts where name `i - 1` ends);
-    /// with [`CELL`] set, name `i` is a cell's (its text is empty).
+    /// Where the `j`th text name ends in `text` (it starts where the one
+    /// before ends). Without cells, name `i` is text name `i`.
     ends: Vec<usize>,
     /// Runs of cells (ascending ids): consecutive ids naming consecutive
     /// cells of one generation, as a recording declares them.
     cells: Vec<Cell>,
+    /// Number of names, text and cells.
+    len: usize,
 }
 
-/// Marks an [`Arena`] entry whose name is a cell's address.
-const CELL: usize = 1 << (usize::BITS - 1);
-
-/// Cells `id..id + n`, at `addr`, `addr + 8`, ...
+/// Cells `id..id + n`, at `addr`, `addr + 8`, ...; `before` cells come
+/// before them (the runs before), so text names after them are numbered
+/// `id - before - n` among the text names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Cell {
     id: u32,
     n: u32,
     generation: u32,
+    before: u32,
     addr: u64,
+}
+
+/// What name `i` of an [`Arena`] is.
+enum Named {
+    /// The `j`th text name.
+    Text(usize),
+    /// The `k`th cell of a run.
+    Cell(Cell, u32),
 }
 
 impl Arena {
@@ -879,41 +890,62 @@ impl Arena {
         self.text.clear();
         self.ends.clear();
         self.cells.clear();
+        self.len = 0;
     }
 
     /// Number of names.
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.ends.len()
+        self.len
     }
 
     /// True when there are no names.
     pub(crate) fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.len == 0
+    }
+
+    /// What name `i` is, if there is one.
+    #[inline]
+    fn named(&self, i: usize) -> Option<Named> {
+        if i >= self.len {
+            return None;
+        }
+        // Text traces have no cells: name i is text name i.
+        if self.cells.is_empty() {
+            return Some(Named::Text(i));
+        }
+        let i = u32::try_from(i).ok()?;
+        let Some(r) = self.cells.partition_point(|c| c.id <= i).checked_sub(1) else {
+            return Some(Named::Text(i as usize));
+        };
+        let c = self.cells[r];
+        Some(match i - c.id {
+            k if k < c.n => Named::Cell(c, k),
+            _ => Named::Text((i - c.before - c.n) as usize),
+        })
     }
 
     /// Name `i` when it is text (None for a cell: see [`Arena::name`]).
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Option<&str> {
-        let end = *self.ends.get(i)?;
-        if end & CELL != 0 {
+        let Named::Text(j) = self.named(i)? else {
             return None;
-        }
-        let start = if i == 0 { 0 } else { self.ends[i - 1] & !CELL };
-        self.text.get(start..end)
+        };
+        let start = if j == 0 { 0 } else { self.ends[j - 1] };
+        self.text.get(start..self.ends[j])
     }
 
     /// Name `i`, a cell's made from its address.
     pub(crate) fn name(&self, i: usize) -> Option<Cow<'_, str>> {
-        if let Some(s) = self.get(i) {
-            return Some(Cow::Borrowed(s));
+        match self.named(i)? {
+            Named::Text(_) => self.get(i).map(Cow::Borrowed),
+            Named::Cell(c, k) => {
+                let mut name = String::new();
+                let addr = c.addr.wrapping_add(8 * u64::from(k));
+                crate::trace::cprace_bin::cell_name(&mut name, addr, c.generation);
+                Some(Cow::Owned(name))
+            }
         }
-        let i = u32::try_from(i).ok()?;
-        let c = self.cells[self.cells.partition_point(|c| c.id <= i).checked_sub(1)?];
-        let k = i.checked_sub(c.id).filter(|&k| k < c.n)?;
-        let mut name = String::new();
-        crate::trace::cprace_bin::cell_name(&mut name, c.addr + 8 * u64::from(k), c.generation);
-        Some(Cow::Owned(name))
     }
 
     /// A new name, the next id: what `write` appends to the text.
@@ -921,13 +953,14 @@ impl Arena {
     pub(crate) fn push_with(&mut self, write: impl FnOnce(&mut String)) -> u32 {
         write(&mut self.text);
         self.ends.push(self.text.len());
-        self.ends.len() as u32 - 1
+        self.len += 1;
+        self.len as u32 - 1
     }
 
     /// A new cell (named by its address and generation), the next id.
     pub(crate) fn push_cell(&mut self, addr: u64, generation: u32) -> u32 {
-        let id = self.ends.len() as u32;
-        self.ends.push(self.text.len() | CELL);
+        let id = self.len as u32;
+        self.len += 1;
         if let Some(c) = self.cells.last_mut()
             && c.id + c.n == id
             && c.generation == generation
@@ -935,10 +968,12 @@ impl Arena {
         {
             c.n += 1;
         } else {
+            let before = self.cells.last().map_or(0, |c| c.before + c.n);
             self.cells.push(Cell {
                 id,
                 n: 1,
                 generation,
+                before,
                 addr,
             });
         }
@@ -1027,10 +1062,30 @@ mod tests {
         cell(&mut a, &mut want, u64::MAX - 7, 3);
         cell(&mut a, &mut want, 0, 3);
         assert_eq!(a.cells.len(), 6);
+        a.push_with(|t| t.push_str("yy"));
+        a.push_with(|t| t.push_str("z"));
+        want.extend(["yy".into(), "z".into()]);
+        cell(&mut a, &mut want, 8, 3);
+        a.push_with(|t| t.push_str("w"));
+        want.push("w".into());
+        // Cells take no text: only the four text names have ends.
+        assert_eq!(a.ends.len(), 4);
         for (i, w) in want.iter().enumerate() {
             assert_eq!(a.name(i).as_deref(), Some(w.as_str()), "{i}");
+            let text = ["x", "yy", "z", "w"].contains(&w.as_str());
+            assert_eq!(a.get(i), text.then_some(w.as_str()), "{i}");
         }
+        assert_eq!(a.len(), want.len());
         assert_eq!(a.name(want.len()), None);
+        assert_eq!(a.get(want.len()), None);
+        // Text names before any cell.
+        let mut b = Arena::default();
+        b.push_with(|t| t.push_str("g"));
+        b.push_cell(0x40, 0);
+        b.push_with(|t| t.push_str("h"));
+        assert_eq!(b.get(0), Some("g"));
+        assert_eq!(b.get(1), None);
+        assert_eq!(b.get(2), Some("h"));
     }
 
     #[test]
