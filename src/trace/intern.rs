@@ -1063,10 +1063,10 @@ mod tests {
         cell(&mut a, &mut want, 0, 3);
         assert_eq!(a.cells.len(), 6);
         a.push_with(|t| t.push_str("yy"));
-        a.push_with(|t| t.push_str("z"));
+        a.push_with(|t| t.push('z'));
         want.extend(["yy".into(), "z".into()]);
         cell(&mut a, &mut want, 8, 3);
-        a.push_with(|t| t.push_str("w"));
+        a.push_with(|t| t.push('w'));
         want.push("w".into());
         // Cells take no text: only the four text names have ends.
         assert_eq!(a.ends.len(), 4);
@@ -1080,9 +1080,9 @@ mod tests {
         assert_eq!(a.get(want.len()), None);
         // Text names before any cell.
         let mut b = Arena::default();
-        b.push_with(|t| t.push_str("g"));
+        b.push_with(|t| t.push('g'));
         b.push_cell(0x40, 0);
-        b.push_with(|t| t.push_str("h"));
+        b.push_with(|t| t.push('h'));
         assert_eq!(b.get(0), Some("g"));
         assert_eq!(b.get(1), None);
         assert_eq!(b.get(2), Some("h"));
