@@ -34,6 +34,8 @@ pub(crate) fn check_output_path(path: &Path) -> Result<()> {
     }
     // The output is written to a temporary file next to it: try making one
     // (permissions alone do not tell, e.g. on a read-only file system).
+    let dir = temp_dir_for(path);
+    let dir = dir.as_path();
     if let Err(e) = output_builder().tempfile_in(dir) {
         // The OS's reason alone: tempfile's error names its probe file.
         let e = e
@@ -55,6 +57,16 @@ fn parent(path: &Path) -> &Path {
     }
 }
 
+/// Where the temporary file that becomes `path` is made: next to it, so
+/// that a rename puts it in place, unless `path` is something other than a
+/// regular file (a device, a pipe), which gets a copy (see [`persist`]).
+pub(crate) fn temp_dir_for(path: &Path) -> std::path::PathBuf {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.file_type().is_file() => std::env::temp_dir(),
+        _ => parent(path).to_path_buf(),
+    }
+}
+
 /// Write `path` through `write` into a temporary file next to it, renamed into
 /// place only when `write` succeeds: on any failure an existing file is left
 /// as it was and no partial file remains.
@@ -62,7 +74,7 @@ pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>)
     check_output_path(path)?;
     let tmp = output_builder()
         .suffix(".tmp")
-        .tempfile_in(parent(path))
+        .tempfile_in(temp_dir_for(path))
         .map_err(Error::io(format!(
             "cannot create a temporary file next to {}",
             path.display()
@@ -76,10 +88,25 @@ pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>)
     tmp.as_file()
         .sync_all()
         .map_err(Error::io(format!("cannot write {}", path.display())))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .map_err(Error::io(format!("cannot replace {}", path.display())))?;
+    persist(tmp, path).map_err(Error::io(format!("cannot replace {}", path.display())))?;
     Ok(())
+}
+
+/// Put the finished temporary file `tmp` in place of `path`: renamed over a
+/// regular file (or none), but copied into anything else that is there, a
+/// device such as `/dev/null`, a pipe or a terminal. A rename would replace
+/// the device itself: as root, `-o /dev/null` left a regular file there,
+/// which every later reader of /dev/null then read back (a build's probe
+/// of rustc failed on its contents).
+pub fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.file_type().is_file() => {
+            let mut to = std::fs::OpenOptions::new().write(true).open(path)?;
+            io::copy(&mut tmp.reopen()?, &mut to)?;
+            to.flush()
+        }
+        _ => tmp.persist(path).map(|_| ()).map_err(|e| e.error),
+    }
 }
 
 /// Temporary files that become outputs: named `.cprace-*` and created with
@@ -121,6 +148,36 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         write_file(&p, |w| Ok(w.write_all(b"new")?)).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_device_is_written_into_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        // A link to /dev/null stands for the device: a rename would replace
+        // the link (as root, `-o /dev/null` replaced the device itself).
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("null");
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        write_file(&link, |w| Ok(w.write_all(b"discarded")?)).unwrap();
+        let m = std::fs::symlink_metadata(&link).unwrap();
+        assert!(m.file_type().is_symlink(), "the link was replaced");
+        assert!(
+            std::fs::metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        persist(tmp, &link).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // Nothing left beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

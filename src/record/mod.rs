@@ -456,10 +456,7 @@ pub fn write_trace(
     tee: Option<Box<dyn Write + Send>>,
 ) -> Result<(write::Counts, OutFormat)> {
     let listing = events::segments(listing)?;
-    let parent = match output.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let parent = crate::output::temp_dir_for(output);
     let tmp = crate::output::output_builder()
         .tempfile_in(&parent)
         .with_context(|| format!("cannot create a file in {}", parent.display()))?;
@@ -477,7 +474,7 @@ pub fn write_trace(
             events = w.events;
             let z = w.finish(&low, &stacks).with_context(cannot)?;
             z.finish().with_context(cannot)?;
-            tmp.persist(output).with_context(cannot)?;
+            crate::output::persist(tmp, output).with_context(cannot)?;
             let _ = std::fs::remove_file(&side);
             return Ok((counts_of(&low, events), format));
         }
@@ -488,7 +485,7 @@ pub fn write_trace(
         events = w.events;
         let mut out = w.finish(&low, &stacks).with_context(cannot)?;
         out.finish().with_context(cannot)?;
-        tmp.persist(output).with_context(cannot)?;
+        crate::output::persist(tmp, output).with_context(cannot)?;
         let _ = std::fs::remove_file(&side);
         return Ok((counts_of(&low, events), format));
     }
@@ -497,17 +494,16 @@ pub fn write_trace(
         match write_rapidbin(dir, &mut n, tmp.as_file(), output)? {
             Ok(()) => {
                 let side_tmp = crate::output::output_builder()
-                    .tempfile_in(&parent)
-                    .with_context(|| format!("cannot create a file in {}", parent.display()))?;
+                    .tempfile_in(crate::output::temp_dir_for(&side))
+                    .with_context(|| format!("cannot write {}", side.display()))?;
                 write::RapidBinWriter::write_side(
                     &n,
                     &mut std::io::BufWriter::with_capacity(1 << 20, side_tmp.as_file()),
                 )
                 .with_context(|| format!("cannot write {}", side.display()))?;
-                side_tmp
-                    .persist(&side)
+                crate::output::persist(side_tmp, &side)
                     .with_context(|| format!("cannot write {}", side.display()))?;
-                tmp.persist(output).with_context(cannot)?;
+                crate::output::persist(tmp, output).with_context(cannot)?;
                 return Ok((n.counts, format));
             }
             Err(why) => {
@@ -553,7 +549,7 @@ pub fn write_trace(
         each(&mut out)?;
         out.finish().with_context(cannot)?;
     }
-    tmp.persist(output).with_context(cannot)?;
+    crate::output::persist(tmp, output).with_context(cannot)?;
     // A side file left from an earlier RapidBin trace of this name no longer
     // belongs to it.
     let _ = std::fs::remove_file(&side);
