@@ -315,12 +315,7 @@ impl AccessHistory {
                 probe.best
             }
             Head::Many(halves) => {
-                let new = Half {
-                    stamp: Some(stamp),
-                    thread: ev.thread,
-                    mask: new.mask,
-                    op: ev.op,
-                };
+                let new = Half::from_entry(&new);
                 let mut probe = Probe::new(self.window, id, ev, ordered);
                 // One pass: the other threads' stamps checked, this
                 // thread's trimmed of the bytes this access covers (the

@@ -928,9 +928,15 @@ impl Arena {
     /// Name `i` when it is text (None for a cell: see [`Arena::name`]).
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Option<&str> {
-        let Named::Text(j) = self.named(i)? else {
-            return None;
-        };
+        match self.named(i)? {
+            Named::Text(j) => self.text(j),
+            Named::Cell(..) => None,
+        }
+    }
+
+    /// The `j`th text name.
+    #[inline]
+    fn text(&self, j: usize) -> Option<&str> {
         let start = if j == 0 { 0 } else { self.ends[j - 1] };
         self.text.get(start..self.ends[j])
     }
@@ -938,7 +944,7 @@ impl Arena {
     /// Name `i`, a cell's made from its address.
     pub(crate) fn name(&self, i: usize) -> Option<Cow<'_, str>> {
         match self.named(i)? {
-            Named::Text(_) => self.get(i).map(Cow::Borrowed),
+            Named::Text(j) => self.text(j).map(Cow::Borrowed),
             Named::Cell(c, k) => {
                 let mut name = String::new();
                 let addr = c.addr.wrapping_add(8 * u64::from(k));
