@@ -110,6 +110,63 @@ impl<T: Clone> Paged<T> {
     }
 }
 
+/// State that only some variables have (atomics: their clocks, their
+/// hard-edge sources), in rows numbered from 0; a retired variable's row
+/// goes to the next variable that needs one (a thread pool's tests use 30M
+/// atomics in vectors allocated again and again).
+#[derive(Clone, Debug)]
+pub(crate) struct Rows<T> {
+    rows: Vec<T>,
+    /// Rows given back, to be used again.
+    free: Vec<u32>,
+}
+
+impl<T> Default for Rows<T> {
+    fn default() -> Self {
+        Rows {
+            rows: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Rows<T> {
+    /// A row holding `value`: one given back, else a new one.
+    pub(crate) fn put(&mut self, value: T) -> u32 {
+        match self.free.pop() {
+            Some(r) => {
+                self.rows[r as usize] = value;
+                r
+            }
+            None => {
+                self.rows.push(value);
+                self.rows.len() as u32 - 1
+            }
+        }
+    }
+
+    /// Gives row `r` back (it keeps what it holds until [`Rows::put`]
+    /// takes it).
+    pub(crate) fn free(&mut self, r: u32) {
+        self.free.push(r);
+    }
+}
+
+impl<T> std::ops::Index<usize> for Rows<T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, r: usize) -> &T {
+        &self.rows[r]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Rows<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, r: usize) -> &mut T {
+        &mut self.rows[r]
+    }
+}
+
 /// Variables to a page, for tests that fill one.
 #[cfg(test)]
 pub(crate) const PAGE: usize = 1 << PAGE_BITS;

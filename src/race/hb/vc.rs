@@ -36,7 +36,7 @@ use serde_json::json;
 
 use crate::engine::clock::{Published, TreeClock, VectorClock};
 use crate::engine::history::AccessHistory;
-use crate::engine::paged::Paged;
+use crate::engine::paged::{Paged, Rows};
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op, ThreadId};
@@ -155,10 +155,9 @@ pub(crate) struct HbClocks<C = VectorClock> {
     /// volatile access, READ_ONLY for those no volatile write reached), in
     /// pages freed when their variables are retired.
     vol_row: Paged<u32>,
-    vols: Vec<Vol>,
-    /// Rows of `vols` whose variables were retired, to be used again (a
-    /// row keeps its old clock until then).
-    free_rows: Vec<u32>,
+    /// The clocks of atomics a release reached (a retired one's row keeps
+    /// its old clock until the next atomic takes it).
+    vols: Rows<Vol>,
     /// Volatile variables seen (read or written).
     vol_count: usize,
     /// Per thread: its clock as a [`VectorClock`], taken at its first
@@ -183,9 +182,8 @@ impl<C: HbClock> HbClocks<C> {
             has_events: Vec::new(),
             locks: Vec::new(),
             vol_row: Paged::new(NONE),
-            vols: Vec::new(),
+            vols: Rows::default(),
             vol_count: 0,
-            free_rows: Vec::new(),
             snaps: Vec::new(),
             joins: 0,
         }
@@ -254,7 +252,7 @@ impl<C: HbClock> HbClocks<C> {
             if let Some(r) = self.vol_row.retire(v as usize, |&r| r != NONE)
                 && r != READ_ONLY
             {
-                self.free_rows.push(r);
+                self.vols.free(r);
             }
         }
     }
@@ -399,16 +397,7 @@ impl<C: HbClock> HbClocks<C> {
         let row = *self.vol(var);
         if row == READ_ONLY {
             // A retired atomic's row, or a new one.
-            let r = match self.free_rows.pop() {
-                Some(r) => {
-                    self.vols[r as usize] = mine;
-                    r
-                }
-                None => {
-                    self.vols.push(mine);
-                    self.vols.len() as u32 - 1
-                }
-            };
+            let r = self.vols.put(mine);
             *self.vol_row.slot(var as usize).0 = r;
             return;
         }

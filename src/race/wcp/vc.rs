@@ -27,7 +27,7 @@ use smallvec::SmallVec;
 
 use crate::engine::clock::{Published, VectorClock};
 use crate::engine::history::AccessHistory;
-use crate::engine::paged::Paged;
+use crate::engine::paged::{Paged, Rows};
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::{Event, EventId, Op, ThreadId};
@@ -280,9 +280,7 @@ pub struct WcpVc {
     /// pages freed when their variables are retired.
     volatile_row: Paged<u32>,
     /// Per atomic variable: the sources of its hard edges.
-    volatiles: Vec<VolatileState>,
-    /// Rows of `volatiles` whose variables were retired, to be used again.
-    free_rows: Vec<u32>,
+    volatiles: Rows<VolatileState>,
     cs_count: u32,
     known_threads: i64,
     /// Total length of the paper's Acq/Rel queues (over threads seen so far).
@@ -325,8 +323,7 @@ impl WcpVc {
             keys: FxHashMap::default(),
             stamp: 0,
             volatile_row: Paged::new(u32::MAX),
-            volatiles: Vec::new(),
-            free_rows: Vec::new(),
+            volatiles: Rows::default(),
             cs_count: 0,
             known_threads: 0,
             queue_len: 0,
@@ -387,7 +384,7 @@ impl WcpVc {
             // An atomic's hard-edge sources: emptied, the row used again.
             if let Some(r) = self.volatile_row.retire(v as usize, |&r| r != u32::MAX) {
                 self.volatiles[r as usize] = VolatileState::default();
-                self.free_rows.push(r);
+                self.volatiles.free(r);
             }
             for key in [2 * v, 2 * v + 1] {
                 if let Some(k) = self.keys.remove(&key) {
@@ -695,13 +692,7 @@ impl WcpVc {
         let (row, live) = self.volatile_row.slot(v as usize);
         if *row == u32::MAX {
             *live += 1;
-            *row = match self.free_rows.pop() {
-                Some(r) => r,
-                None => {
-                    self.volatiles.push(VolatileState::default());
-                    self.volatiles.len() as u32 - 1
-                }
-            };
+            *row = self.volatiles.put(VolatileState::default());
         }
         let v = *row as usize;
         let ts = &mut self.threads[t as usize];
