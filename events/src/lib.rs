@@ -486,6 +486,23 @@ pub enum Record {
     },
 }
 
+/// A plain access as [`Decoder::access`] decodes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// A write (else a read).
+    pub write: bool,
+    /// Bytes accessed: 1, 2, 4 or 8.
+    pub size: u8,
+    /// The address.
+    pub addr: u64,
+    /// The instrumented code's pc.
+    pub pc: u64,
+    /// The thread's `seq` at it.
+    pub seq: u64,
+    /// The thread's stack node at it.
+    pub node: u32,
+}
+
 /// A long event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Long {
@@ -621,6 +638,40 @@ impl Decoder {
     /// Stack nodes defined so far.
     pub fn nodes(&self) -> u32 {
         self.nodes
+    }
+
+    /// The common case of [`Decoder::next`], kept small enough to inline
+    /// into a reader's loop: passes the `seq` and pc words at the start of
+    /// `w` and decodes the plain access after them. Returns the words
+    /// consumed and the access, if the next record is one (with the
+    /// thread's `seq` and stack node as [`Step::Record`] has them); any
+    /// other word is left for [`Decoder::next`], which decodes from there
+    /// exactly as from the start.
+    #[inline]
+    pub fn access(&mut self, w: &[u64]) -> (usize, Option<Access>) {
+        for (i, &word) in w.iter().enumerate() {
+            match word >> TAG_SHIFT {
+                t @ 1..=8 => {
+                    let t = t - 1;
+                    let slot = (word >> 48) as usize & (PC_SLOTS - 1);
+                    return (
+                        i + 1,
+                        Some(Access {
+                            write: t & 1 == 1,
+                            size: 1 << (t >> 1),
+                            addr: word & LOW48,
+                            pc: self.pcs[slot],
+                            seq: self.seq,
+                            node: self.node,
+                        }),
+                    );
+                }
+                TAG_SEQ => self.seq = word & SEQ_MASK,
+                TAG_PC => self.pcs[(word >> 48) as usize & (PC_SLOTS - 1)] = word & LOW48,
+                _ => return (i, None),
+            }
+        }
+        (w.len(), None)
     }
 
     /// Decodes the next record of `w`, updating the state for the state

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use anyhow::{Context, Result, bail};
-use cprace_events::{CHUNK_WORDS, Decoder, Long, MAX_TID, Record, Step};
+use cprace_events::{Access, CHUNK_WORDS, Decoder, Long, MAX_TID, Record, Step};
 use rustc_hash::FxHashMap;
 
 /// The segment lines of a run's `modules` file, or an error when the run's
@@ -189,6 +189,41 @@ impl Stream {
     /// events carrying `seq` n come before numbered event n; a request
     /// comes after everything.
     fn next(&mut self, stacks: &mut Stacks) -> Result<Option<Head>> {
+        match self.access() {
+            Some(a) => Ok(Some((a.seq << 1, self.access_event(a)))),
+            None => self.next_slow(stacks),
+        }
+    }
+
+    /// The next record when it is a plain access in the buffer (nearly
+    /// every record), decoded on the caller's side: the general step's
+    /// records are large enough that moving them through it was most of
+    /// the merge's time. `None` leaves the rest to [`Stream::next_slow`].
+    #[inline]
+    fn access(&mut self) -> Option<Access> {
+        let (words, access) = self.dec.access(&self.buf[self.pos..self.end]);
+        self.pos += words;
+        access
+    }
+
+    /// The event of an access [`Stream::access`] decoded.
+    #[inline]
+    fn access_event(&self, a: Access) -> Event {
+        Event {
+            tid: self.tid,
+            what: What::Access {
+                write: a.write,
+                size: a.size,
+            },
+            addr: a.addr,
+            pc: a.pc,
+            stack: self.nodes.get(a.node as usize).copied().unwrap_or(0),
+        }
+    }
+
+    /// [`Stream::next`] past [`Stream::access`].
+    #[inline(never)]
+    fn next_slow(&mut self, stacks: &mut Stacks) -> Result<Option<Head>> {
         loop {
             let Some(rec) = self.record(stacks)? else {
                 return Ok(None);
@@ -472,28 +507,44 @@ fn order(
         *sent = stacks.nodes.len();
         n
     };
+    // Hands over the batch when full; false when the receiver is gone.
+    let mut send = |batch: &mut Vec<Event>, stacks: &Stacks| {
+        if batch.len() < BATCH {
+            return true;
+        }
+        let full_one = std::mem::replace(
+            batch,
+            empty
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(BATCH)),
+        );
+        full.send((full_one, new_nodes(stacks, &mut sent))).is_ok()
+    };
     while let Some(Reverse((_, i))) = heap.pop() {
         // Stay on this thread while its events come before every other head.
         let bound = heap.peek().map_or((u64::MAX, usize::MAX), |Reverse(b)| *b);
-        let mut e = heads[i];
+        batch.push(heads[i]);
+        if !send(&mut batch, &stacks) {
+            return Ok(stacks);
+        }
+        let s = &mut streams[i];
         loop {
-            batch.push(e);
-            if batch.len() == BATCH {
-                if full.send((batch, new_nodes(&stacks, &mut sent))).is_err() {
-                    return Ok(stacks);
-                }
-                batch = empty
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            // Accesses go straight into the batch (see `Stream::access`).
+            let (key, e) = match s.access() {
+                Some(a) => (a.seq << 1, s.access_event(a)),
+                None => match s.next_slow(&mut stacks)? {
+                    Some(h) => h,
+                    None => break,
+                },
+            };
+            if (key, i) >= bound {
+                heap.push(Reverse((key, i)));
+                heads[i] = e;
+                break;
             }
-            match streams[i].next(&mut stacks)? {
-                Some((key, n)) if (key, i) < bound => e = n,
-                Some((key, n)) => {
-                    heap.push(Reverse((key, i)));
-                    heads[i] = n;
-                    break;
-                }
-                None => break,
+            batch.push(e);
+            if !send(&mut batch, &stacks) {
+                return Ok(stacks);
             }
         }
     }
