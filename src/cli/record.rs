@@ -146,12 +146,18 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
         reduce: false,
         temporary: temp.is_some(),
     };
-    if let (Some(_), Some(Analysis::Races(relation))) = (&temp, args.analyze)
-        && std::path::Path::new(PIPES).is_dir()
-    {
+    if let (Some(_), Some(Analysis::Races(relation))) = (&temp, args.analyze) {
         let mut req = Request::new(PathBuf::new(), relation);
         req.suppressions = suppressions;
-        return streamed(&recording, req, out);
+        let run = cprace::record::run(&recording)?;
+        if let Some(done) = run.analyse(&recording, &req) {
+            return fed(&run, &recording, req, done, out);
+        }
+        if std::path::Path::new(PIPES).is_dir() {
+            return streamed(&run, &recording, req, out);
+        }
+        req.trace = run.write(&recording, None)?.trace;
+        return super::analyze::report(&req, out);
     }
     let recorded = cprace::record::record(&recording)?;
     match args.analyze {
@@ -172,11 +178,49 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
 /// pipe the recording writes through its name there.
 const PIPES: &str = "/proc/self/fd";
 
-/// `record --analyze R` without `-o`: the trace is analysed as it is
-/// written, from a pipe, instead of after (the recording's merge and
-/// encoding on one core, the analysis on the other). The temporary trace
-/// is still written, for a report that describes races from it.
-fn streamed(recording: &Recording, mut req: Request, out: &mut dyn Write) -> Outcome {
+/// What [`cprace::record::Run::analyse`] gives.
+type Fed = (
+    anyhow::Result<cprace::record::Counts>,
+    cprace::Result<(cprace::report::Report, cprace::trace::Names)>,
+);
+
+/// `record --analyze R` without `-o` for a streaming analysis: the lowered
+/// events went straight to it. A report that describes races (stacks,
+/// memory, threads) reads them from a trace, written now from the same
+/// event files: the same ids.
+fn fed(
+    run: &cprace::record::Run,
+    recording: &Recording,
+    mut req: Request,
+    (recorded, analysed): Fed,
+    out: &mut dyn Write,
+) -> Outcome {
+    // The recording's own error comes first: the analysis only saw its
+    // events stop.
+    let (report, names) = match (recorded, analysed) {
+        (Err(e), _) => return Err(e.into()),
+        (Ok(_), Err(a)) => return Err(a.into()),
+        (Ok(_), Ok(a)) => a,
+    };
+    if report.race_count() > 0 && req.format.shown(&req.layout).is_some() {
+        run.write_quietly(recording)?;
+        req.trace = recording.output.clone();
+        req.input_format = Some(cprace::trace::Format::Cprace);
+    }
+    super::analyze::present(&req, report, names, out)
+}
+
+/// `record --analyze R` without `-o` for an analysis that loads its trace:
+/// the trace is read from a pipe as it is written, instead of after (the
+/// recording's merge and encoding on one core, the reading on the other).
+/// The temporary trace is still written, for a report that describes
+/// races from it.
+fn streamed(
+    run: &cprace::record::Run,
+    recording: &Recording,
+    mut req: Request,
+    out: &mut dyn Write,
+) -> Outcome {
     use std::os::fd::AsRawFd;
     let (reader, writer) =
         std::io::pipe().map_err(|e| anyhow::anyhow!("cannot make a pipe for the analysis: {e}"))?;
@@ -184,7 +228,7 @@ fn streamed(recording: &Recording, mut req: Request, out: &mut dyn Write) -> Out
     req.trace = PathBuf::from(format!("{PIPES}/{}", reader.as_raw_fd()));
     req.input_format = Some(cprace::trace::Format::Cprace);
     let (recorded, analysed) = std::thread::scope(|s| {
-        let recording = s.spawn(move || cprace::record::record_teed(recording, Box::new(writer)));
+        let recording = s.spawn(move || run.write(recording, Some(Box::new(writer))));
         let analysed = cprace::race::analyze(&req);
         // The recording's writes fail from now on if the analysis stopped
         // early (an error): nothing reads the pipe any more.
@@ -195,8 +239,7 @@ fn streamed(recording: &Recording, mut req: Request, out: &mut dyn Write) -> Out
         (recorded, analysed)
     });
     // The recording's own error comes first: the analysis of a recording
-    // that failed (a program that recorded nothing, a full disk) only saw
-    // the pipe close early.
+    // that failed (a full disk) only saw the pipe close early.
     let (recorded, (report, names)) = match (recorded, analysed) {
         (Ok(r), Ok(a)) => (r, a),
         (Err(e), Err(a)) if is_broken_pipe(&e) => return Err(a.into()),

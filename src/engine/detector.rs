@@ -89,18 +89,54 @@ macro_rules! impl_detector {
 /// Events per chunk handed from the parser to the detector thread.
 const CHUNK: usize = 1 << 14;
 
-/// Run `d` over the trace at `path`: parse here, detect on a second thread.
-/// `keep` says where the races go as they are found: memory, a temporary
-/// file, or only their counts (see [`crate::report::Keep`]).
-pub(crate) fn run_path<D: Detector + Send>(
+/// What feeds a streaming detector its events without a trace file of
+/// its own: a trace read from a path, or a recording lowered in memory.
+pub(crate) trait Feed {
+    /// What errors name as the input.
+    fn name(&self) -> String;
+    /// Hands `sink` every event in trace order and `retire` the variables
+    /// each retirement retires (between the events before it and those
+    /// after), and returns the trace's names.
+    fn feed<S: FnMut(EventId, &Event)>(
+        self,
+        sink: S,
+        retire: trace::cprace_bin::Retire<'_>,
+    ) -> Result<Names, LoadError>;
+}
+
+/// A trace file as a [`Feed`].
+pub(crate) struct FromPath<'a> {
+    /// The file (`-`: standard input).
+    pub path: &'a Path,
+    /// Its format, None to detect it.
+    pub format: Option<Format>,
+}
+
+impl Feed for FromPath<'_> {
+    fn name(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
+    fn feed<S: FnMut(EventId, &Event)>(
+        self,
+        sink: S,
+        retire: trace::cprace_bin::Retire<'_>,
+    ) -> Result<Names, LoadError> {
+        trace::stream_retiring(self.path, self.format, sink, retire).map(|(names, _, _)| names)
+    }
+}
+
+/// Run `d` over the events `feed` makes (a trace file's: parsed here):
+/// fed here, detected on a second thread. `keep` says where the races go
+/// as they are found: memory, a temporary file, or only their counts (see
+/// [`crate::report::Keep`]).
+pub(crate) fn run_fed<D: Detector + Send>(
     mut d: D,
-    path: &Path,
-    format: Option<Format>,
+    feed: impl Feed,
     keep: Keep,
 ) -> Result<(Report, Names), LoadError> {
     d.report_mut()
         .keep_races(keep)
-        .map_err(|e| LoadError::new(&path.to_string_lossy(), 0, b"", e.to_string()))?;
+        .map_err(|e| LoadError::new(&feed.name(), 0, b"", e.to_string()))?;
     // A channel preallocates its slots: at most 256 chunks (64 MB) ahead.
     let chunks = d.lookahead().div_ceil(CHUNK).clamp(1, 256);
     // A chunk: events, and the variables retired while they were read
@@ -135,9 +171,7 @@ pub(crate) fn run_path<D: Detector + Send>(
         let mut buf: Vec<Event> = Vec::with_capacity(CHUNK);
         // Shared by the two closures below (one borrows it at a time).
         let retired = std::cell::RefCell::new(Vec::new());
-        let parsed = trace::stream_retiring(
-            path,
-            format,
+        let parsed = feed.feed(
             |_, ev| {
                 buf.push(*ev);
                 if buf.len() == CHUNK {
@@ -158,7 +192,7 @@ pub(crate) fn run_path<D: Detector + Send>(
         let report = worker
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e));
-        parsed.map(|(names, _, _)| (report, names))
+        parsed.map(|names| (report, names))
     })
 }
 

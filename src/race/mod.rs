@@ -314,33 +314,17 @@ fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> 
         "{} {engine}: loading and analysing in one pass",
         opts.relation
     ));
-    let on_path = OnPath {
-        path,
-        format,
+    let on_path = OnFeed {
+        feed: detector::FromPath { path, format },
         keep: opts.keep,
     };
-    if let Some(run) = streaming(opts.relation, engine, window, on_path) {
+    if let Some(run) = streamed(opts, engine, on_path) {
         return Ok(run?);
     }
-    match (opts.relation, engine) {
-        (Relation::Po, _) => {
-            let mut po = ProgramOrder::new(window);
-            let (names, _, _) = trace::stream(path, format, |id, ev| po.event(id, ev))?;
-            return Ok((po.finish(), names));
-        }
-        // Windowed CP streams (exact CP and --order-races load the trace).
-        (Relation::Cp, Engine::Datalog)
-            if opts.reporting != Reporting::OrderRaces && opts.reasoning_window().is_some() =>
-        {
-            let k = opts.reasoning_window().expect("checked");
-            let pass = crate::race::cp::PassOptions {
-                max_distance: opts.distance(),
-                first_only: opts.reporting == Reporting::FirstRace,
-                keep_clocks: false,
-            };
-            return Ok(on_path.run(crate::race::cp::stream::CpStream::new(k, pass))?);
-        }
-        _ => {}
+    if opts.relation == Relation::Po {
+        let mut po = ProgramOrder::new(window);
+        let (names, _, _) = trace::stream(path, format, |id, ev| po.event(id, ev))?;
+        return Ok((po.finish(), names));
     }
     let t = trace::load(path, opts.input_format)?;
     let report = analyze_trace(&t, opts)?;
@@ -428,18 +412,82 @@ trait RunDetector<R> {
     fn run<D: Detector + Send>(self, d: D) -> R;
 }
 
-/// Over the trace at `path`, parsing and detecting on two threads.
-#[derive(Clone, Copy)]
-struct OnPath<'a> {
-    path: &'a Path,
-    format: Option<Format>,
+/// Over the events a [`detector::Feed`] makes (a trace file's, a
+/// recording's), feeding and detecting on two threads.
+struct OnFeed<F> {
+    feed: F,
     keep: Keep,
 }
 
-impl RunDetector<Result<(Report, Names), LoadError>> for OnPath<'_> {
+impl<F: detector::Feed> RunDetector<Result<(Report, Names), LoadError>> for OnFeed<F> {
     fn run<D: Detector + Send>(self, d: D) -> Result<(Report, Names), LoadError> {
-        detector::run_path(d, self.path, self.format, self.keep)
+        detector::run_fed(d, self.feed, self.keep)
     }
+}
+
+/// The analysis `opts` asks for in one streaming pass over `on`'s events;
+/// None when it is no streaming one (it loads the trace, or is `po`).
+fn streamed<F: detector::Feed>(
+    opts: &Options,
+    engine: Engine,
+    on: OnFeed<F>,
+) -> Option<Result<(Report, Names), LoadError>> {
+    // Windowed CP streams (exact CP and --order-races load the trace).
+    if opts.relation == Relation::Cp
+        && engine == Engine::Datalog
+        && opts.reporting != Reporting::OrderRaces
+        && let Some(k) = opts.reasoning_window()
+    {
+        let pass = crate::race::cp::PassOptions {
+            max_distance: opts.distance(),
+            first_only: opts.reporting == Reporting::FirstRace,
+            keep_clocks: false,
+        };
+        return Some(on.run(crate::race::cp::stream::CpStream::new(k, pass)));
+    }
+    streaming(opts.relation, engine, opts.distance(), on)
+}
+
+/// [`analyze`] over the events `feed` makes instead of a trace file (a
+/// recording lowered in memory), when `req` is one streaming pass; None,
+/// without calling `feed`, when it is not (its trace must be loaded).
+pub(crate) fn analyze_fed(
+    req: &Request,
+    feed: impl detector::Feed,
+) -> Option<Result<(Report, Names)>> {
+    let started = std::time::Instant::now();
+    let opts = match req.options() {
+        Ok(o) => o,
+        Err(e) => return Some(Err(e)),
+    };
+    let engine = match opts.engine() {
+        Ok(e) => e,
+        Err(e) => return Some(Err(e)),
+    };
+    if req.witness {
+        return None;
+    }
+    crate::progress::phase(format!(
+        "{} {engine}: recording and analysing in one pass",
+        opts.relation
+    ));
+    let on = OnFeed {
+        feed,
+        keep: opts.keep,
+    };
+    let run = streamed(&opts, engine, on)?;
+    Some((|| {
+        let (mut report, names) = run?;
+        if !report.stats.contains_key("seconds") {
+            report.stats.insert(
+                "seconds".into(),
+                serde_json::json!({"total": started.elapsed().as_secs_f64()}),
+            );
+        }
+        let mut report = opts.stamp(report);
+        suppress(req, &mut report, &names)?;
+        Ok((report, names))
+    })())
 }
 
 /// Over a loaded trace.

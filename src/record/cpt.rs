@@ -13,11 +13,14 @@ use super::lower::{LOp, Lowered, Lowerer, Var};
 use super::symbols::Symbolizer;
 use crate::trace::cprace_bin::Writer;
 use crate::trace::recorded::{BlockInfo, ThreadInfo, VarInfo, VarKind};
+use crate::trace::records::Records;
 use crate::trace::{Event, Op};
 
-/// Writes a recording as cprace's binary trace format.
-pub struct CptWriter<W: Write> {
-    w: Writer<W>,
+/// Writes a recording as cprace's binary trace format: encoded
+/// ([`Writer`]), or applied to an analysis's trace builder
+/// ([`crate::trace::records::Apply`]).
+pub struct CptWriter<R: Records> {
+    w: R,
     sym: Symbolizer,
     threads: u32,
     locks: u32,
@@ -54,11 +57,18 @@ type Place = ((u64, u32), (u32, u32));
 /// Entries of [`CptWriter::places`] (a power of two).
 const PLACES: usize = 1 << 10;
 
-impl<W: Write> CptWriter<W> {
+impl<W: Write> CptWriter<Writer<W>> {
     /// A writer to `out`, naming addresses with `sym`.
-    pub fn new(out: W, sym: Symbolizer) -> std::io::Result<CptWriter<W>> {
-        Ok(CptWriter {
-            w: Writer::new(out)?,
+    pub fn new(out: W, sym: Symbolizer) -> std::io::Result<CptWriter<Writer<W>>> {
+        Ok(CptWriter::to(Writer::new(out)?, sym))
+    }
+}
+
+impl<R: Records> CptWriter<R> {
+    /// A writer of records to `w`, naming addresses with `sym`.
+    pub fn to(w: R, sym: Symbolizer) -> CptWriter<R> {
+        CptWriter {
+            w,
             sym,
             threads: 0,
             locks: 0,
@@ -74,7 +84,7 @@ impl<W: Write> CptWriter<W> {
             events: 0,
             globals: FxHashSet::default(),
             places: Box::new([None; PLACES]),
-        })
+        }
     }
 
     /// A unique name from a symbol-derived one.
@@ -365,7 +375,7 @@ impl<W: Write> CptWriter<W> {
     }
 
     /// Writes what reports describe and ends the trace.
-    pub fn finish(mut self, low: &Lowerer, stacks: &Stacks) -> Result<W> {
+    pub fn finish(mut self, low: &Lowerer, stacks: &Stacks) -> Result<R::Done> {
         if !low.thread_tids.is_empty() {
             self.declare_threads(low, low.thread_tids.len() as u32 - 1)?;
         }
@@ -512,7 +522,7 @@ mod tests {
     /// nothing is retired.
     #[test]
     fn retiring_reallocated_cells_changes_no_report() {
-        use crate::engine::detector::{Detector, run_path, run_trace};
+        use crate::engine::detector::{Detector, run_fed, run_trace};
         use crate::report::Keep;
         let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         let long = |tid: u32, kind: Kind, addr: u64, extra: u64, pc: u64| Recorded {
@@ -550,6 +560,16 @@ mod tests {
                         };
                         held[tid as usize] = !held[tid as usize];
                         long(tid, kind, 0x40, 0, pc)
+                    }
+                    7 => {
+                        // A range (`memcpy`): a run of cells, its ends partial.
+                        let mut e = long(tid, Kind::Range, 0x1000 + next(0x140), 1 + next(80), pc);
+                        if let What::Long(l) = &mut e.what
+                            && next(2) == 0
+                        {
+                            l.flags = RANGE_WRITE;
+                        }
+                        e
                     }
                     4..=6 => {
                         // Atomics of every order, fences among them: an
@@ -595,6 +615,23 @@ mod tests {
                 };
                 recorded.push(e);
             }
+            // The events and retirements in the file's order.
+            #[derive(Debug, PartialEq)]
+            enum Item {
+                Event(Event),
+                Retire(Vec<u32>),
+            }
+            // Lowered once, written as a file and applied to a builder
+            // (`record --analyze`) side by side.
+            let applied = std::cell::RefCell::new(Vec::new());
+            let mut b = crate::trace::validate::Builder::new("applied", |_, e: &Event| {
+                applied.borrow_mut().push(Item::Event(*e))
+            });
+            let mut hook = |v: &[u32]| applied.borrow_mut().push(Item::Retire(v.to_vec()));
+            let mut a = CptWriter::to(
+                crate::trace::records::Apply::new(&mut b, Some(&mut hook)),
+                Symbolizer::from_listing(""),
+            );
             let mut low = Lowerer::default();
             let stacks = Stacks::default();
             let mut w = CptWriter::new(Vec::new(), Symbolizer::from_listing("")).unwrap();
@@ -604,19 +641,18 @@ mod tests {
                 low.event(e, &mut |l| out.push(l));
                 for l in &out {
                     w.event(&low, l, &stacks).unwrap();
+                    a.event(&low, l, &stacks).unwrap();
                 }
                 low.take_retired(&mut retired);
                 w.retire(&low, &retired).unwrap();
+                a.retire(&low, &retired).unwrap();
             }
             let path = dir.path().join(format!("t{round}.cpt"));
             std::fs::write(&path, w.finish(&low, &stacks).unwrap()).unwrap();
-            // The events and retirements in the file's order.
-            enum Item {
-                Event(Event),
-                Retire(Vec<u32>),
-            }
+            a.finish(&low, &stacks).unwrap();
+            let (applied_names, _) = b.finish();
             let items = std::cell::RefCell::new(Vec::new());
-            crate::trace::stream_retiring(
+            let (names, _, _) = crate::trace::stream_retiring(
                 &path,
                 None,
                 |_, e| items.borrow_mut().push(Item::Event(*e)),
@@ -624,6 +660,27 @@ mod tests {
             )
             .unwrap();
             let items = items.into_inner();
+            // Applied, the records give what reading them back gives: the
+            // same events, retirements and names.
+            assert_eq!(applied.into_inner(), items, "{}", path.display());
+            let every = |n: &crate::trace::Names| {
+                let ids = |t: &crate::trace::intern::Interner| 0..t.len() as u32;
+                (
+                    ids(&n.threads)
+                        .map(|i| n.thread(i).to_string())
+                        .collect::<Vec<_>>(),
+                    ids(&n.locks)
+                        .map(|i| n.lock(i).to_string())
+                        .collect::<Vec<_>>(),
+                    ids(&n.vars)
+                        .map(|i| n.var(i).into_owned())
+                        .collect::<Vec<_>>(),
+                    ids(&n.locs)
+                        .map(|i| n.loc(i).to_string())
+                        .collect::<Vec<_>>(),
+                )
+            };
+            assert_eq!(every(&applied_names), every(&names));
             let trace = crate::trace::load(&path, None).unwrap();
             // Each detector told of each retirement where the file says
             // it (the earliest moment allowed), and through the streaming
@@ -646,7 +703,8 @@ mod tests {
                     }
                 }
                 let at_once = at_once.finish();
-                let (streamed, _) = run_path(d(), path, None, Keep::Collect).unwrap();
+                let file = crate::engine::detector::FromPath { path, format: None };
+                let (streamed, _) = run_fed(d(), file, Keep::Collect).unwrap();
                 let whole = run_trace(d(), trace);
                 assert_eq!(at_once.races, whole.races, "{}", path.display());
                 assert_eq!(streamed.races, whole.races, "{}", path.display());

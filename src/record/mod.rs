@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use crate::trace::records::Records;
+
 /// The trace formats `cprace record` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -256,37 +258,45 @@ pub fn record_teed(args: &Recording, tee: Box<dyn Write + Send>) -> Result<Recor
 }
 
 fn record_to(args: &Recording, tee: Option<Box<dyn Write + Send>>) -> Result<Recorded> {
-    // Before running anything: an output that cannot be written would
-    // lose the whole run.
+    run(args)?.write(args, tee)
+}
+
+/// A run's event files: a program's, in a temporary directory that goes
+/// with this, or those of a directory given.
+pub struct Run {
+    dir: RunDir,
+    listing: String,
+    /// The program and how it ended (None for event files given).
+    program: Option<(String, Ending)>,
+}
+
+enum RunDir {
+    Temp(tempfile::TempDir),
+    Given(PathBuf),
+}
+
+/// Runs the program `args` names with the recorder (or takes the event
+/// files of a run it names); its output path is checked first, so that an
+/// output that cannot be written does not lose the run.
+pub fn run(args: &Recording) -> Result<Run> {
     crate::output::check_output_path(&args.output)?;
-    if let Source::Events(dir) = &args.source {
-        let listing = std::fs::read_to_string(dir.join("modules"))
-            .with_context(|| format!("{} holds no recording", dir.display()))?;
-        let (c, format) = write_trace(dir, &listing, &args.output, args.format, args.reduce, tee)?;
-        eprintln!(
-            "cprace record: {} events ({} threads{}) {}",
-            c.events,
-            c.threads,
-            repeats(&c),
-            written(args)
-        );
-        return Ok(Recorded {
-            trace: args.output.clone(),
-            format,
-            counts: c,
-            exit_code: 0,
-            ending: None,
-        });
-    }
-    let Source::Program(program) = &args.source else {
-        unreachable!("event files are converted above")
+    let program = match &args.source {
+        Source::Events(dir) => {
+            let listing = std::fs::read_to_string(dir.join("modules"))
+                .with_context(|| format!("{} holds no recording", dir.display()))?;
+            return Ok(Run {
+                dir: RunDir::Given(dir.clone()),
+                listing,
+                program: None,
+            });
+        }
+        Source::Program(program) => program,
     };
     let Some((prog, prog_args)) = program.split_first() else {
         bail!("no program to record");
     };
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let ending = run_program(prog, prog_args, dir.path(), args.stack_depth, args.timeout)?;
-    let code = ending.code();
     if let Ok(msg) = std::fs::read_to_string(dir.path().join("error")) {
         bail!("recording `{}` failed: {msg}", prog.to_string_lossy());
     }
@@ -297,33 +307,169 @@ fn record_to(args: &Recording, tee: Option<Box<dyn Write + Send>>) -> Result<Rec
             prog.to_string_lossy()
         );
     }
-    let (counts, format) = write_trace(
-        dir.path(),
-        &listing,
-        &args.output,
-        args.format,
-        args.reduce,
-        tee,
-    )?;
-    eprintln!(
-        "cprace record: {} events ({} threads; {} accesses, {} atomic, {} lock, {} fork/join{}) {}; `{}` {ending}",
-        counts.events,
-        counts.threads,
-        counts.accesses,
-        counts.volatiles,
-        counts.locks,
-        counts.forks_joins,
-        repeats(&counts),
-        written(args),
-        prog.to_string_lossy(),
-    );
-    Ok(Recorded {
-        trace: args.output.clone(),
-        format,
-        counts,
-        exit_code: code,
-        ending: Some(ending),
+    Ok(Run {
+        dir: RunDir::Temp(dir),
+        listing,
+        program: Some((prog.to_string_lossy().into_owned(), ending)),
     })
+}
+
+impl Run {
+    fn dir(&self) -> &Path {
+        match &self.dir {
+            RunDir::Temp(t) => t.path(),
+            RunDir::Given(d) => d,
+        }
+    }
+
+    /// Writes the trace `args` asks for (its bytes in cprace's binary
+    /// format also to `tee`, see [`record_teed`]) and says on standard
+    /// error what it holds.
+    pub fn write(&self, args: &Recording, tee: Option<Box<dyn Write + Send>>) -> Result<Recorded> {
+        if tee.is_some() && args.format != OutFormat::Cprace {
+            bail!("only cprace's binary format is written to a second reader");
+        }
+        let (counts, format) = write_trace(
+            self.dir(),
+            &self.listing,
+            &args.output,
+            args.format,
+            args.reduce,
+            tee,
+        )?;
+        self.summary(args, &counts);
+        Ok(Recorded {
+            trace: args.output.clone(),
+            format,
+            counts,
+            exit_code: self.program.as_ref().map_or(0, |(_, e)| e.code()),
+            ending: self.program.as_ref().map(|(_, e)| *e),
+        })
+    }
+
+    /// Writes the trace `args` asks for without the summary line (a report
+    /// reads what describes races from it after [`Run::analyse`]).
+    pub fn write_quietly(&self, args: &Recording) -> Result<()> {
+        write_trace(
+            self.dir(),
+            &self.listing,
+            &args.output,
+            args.format,
+            args.reduce,
+            None,
+        )
+        .map(drop)
+    }
+
+    /// The summary line on standard error.
+    fn summary(&self, args: &Recording, counts: &write::Counts) {
+        match &self.program {
+            None => eprintln!(
+                "cprace record: {} events ({} threads{}) {}",
+                counts.events,
+                counts.threads,
+                repeats(counts),
+                written(args)
+            ),
+            Some((prog, ending)) => eprintln!(
+                "cprace record: {} events ({} threads; {} accesses, {} atomic, {} lock, {} fork/join{}) {}; `{}` {ending}",
+                counts.events,
+                counts.threads,
+                counts.accesses,
+                counts.volatiles,
+                counts.locks,
+                counts.forks_joins,
+                repeats(counts),
+                written(args),
+                prog,
+            ),
+        }
+    }
+
+    /// Analyses the run as `req` asks, the lowered events going straight
+    /// to the analysis: no trace is encoded, written or read back, and
+    /// everything is named as reading the trace [`Run::write`] makes would
+    /// name it (the same events, ids and names). The recording's outcome
+    /// (its counts, said on standard error as [`Run::write`] says them)
+    /// and the analysis's; None when `req` is no streaming analysis (its
+    /// trace must be written and loaded).
+    #[allow(clippy::type_complexity)]
+    pub fn analyse(
+        &self,
+        args: &Recording,
+        req: &crate::race::Request,
+    ) -> Option<(
+        Result<write::Counts>,
+        crate::Result<(crate::report::Report, crate::trace::Names)>,
+    )> {
+        let mut recorded = None;
+        let feed = Lowering {
+            run: self,
+            reduce: args.reduce,
+            recorded: &mut recorded,
+        };
+        let analysed = crate::race::analyze_fed(req, feed)?;
+        let recorded = recorded.unwrap_or_else(|| Err(anyhow::anyhow!("nothing was recorded")));
+        if let Ok(c) = &recorded {
+            self.summary(args, c);
+        }
+        Some((recorded, analysed))
+    }
+}
+
+/// A [`Run`] lowered into an analysis's trace builder (see [`Run::analyse`]).
+struct Lowering<'a> {
+    run: &'a Run,
+    reduce: bool,
+    /// The recording's outcome, once fed.
+    recorded: &'a mut Option<Result<write::Counts>>,
+}
+
+/// What an analysis's errors name as its input.
+const LOWERING: &str = "the recording";
+
+impl crate::engine::detector::Feed for Lowering<'_> {
+    fn name(&self) -> String {
+        LOWERING.into()
+    }
+
+    fn feed<S: FnMut(crate::trace::EventId, &crate::trace::Event)>(
+        self,
+        sink: S,
+        retire: crate::trace::cprace_bin::Retire<'_>,
+    ) -> Result<crate::trace::Names, crate::trace::LoadError> {
+        use crate::trace::records::Apply;
+        crate::progress::start_reading();
+        let mut b =
+            crate::trace::validate::Builder::new(LOWERING, crate::trace::load::counted(sink));
+        let lowered = (|| -> Result<write::Counts> {
+            let listing = events::segments(&self.run.listing)?;
+            let sym = symbols::Symbolizer::from_listing(listing);
+            let mut w = cpt::CptWriter::to(Apply::new(&mut b, Some(retire)), sym);
+            let (low, stacks) = lower_all(
+                self.run.dir(),
+                self.reduce,
+                ToCpt {
+                    w: &mut w,
+                    what: &"the recording to its analysis",
+                },
+            )?;
+            let events = w.events;
+            w.finish(&low, &stacks)
+                .with_context(|| format!("cannot analyse {LOWERING}"))?;
+            Ok(counts_of(&low, events))
+        })();
+        let failed = lowered
+            .as_ref()
+            .err()
+            .map(|e| crate::trace::LoadError::new(LOWERING, 0, b"", format!("{e:#}")));
+        *self.recorded = Some(lowered);
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        crate::progress::done_reading(b.count());
+        Ok(b.finish().0)
+    }
 }
 
 /// Where the summary line says the trace went.
@@ -378,12 +524,13 @@ where
 }
 
 /// A [`LoweredSink`] writing cprace's binary format to `output`.
-struct ToCpt<'a, W: Write> {
-    w: &'a mut cpt::CptWriter<W>,
-    output: &'a Path,
+struct ToCpt<'a, R: Records> {
+    w: &'a mut cpt::CptWriter<R>,
+    /// What it writes, for errors (`cannot write WHAT`).
+    what: &'a dyn std::fmt::Display,
 }
 
-impl<W: Write> LoweredSink for ToCpt<'_, W> {
+impl<R: Records> LoweredSink for ToCpt<'_, R> {
     fn event(
         &mut self,
         low: &lower::Lowerer,
@@ -392,13 +539,13 @@ impl<W: Write> LoweredSink for ToCpt<'_, W> {
     ) -> Result<()> {
         self.w
             .event(low, l, stacks)
-            .with_context(|| format!("cannot write {}", self.output.display()))
+            .with_context(|| format!("cannot write {}", self.what))
     }
 
     fn retire(&mut self, low: &lower::Lowerer, ids: &[u32]) -> Result<()> {
         self.w
             .retire(low, ids)
-            .with_context(|| format!("cannot write {}", self.output.display()))
+            .with_context(|| format!("cannot write {}", self.what))
     }
 }
 
@@ -470,7 +617,14 @@ pub fn write_trace(
             let mut z = zstd::stream::Encoder::new(tmp.as_file(), 3).with_context(cannot)?;
             let _ = z.multithread(1);
             let mut w = cpt::CptWriter::new(z, sym).with_context(cannot)?;
-            let (low, stacks) = lower_all(dir, reduce, ToCpt { w: &mut w, output })?;
+            let (low, stacks) = lower_all(
+                dir,
+                reduce,
+                ToCpt {
+                    w: &mut w,
+                    what: &output.display(),
+                },
+            )?;
             events = w.events;
             let z = w.finish(&low, &stacks).with_context(cannot)?;
             z.finish().with_context(cannot)?;
@@ -481,7 +635,14 @@ pub fn write_trace(
         let out = write::ThreadWriter::teed(tmp.as_file().try_clone().with_context(cannot)?, tee)
             .with_context(cannot)?;
         let mut w = cpt::CptWriter::new(out, sym).with_context(cannot)?;
-        let (low, stacks) = lower_all(dir, reduce, ToCpt { w: &mut w, output })?;
+        let (low, stacks) = lower_all(
+            dir,
+            reduce,
+            ToCpt {
+                w: &mut w,
+                what: &output.display(),
+            },
+        )?;
         events = w.events;
         let mut out = w.finish(&low, &stacks).with_context(cannot)?;
         out.finish().with_context(cannot)?;

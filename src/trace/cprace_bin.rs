@@ -104,7 +104,7 @@ pub fn cell_name(out: &mut String, addr: u64, generation: u32) {
 }
 
 /// The address and generation a [`cell_name`] names.
-fn parse_cell_name(name: &str) -> Option<(u64, u32)> {
+pub(super) fn parse_cell_name(name: &str) -> Option<(u64, u32)> {
     let hex = name.strip_prefix("0x")?;
     let (hex, generation) = match hex.split_once('~') {
         Some((h, g)) => (h, g.parse().ok().filter(|&g| g != 0)?),
@@ -119,7 +119,7 @@ fn parse_cell_name(name: &str) -> Option<(u64, u32)> {
 /// Which (8-byte cell, generation) pairs a trace declared: one bit a cell
 /// in pages of 4096 cells, so millions of cells cost a few megabytes.
 #[derive(Default)]
-struct CellSet {
+pub(super) struct CellSet {
     pages: rustc_hash::FxHashMap<(u64, u32), Box<[u64; 64]>>,
     /// Variables named like cells at addresses not 8-byte aligned.
     odd: rustc_hash::FxHashSet<(u64, u32)>,
@@ -127,7 +127,7 @@ struct CellSet {
 
 impl CellSet {
     /// Adds a cell; false when it was there.
-    fn insert(&mut self, addr: u64, generation: u32) -> bool {
+    pub(super) fn insert(&mut self, addr: u64, generation: u32) -> bool {
         if !addr.is_multiple_of(8) {
             return self.odd.insert((addr, generation));
         }
@@ -611,18 +611,18 @@ pub(crate) type Retire<'a> = &'a mut dyn FnMut(&[u32]);
 
 /// A set of ids, a bit each.
 #[derive(Default)]
-struct Bits(Vec<u64>);
+pub(super) struct Bits(Vec<u64>);
 
 impl Bits {
     #[inline(always)]
-    fn contains(&self, i: u32) -> bool {
+    pub(super) fn contains(&self, i: u32) -> bool {
         self.0
             .get(i as usize / 64)
             .is_some_and(|w| w >> (i % 64) & 1 != 0)
     }
 
     /// Adds `i`; false when it was there.
-    fn insert(&mut self, i: u32) -> bool {
+    pub(super) fn insert(&mut self, i: u32) -> bool {
         let w = i as usize / 64;
         if self.0.len() <= w {
             self.0.resize(w + 1, 0);
@@ -638,13 +638,13 @@ impl Bits {
 /// one had). A recording declares millions of cells; looking each access's
 /// variable up in a table of them was a cache miss an event.
 #[derive(Default)]
-struct Ids {
+pub(super) struct Ids {
     len: u32,
     map: Option<Vec<u32>>,
 }
 
 impl Ids {
-    fn push(&mut self, id: u32) {
+    pub(super) fn push(&mut self, id: u32) {
         match &mut self.map {
             Some(m) => m.push(id),
             None if id == self.len => {}
@@ -658,7 +658,7 @@ impl Ids {
     }
 
     #[inline(always)]
-    fn get(&self, i: u32) -> Option<u32> {
+    pub(super) fn get(&self, i: u32) -> Option<u32> {
         if i >= self.len {
             return None;
         }
@@ -668,7 +668,7 @@ impl Ids {
         })
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.len as usize
     }
 }

@@ -184,7 +184,7 @@ pub fn stream_reader(
 }
 
 /// `sink` with the progress hook, called once per block of 65,536 events.
-fn counted(mut sink: impl FnMut(EventId, &Event)) -> impl FnMut(EventId, &Event) {
+pub(crate) fn counted(mut sink: impl FnMut(EventId, &Event)) -> impl FnMut(EventId, &Event) {
     move |id: EventId, ev: &Event| {
         if id & 0xFFFF == 0 {
             crate::progress::events_read(u64::from(id));

@@ -14,6 +14,7 @@ pub(crate) mod parallel;
 pub mod rapid_bin;
 pub mod rapid_csv;
 pub mod recorded;
+pub(crate) mod records;
 pub mod reduce;
 pub(crate) mod scan;
 pub mod std_format;

@@ -478,3 +478,69 @@ fn cc_without_a_compiler_says_the_first_argument_is_the_compiler() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--lenient applies only"));
 }
+
+/// `record --analyze R` without `-o` hands the lowered events straight to
+/// the analysis (no trace encoded and read back): its report, races
+/// described from a trace written afterwards, must be the one `analyze`
+/// gives on the trace `record -o` writes from the same run, for every
+/// relation that streams, on every recorder test program that builds alone.
+#[test]
+fn analysed_while_lowered_reports_what_its_trace_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let programs = [
+        "atomics",
+        "barrier",
+        "call_paths",
+        "condvar_queue",
+        "counter",
+        "exit_status",
+        "heap_reuse",
+        "locks",
+        "polarcoord",
+        "semaphore",
+        "tsan_deep",
+        "tsan_global",
+        "tsan_heap",
+        "tsan_mutexes",
+        "tsan_rwlock",
+        "tsan_stack",
+    ];
+    // Seconds differ from run to run.
+    let timeless = |b: &[u8]| {
+        String::from_utf8_lossy(b)
+            .lines()
+            .filter(|l| !l.contains("seconds"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut racy = 0;
+    for name in programs {
+        let prog = build(dir.path(), name);
+        let events = dir.path().join(format!("{name}.events"));
+        std::fs::create_dir(&events).unwrap();
+        run(Command::new(&prog).env("CPRACE_RECORD_DIR", &events));
+        let trace = dir.path().join(format!("{name}.cpt"));
+        let out = run(Command::new(CPRACE)
+            .args(["record", "--from-events"])
+            .arg(&events)
+            .arg("-o")
+            .arg(&trace));
+        assert!(out.status.success(), "{name}: {}", timeless(&out.stderr));
+        for relation in ["hb", "wcp", "shb", "cp", "lockset"] {
+            let fed = run(Command::new(CPRACE)
+                .args(["record", "--analyze", relation, "--from-events"])
+                .arg(&events));
+            let read = run(Command::new(CPRACE)
+                .arg("analyze")
+                .arg(&trace)
+                .args(["--relation", relation]));
+            let what = format!("{name} {relation}: {}", timeless(&fed.stderr));
+            assert_eq!(fed.status.code(), read.status.code(), "{what}");
+            assert!(matches!(fed.status.code(), Some(0 | 1)), "{what}");
+            assert_eq!(timeless(&fed.stdout), timeless(&read.stdout), "{what}");
+            racy += usize::from(fed.status.code() == Some(1));
+        }
+    }
+    // Reports with races and their descriptions were compared.
+    assert!(racy >= 10, "{racy} racy reports");
+}
