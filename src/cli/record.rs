@@ -36,7 +36,8 @@ pub(crate) struct RecordArgs {
     /// `.std` STD text, `.zst` zstd-compressed STD, `.cpt.zst` zstd-compressed
     /// cprace binary, `.bin` RapidBin (8 bytes an event), anything else
     /// (`.cpt`) cprace's binary format. May be left out with `--analyze`:
-    /// the trace is then a temporary file, analysed while it is written.
+    /// the recording then goes straight to the analysis, and a temporary
+    /// trace is written only to describe the races found.
     #[arg(short, long, required_unless_present = "analyze")]
     output: Option<PathBuf>,
     /// The trace's format, whatever its name.

@@ -305,11 +305,17 @@ impl<R: Records> CptWriter<R> {
             LOp::Join => Op::Join,
             LOp::Request => Op::Request,
         };
-        self.declare_threads(low, l.thread)?;
+        // Names are declared on first use: a compare an event otherwise.
+        if l.thread >= self.threads {
+            self.declare_threads(low, l.thread)?;
+        }
         match l.op {
             LOp::Acquire | LOp::Release | LOp::Request => self.declare_locks(low, l.target)?,
             LOp::Fork | LOp::Join => self.declare_threads(low, l.target)?,
-            _ => self.declare_vars(low, l.target + (l.run - 1))?,
+            _ if l.target + (l.run - 1) >= self.vars => {
+                self.declare_vars(low, l.target + (l.run - 1))?
+            }
+            _ => {}
         }
         let key = (l.pc, l.stack);
         let slot = (l.pc ^ l.pc >> 12 ^ u64::from(l.stack).wrapping_mul(0x9e37_79b9)) as usize

@@ -258,6 +258,15 @@ pub struct LoweredCounts {
     pub forks_joins: u64,
 }
 
+impl LoweredCounts {
+    fn add(&mut self, o: &LoweredCounts) {
+        self.accesses += o.accesses;
+        self.atomics += o.atomics;
+        self.locks += o.locks;
+        self.forks_joins += o.forks_joins;
+    }
+}
+
 /// A heap block's life, for reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Block {
@@ -576,6 +585,24 @@ impl Lowerer {
                 stack: e.stack,
             })
         };
+        match e.what {
+            // One cell (nearly every access): no span to grow, and `put`
+            // called here rather than through `memory`'s `dyn` callback.
+            What::Access { write, size } if (e.addr & 7) + u64::from(size) <= 8 => {
+                let op = if write { LOp::Write } else { LOp::Read };
+                let cell = e.addr & !7;
+                let v = self.cell(cell, e.tid);
+                put(
+                    thread,
+                    op,
+                    Span::one(v, cell_mask(e.addr, e.addr + u64::from(size), cell)),
+                );
+                self.emitted += count;
+                self.counts.add(&counts);
+                return;
+            }
+            _ => {}
+        }
         let emit = &mut |op: LOp, span: Span| put(thread, op, span);
         match e.what {
             What::Access { write, size } => {
@@ -712,10 +739,7 @@ impl Lowerer {
             },
         }
         self.emitted += count;
-        self.counts.accesses += counts.accesses;
-        self.counts.atomics += counts.atomics;
-        self.counts.locks += counts.locks;
-        self.counts.forks_joins += counts.forks_joins;
+        self.counts.add(&counts);
     }
 
     /// Events on the memory `addr..addr + size`, one per cell.
