@@ -651,27 +651,27 @@ impl Decoder {
     pub fn access(&mut self, w: &[u64]) -> (usize, Option<Access>) {
         for (i, &word) in w.iter().enumerate() {
             match word >> TAG_SHIFT {
-                t @ 1..=8 => {
-                    let t = t - 1;
-                    let slot = (word >> 48) as usize & (PC_SLOTS - 1);
-                    return (
-                        i + 1,
-                        Some(Access {
-                            write: t & 1 == 1,
-                            size: 1 << (t >> 1),
-                            addr: word & LOW48,
-                            pc: self.pcs[slot],
-                            seq: self.seq,
-                            node: self.node,
-                        }),
-                    );
-                }
+                1..=8 => return (i + 1, Some(self.plain(word))),
                 TAG_SEQ => self.seq = word & SEQ_MASK,
                 TAG_PC => self.pcs[(word >> 48) as usize & (PC_SLOTS - 1)] = word & LOW48,
                 _ => return (i, None),
             }
         }
         (w.len(), None)
+    }
+
+    /// The plain access word `word` (tag 1 to 8) records.
+    #[inline(always)]
+    fn plain(&self, word: u64) -> Access {
+        let t = (word >> TAG_SHIFT) - 1;
+        Access {
+            write: t & 1 == 1,
+            size: 1 << (t >> 1),
+            addr: word & LOW48,
+            pc: self.pcs[(word >> 48) as usize & (PC_SLOTS - 1)],
+            seq: self.seq,
+            node: self.node,
+        }
     }
 
     /// Decodes the next record of `w`, updating the state for the state
@@ -689,17 +689,16 @@ impl Decoder {
                 0 => return Ok(Step::End { words: i }),
                 TAG_SKIP => return Ok(Step::Skip { words: i }),
                 1..=8 => {
-                    let t = tag - 1;
-                    let slot = (word >> 48) as usize & (PC_SLOTS - 1);
+                    let a = self.plain(word);
                     return Ok(Step::Record {
                         record: Record::Access {
-                            write: t & 1 == 1,
-                            size: 1 << (t >> 1),
-                            addr: word & LOW48,
-                            pc: self.pcs[slot],
+                            write: a.write,
+                            size: a.size,
+                            addr: a.addr,
+                            pc: a.pc,
                         },
-                        seq: self.seq,
-                        node: self.node,
+                        seq: a.seq,
+                        node: a.node,
                         words: i + 1,
                     });
                 }

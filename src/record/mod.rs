@@ -243,22 +243,7 @@ fn run_program(
 /// `cprace record -o TRACE -- PROGRAM [ARGS]`: runs the program (or reads
 /// the event files of a run) and writes its trace.
 pub fn record(args: &Recording) -> Result<Recorded> {
-    record_to(args, None)
-}
-
-/// [`record`] in cprace's binary format, its bytes also written to `tee` as
-/// they are made: `record --analyze` reads them from a pipe while the trace
-/// is being written, instead of after. `tee` is dropped when the recording
-/// ends, successfully or not, so that its reader then sees the end.
-pub fn record_teed(args: &Recording, tee: Box<dyn Write + Send>) -> Result<Recorded> {
-    if args.format != OutFormat::Cprace {
-        bail!("only cprace's binary format is written to a second reader");
-    }
-    record_to(args, Some(tee))
-}
-
-fn record_to(args: &Recording, tee: Option<Box<dyn Write + Send>>) -> Result<Recorded> {
-    run(args)?.write(args, tee)
+    run(args)?.write(args, None)
 }
 
 /// A run's event files: a program's, in a temporary directory that goes
@@ -322,9 +307,11 @@ impl Run {
         }
     }
 
-    /// Writes the trace `args` asks for (its bytes in cprace's binary
-    /// format also to `tee`, see [`record_teed`]) and says on standard
-    /// error what it holds.
+    /// Writes the trace `args` asks for and says on standard error what it
+    /// holds. In cprace's binary format its bytes also go to `tee` as they
+    /// are made (`record --analyze` reads them from a pipe while the trace
+    /// is being written); `tee` is dropped when the writing ends,
+    /// successfully or not, so that its reader then sees the end.
     pub fn write(&self, args: &Recording, tee: Option<Box<dyn Write + Send>>) -> Result<Recorded> {
         if tee.is_some() && args.format != OutFormat::Cprace {
             bail!("only cprace's binary format is written to a second reader");
@@ -593,7 +580,7 @@ pub(crate) fn lower_all(
 /// file) into the trace `output` in `format` (written to a temporary file
 /// next to it, renamed over it only when complete). RapidBin that the run
 /// does not fit becomes zstd-compressed STD, with a note on stderr. The
-/// bytes of cprace's binary format also go to `tee` (see [`record_teed`]).
+/// bytes of cprace's binary format also go to `tee` (see [`Run::write`]).
 pub fn write_trace(
     dir: &Path,
     listing: &str,
@@ -612,43 +599,22 @@ pub fn write_trace(
     let mut format = format;
     if matches!(format, OutFormat::Cprace | OutFormat::CpraceZstd) {
         let sym = symbols::Symbolizer::from_listing(listing);
-        let events;
         if format == OutFormat::CpraceZstd {
             let mut z = zstd::stream::Encoder::new(tmp.as_file(), 3).with_context(cannot)?;
             let _ = z.multithread(1);
-            let mut w = cpt::CptWriter::new(z, sym).with_context(cannot)?;
-            let (low, stacks) = lower_all(
-                dir,
-                reduce,
-                ToCpt {
-                    w: &mut w,
-                    what: &output.display(),
-                },
-            )?;
-            events = w.events;
-            let z = w.finish(&low, &stacks).with_context(cannot)?;
+            let (z, counts) = write_cpt(dir, reduce, z, sym, output)?;
             z.finish().with_context(cannot)?;
             crate::output::persist(tmp, output).with_context(cannot)?;
             let _ = std::fs::remove_file(&side);
-            return Ok((counts_of(&low, events), format));
+            return Ok((counts, format));
         }
         let out = write::ThreadWriter::teed(tmp.as_file().try_clone().with_context(cannot)?, tee)
             .with_context(cannot)?;
-        let mut w = cpt::CptWriter::new(out, sym).with_context(cannot)?;
-        let (low, stacks) = lower_all(
-            dir,
-            reduce,
-            ToCpt {
-                w: &mut w,
-                what: &output.display(),
-            },
-        )?;
-        events = w.events;
-        let mut out = w.finish(&low, &stacks).with_context(cannot)?;
+        let (mut out, counts) = write_cpt(dir, reduce, out, sym, output)?;
         out.finish().with_context(cannot)?;
         crate::output::persist(tmp, output).with_context(cannot)?;
         let _ = std::fs::remove_file(&side);
-        return Ok((counts_of(&low, events), format));
+        return Ok((counts, format));
     }
     if format == OutFormat::RapidBin {
         let mut n = write::Namer::new(symbols::Symbolizer::from_listing(listing));
@@ -715,6 +681,31 @@ pub fn write_trace(
     // belongs to it.
     let _ = std::fs::remove_file(&side);
     Ok((n.counts, format))
+}
+
+/// Lowers the run in `dir` into cprace's binary format on `out` (named
+/// `output` in errors); returns `out` and what the trace holds.
+fn write_cpt<W: Write>(
+    dir: &Path,
+    reduce: bool,
+    out: W,
+    sym: symbols::Symbolizer,
+    output: &Path,
+) -> Result<(W, write::Counts)> {
+    let cannot = || format!("cannot write {}", output.display());
+    let mut w = cpt::CptWriter::new(out, sym).with_context(cannot)?;
+    let what = output.display();
+    let (low, stacks) = lower_all(
+        dir,
+        reduce,
+        ToCpt {
+            w: &mut w,
+            what: &what,
+        },
+    )?;
+    let events = w.events;
+    let out = w.finish(&low, &stacks).with_context(cannot)?;
+    Ok((out, counts_of(&low, events)))
 }
 
 /// The summary counts of a lowered recording of `events` trace events.
