@@ -35,8 +35,7 @@ pub(crate) fn check_output_path(path: &Path) -> Result<()> {
     // The output is written to a temporary file next to it: try making one
     // (permissions alone do not tell, e.g. on a read-only file system).
     let dir = temp_dir_for(path);
-    let dir = dir.as_path();
-    if let Err(e) = output_builder().tempfile_in(dir) {
+    if let Err(e) = output_builder().tempfile_in(&dir) {
         // The OS's reason alone: tempfile's error names its probe file.
         let e = e
             .raw_os_error()

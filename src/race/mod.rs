@@ -296,14 +296,20 @@ fn suppress(req: &Request, report: &mut Report, names: &Names) -> Result<()> {
 /// streaming engine's analysis overlaps it).
 pub fn analyze_path(path: &Path, opts: &Options) -> Result<(Report, Names)> {
     let started = std::time::Instant::now();
-    let (mut report, names) = analyze_path_untimed(path, opts)?;
+    let (report, names) = analyze_path_untimed(path, opts)?;
+    Ok((timed(opts, report, started), names))
+}
+
+/// `report` stamped with `opts`, and with the seconds since `started` when
+/// it gives none of its own.
+fn timed(opts: &Options, mut report: Report, started: std::time::Instant) -> Report {
     if !report.stats.contains_key("seconds") {
         report.stats.insert(
             "seconds".into(),
             serde_json::json!({"total": started.elapsed().as_secs_f64()}),
         );
     }
-    Ok((opts.stamp(report), names))
+    opts.stamp(report)
 }
 
 fn analyze_path_untimed(path: &Path, opts: &Options) -> Result<(Report, Names)> {
@@ -477,14 +483,8 @@ pub(crate) fn analyze_fed(
     };
     let run = streamed(&opts, engine, on)?;
     Some((|| {
-        let (mut report, names) = run?;
-        if !report.stats.contains_key("seconds") {
-            report.stats.insert(
-                "seconds".into(),
-                serde_json::json!({"total": started.elapsed().as_secs_f64()}),
-            );
-        }
-        let mut report = opts.stamp(report);
+        let (report, names) = run?;
+        let mut report = timed(&opts, report, started);
         suppress(req, &mut report, &names)?;
         Ok((report, names))
     })())

@@ -316,14 +316,7 @@ impl Run {
         if tee.is_some() && args.format != OutFormat::Cprace {
             bail!("only cprace's binary format is written to a second reader");
         }
-        let (counts, format) = write_trace(
-            self.dir(),
-            &self.listing,
-            &args.output,
-            args.format,
-            args.reduce,
-            tee,
-        )?;
+        let (counts, format) = self.trace(args, tee)?;
         self.summary(args, &counts);
         Ok(Recorded {
             trace: args.output.clone(),
@@ -337,15 +330,23 @@ impl Run {
     /// Writes the trace `args` asks for without the summary line (a report
     /// reads what describes races from it after [`Run::analyse`]).
     pub fn write_quietly(&self, args: &Recording) -> Result<()> {
+        self.trace(args, None).map(drop)
+    }
+
+    /// [`write_trace`] of this run as `args` asks.
+    fn trace(
+        &self,
+        args: &Recording,
+        tee: Option<Box<dyn Write + Send>>,
+    ) -> Result<(write::Counts, OutFormat)> {
         write_trace(
             self.dir(),
             &self.listing,
             &args.output,
             args.format,
             args.reduce,
-            None,
+            tee,
         )
-        .map(drop)
     }
 
     /// The summary line on standard error.
@@ -432,19 +433,9 @@ impl crate::engine::detector::Feed for Lowering<'_> {
         let lowered = (|| -> Result<write::Counts> {
             let listing = events::segments(&self.run.listing)?;
             let sym = symbols::Symbolizer::from_listing(listing);
-            let mut w = cpt::CptWriter::to(Apply::new(&mut b, Some(retire)), sym);
-            let (low, stacks) = lower_all(
-                self.run.dir(),
-                self.reduce,
-                ToCpt {
-                    w: &mut w,
-                    what: &"the recording to its analysis",
-                },
-            )?;
-            let events = w.events;
-            w.finish(&low, &stacks)
-                .with_context(|| format!("cannot analyse {LOWERING}"))?;
-            Ok(counts_of(&low, events))
+            let w = cpt::CptWriter::to(Apply::new(&mut b, Some(retire)), sym);
+            let what = "the recording to its analysis";
+            lower_records(self.run.dir(), self.reduce, w, &what).map(|(_, c)| c)
         })();
         let failed = lowered
             .as_ref()
@@ -692,20 +683,26 @@ fn write_cpt<W: Write>(
     sym: symbols::Symbolizer,
     output: &Path,
 ) -> Result<(W, write::Counts)> {
-    let cannot = || format!("cannot write {}", output.display());
-    let mut w = cpt::CptWriter::new(out, sym).with_context(cannot)?;
-    let what = output.display();
-    let (low, stacks) = lower_all(
-        dir,
-        reduce,
-        ToCpt {
-            w: &mut w,
-            what: &what,
-        },
-    )?;
+    let w = cpt::CptWriter::new(out, sym)
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    lower_records(dir, reduce, w, &output.display())
+}
+
+/// Lowers the run in `dir` through `w` (what its records go to named
+/// `what` in errors: `cannot write WHAT`); returns where they went and what
+/// the trace holds.
+fn lower_records<R: Records>(
+    dir: &Path,
+    reduce: bool,
+    mut w: cpt::CptWriter<R>,
+    what: &dyn std::fmt::Display,
+) -> Result<(R::Done, write::Counts)> {
+    let (low, stacks) = lower_all(dir, reduce, ToCpt { w: &mut w, what })?;
     let events = w.events;
-    let out = w.finish(&low, &stacks).with_context(cannot)?;
-    Ok((out, counts_of(&low, events)))
+    let done = w
+        .finish(&low, &stacks)
+        .with_context(|| format!("cannot write {what}"))?;
+    Ok((done, counts_of(&low, events)))
 }
 
 /// The summary counts of a lowered recording of `events` trace events.
