@@ -342,6 +342,21 @@ impl Layered {
             .or_insert_with(|| settled.get(&k).cloned().unwrap_or_default())
     }
 
+    /// Forget the clocks of `vars`. The settled entries are copied first
+    /// if a clone still shares them (a stream retires on clocks it holds
+    /// alone).
+    fn remove(&mut self, vars: &[u32]) {
+        for k in vars {
+            self.changed.remove(k);
+        }
+        if vars.iter().any(|k| self.settled.contains_key(k)) {
+            let settled = Arc::make_mut(&mut self.settled);
+            for k in vars {
+                settled.remove(k);
+            }
+        }
+    }
+
     /// Move the changes into the settled entries, unless another clone
     /// still shares them.
     fn settle(&mut self) {
@@ -411,6 +426,15 @@ impl Clocks {
     pub fn settle(&mut self) {
         self.volatile_writes.settle();
         self.volatile_accesses.settle();
+    }
+
+    /// Forget the clocks of `vars`, which no later event touches (retired
+    /// variables: see [`crate::engine::detector::Detector::retire`]): a
+    /// program allocating atomics again and again keeps the clocks of
+    /// those it holds, not of all it ever had.
+    pub(crate) fn retire(&mut self, vars: &[u32]) {
+        self.volatile_writes.remove(vars);
+        self.volatile_accesses.remove(vars);
     }
 
     fn grow_threads(&mut self, n: usize) {

@@ -748,6 +748,23 @@ mod tests {
                 args.1,
                 args.2,
             );
+            // Windowed CP in stretches of a few dozen events, so that
+            // retirements land between the fixpoint's stretch and the race
+            // pass behind it.
+            for (k, every) in [(40, 16), (1000, 64)] {
+                same(
+                    || {
+                        crate::race::cp::stream::CpStream::with_runs_every(
+                            k,
+                            crate::race::cp::PassOptions::default(),
+                            every,
+                        )
+                    },
+                    args.0,
+                    args.1,
+                    args.2,
+                );
+            }
         }
         // Not vacuous: cells were retired, and there were races to keep.
         assert!(retired_total > 500, "{retired_total} retired");

@@ -164,6 +164,12 @@ impl RaceState {
         }
     }
 
+    /// Forget what is kept for `vars`, which no later event touches.
+    pub(crate) fn retire(&mut self, vars: &[u32]) {
+        self.clocks.retire(vars);
+        self.history.retire(vars);
+    }
+
     /// Pass `events`, the trace's events from id `first` on. Their points
     /// are `input`'s slots from the first one at or after `first`, with
     /// incoming base sources `incoming`; every base edge into them must be

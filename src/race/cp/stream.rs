@@ -44,6 +44,7 @@
 //! `tests/it/cp_stream.rs` checks the answers against the whole-trace engine
 //! on generated traces cut into stretches of a few dozen events.
 
+use std::collections::VecDeque;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -84,6 +85,11 @@ pub struct CpStream {
     first_only: bool,
     /// The race pass has passed (or been handed) every event before this one.
     frontier: EventId,
+    /// Variables retired before the event whose id they go with, in order,
+    /// until the carried clocks pass it.
+    retired: VecDeque<(EventId, Vec<u32>)>,
+    /// How many of `retired` the race pass was handed.
+    retired_to_race: usize,
     /// Id of the next event.
     next: EventId,
     since_run: usize,
@@ -132,6 +138,8 @@ impl CpStream {
             race_thread: None,
             first_only: opts.first_only,
             frontier: 0,
+            retired: VecDeque::new(),
+            retired_to_race: 0,
             next: 0,
             since_run: 0,
             report,
@@ -168,6 +176,16 @@ impl CpStream {
         self.since_run += 1;
         if self.since_run >= self.every {
             self.run(false);
+        }
+    }
+
+    /// Variables `vars` are retired: no event from the next one on touches
+    /// them. Each of the two passes behind the stream (the carried clocks,
+    /// the race pass) forgets them once it has passed this point, not
+    /// before: they may still be behind their last accesses.
+    pub fn retire(&mut self, vars: &[u32]) {
+        if !vars.is_empty() {
+            self.retired.push_back((self.next, vars.to_vec()));
         }
     }
 
@@ -254,6 +272,14 @@ impl CpStream {
         let events = self.stretch.events[at(self.frontier)..at(o)].to_vec();
         let first = self.frontier;
         self.frontier = o;
+        let retired = self
+            .retired
+            .iter()
+            .skip(self.retired_to_race)
+            .take_while(|(at, _)| *at <= o)
+            .flat_map(|(_, vars)| vars.iter().copied())
+            .collect::<Vec<u32>>();
+        self.retired_to_race = self.retired.partition_point(|(at, _)| *at <= o);
         if !last {
             let keep = o.saturating_sub(u32::try_from(self.k).unwrap_or(u32::MAX));
             self.advance_base(&input, &fp.base, keep.max(self.carried.base));
@@ -264,6 +290,7 @@ impl CpStream {
                 incoming,
                 events,
                 first,
+                retired,
             })
             .expect("the race pass runs until the stream ends");
     }
@@ -279,6 +306,7 @@ impl CpStream {
                     race.advance(&s.events, s.first, &s.input, &s.incoming, None, &mut |r| {
                         report.push(r)
                     });
+                    race.retire(&s.retired);
                 }
                 report
             }));
@@ -402,6 +430,17 @@ impl CpStream {
             base: keep,
             clocks,
         };
+        // Variables retired by `keep` are behind every stretch to come, and
+        // the race pass was handed them (`keep` is before the frontier).
+        while let Some((at, vars)) = self.retired.front() {
+            if *at > keep {
+                break;
+            }
+            debug_assert!(self.retired_to_race > 0);
+            self.carried.clocks.retire(vars);
+            self.retired.pop_front();
+            self.retired_to_race -= 1;
+        }
         // The previous clocks are gone: the next stretch's clone shares
         // every per-variable clock changed until here.
         self.carried.clocks.settle();
@@ -416,6 +455,8 @@ struct Settled {
     incoming: Incoming,
     events: Vec<Event>,
     first: EventId,
+    /// Variables retired by the end of `events`, to forget after them.
+    retired: Vec<u32>,
 }
 
 impl crate::engine::detector::Detector for CpStream {
@@ -427,6 +468,9 @@ impl crate::engine::detector::Detector for CpStream {
     }
     fn report_mut(&mut self) -> &mut Report {
         &mut self.report
+    }
+    fn retire(&mut self, vars: &[u32]) {
+        CpStream::retire(self, vars)
     }
     /// A stretch (up to 2^20 events: 16 MB): the parser fills the next one
     /// while the fixpoint runs.
