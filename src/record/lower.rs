@@ -350,6 +350,55 @@ pub struct Lowerer {
     /// again, so its cells are new variables), in no order; whoever lowers
     /// takes them after each event (see [`crate::trace::cprace_bin::RETIRE`]).
     pub retired: Vec<u32>,
+    /// Freed blocks whose cells are still kept.
+    pub(crate) freed: Freed,
+    /// Per variable in some thread's `relaxed_loads`, in how many (a
+    /// retirement looks every retired variable up here: building the set
+    /// of them at each retirement cost a thread pool's lowering a third of
+    /// its time).
+    relaxed: FxHashMap<u32, u32>,
+}
+
+/// Freed blocks whose cells stay the block's variables, oldest first, so
+/// that a use after the free meets the free. A block glibc gives back
+/// with `munmap` (128 KiB and up) is mapped at a new address next time, so
+/// no allocation ever renews its cells: once later frees have passed twice
+/// the recorder's quarantine (64 MiB and 65,536 blocks, `recorder/src/heap.rs`:
+/// the block has certainly left it for glibc), its cells are retired and a
+/// later access of those bytes is a new variable, as it would be after a
+/// new allocation. A C++ test suite freeing vectors of millions of atomics
+/// otherwise kept every one it ever had.
+#[derive(Debug)]
+pub(crate) struct Freed {
+    /// (start, end, generation of the allocation) of each block kept.
+    blocks: std::collections::VecDeque<(u64, u64, u32)>,
+    bytes: u64,
+    /// Most bytes and blocks kept (tests shrink them).
+    pub(crate) max_bytes: u64,
+    pub(crate) max_blocks: usize,
+}
+
+impl Default for Freed {
+    fn default() -> Self {
+        Freed {
+            blocks: Default::default(),
+            bytes: 0,
+            max_bytes: 2 * (64 << 20),
+            max_blocks: 2 << 16,
+        }
+    }
+}
+
+impl Freed {
+    /// The oldest block, once more are kept than the limits allow.
+    fn over(&mut self) -> Option<(u64, u64, u32)> {
+        if self.bytes <= self.max_bytes && self.blocks.len() <= self.max_blocks {
+            return None;
+        }
+        let b = self.blocks.pop_front()?;
+        self.bytes -= b.1 - b.0;
+        Some(b)
+    }
 }
 
 /// Whether `reduce` drops the trace event `op` on `span` of `thread`,
@@ -489,16 +538,27 @@ impl Lowerer {
         self.cells.clear(start >> 3, end >> 3, &mut self.retired);
         // A variable a thread loaded relaxed stays: its next acquire fence
         // still acquires it (the release its load read from), freed or not.
-        if self.retired.len() > before {
-            let loaded: rustc_hash::FxHashSet<u32> = self
-                .threads
-                .values()
-                .flat_map(|ts| ts.relaxed_loads.iter().map(|&(v, _)| v))
-                .collect();
-            if !loaded.is_empty() {
-                let mut new = self.retired.split_off(before);
-                new.retain(|v| !loaded.contains(v));
-                self.retired.append(&mut new);
+        if self.retired.len() > before && !self.relaxed.is_empty() {
+            let mut new = self.retired.split_off(before);
+            new.retain(|v| !self.relaxed.contains_key(v));
+            self.retired.append(&mut new);
+        }
+    }
+
+    /// Keeps the cells of the block the recording saw allocated at `addr`,
+    /// just freed, and retires those of the oldest block kept when there
+    /// are too many (see [`Freed`]), unless an allocation renewed any of
+    /// its bytes since (its cells are new variables already).
+    fn keep_freed(&mut self, addr: u64) {
+        let start = addr & !7;
+        let Some(&(end, g)) = self.gens.get(&start) else {
+            return;
+        };
+        self.freed.blocks.push_back((start, end, g));
+        self.freed.bytes += end - start;
+        while let Some((s, e, g)) = self.freed.over() {
+            if self.gens.get(&s) == Some(&(e, g)) {
+                self.renew(s, e - s);
             }
         }
     }
@@ -682,6 +742,7 @@ impl Lowerer {
                     // hands the memory out again.
                     let size = self.freed_extent(l.addr, l.extra[0]);
                     self.memory(e.tid, LOp::Write, l.addr, size, emit);
+                    self.keep_freed(l.addr);
                 }
                 Kind::Range => {
                     let op = if l.flags & cprace_events::RANGE_WRITE != 0 {
@@ -810,6 +871,7 @@ impl Lowerer {
                     let ts = s.thread(tid);
                     if !ts.relaxed_loads.contains(&(v, mask)) {
                         ts.relaxed_loads.push((v, mask));
+                        *s.relaxed.entry(v).or_default() += 1;
                     }
                 }
                 emit(op, Span::one(v, mask));
@@ -839,6 +901,14 @@ impl Lowerer {
                 }
                 if a.order.acquires() {
                     let loads = std::mem::take(&mut self.thread(tid).relaxed_loads);
+                    for &(v, _) in &loads {
+                        if let Some(n) = self.relaxed.get_mut(&v) {
+                            *n -= 1;
+                            if *n == 0 {
+                                self.relaxed.remove(&v);
+                            }
+                        }
+                    }
                     for (v, mask) in loads {
                         emit(LOp::VolatileRead, Span::one(v, mask));
                     }

@@ -543,7 +543,10 @@ mod tests {
     }
 
     fn lines(events: &[Event]) -> Vec<String> {
-        let mut low = Lowerer::default();
+        lines_with(Lowerer::default(), events)
+    }
+
+    fn lines_with(mut low: Lowerer, events: &[Event]) -> Vec<String> {
         let mut n = Namer::new(Symbolizer::from_listing(""));
         let mut w = StdWriter::default();
         let mut out = Vec::new();
@@ -663,6 +666,53 @@ mod tests {
                 "T2|w(0x1008~1)|",
                 "T3|r(0x1000~1)|",
                 "T3|r(0x1000~2)|",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_freed_block_is_retired_once_enough_frees_came_after_it() {
+        // Two blocks kept at most: the third free retires the first block
+        // (a later use of its bytes is a new variable), the fourth retires
+        // nothing of the second, which was allocated again meanwhile.
+        let mut low = Lowerer::default();
+        low.freed.max_blocks = 2;
+        let got = lines_with(
+            low,
+            &[
+                long(1, Kind::Alloc, 0, 0x1000, 0, 8),
+                long(1, Kind::Alloc, 0, 0x2000, 0, 8),
+                long(1, Kind::Alloc, 0, 0x3000, 0, 8),
+                long(1, Kind::Free, 0, 0x1000, 0, 8),
+                long(1, Kind::Free, 0, 0x2000, 0, 8),
+                access(2, false, 0x1000, 8),
+                long(1, Kind::Alloc, 0, 0x2000, 0, 8),
+                long(1, Kind::Free, 0, 0x3000, 0, 8),
+                access(2, false, 0x1000, 8),
+                access(2, false, 0x2000, 8),
+                access(2, false, 0x3000, 8),
+                long(1, Kind::Alloc, 0, 0x4000, 0, 8),
+                long(1, Kind::Free, 0, 0x4000, 0, 8),
+                access(2, false, 0x2000, 8),
+                access(2, false, 0x3000, 8),
+            ],
+        );
+        assert_eq!(
+            got,
+            [
+                "T1|w(0x1000~1)|",
+                "T1|w(0x2000~2)|",
+                // Still kept: the free's variable.
+                "T2|r(0x1000~1)|",
+                "T1|w(0x3000~3)|",
+                // Retired by the third free (0x2000 was allocated again).
+                "T2|r(0x1000~5)|",
+                "T2|r(0x2000~4)|",
+                "T2|r(0x3000~3)|",
+                "T1|w(0x4000~6)|",
+                // The block at 0x2000 was allocated again: kept as it is.
+                "T2|r(0x2000~4)|",
+                "T2|r(0x3000~3)|",
             ]
         );
     }
