@@ -138,7 +138,7 @@ fn atomic_configs() -> impl Iterator<Item = Config> {
 }
 
 /// Atomics and byte masks: the engine equals the literal definition (rule (a)
-/// pairs a plain and an atomic access, HBv's hard edges join atomic ones)
+/// counts atomic accesses like plain ones, HBv's hard edges join volatile ones)
 /// and the crepe reference, with and without windows and distances.
 #[test]
 fn datalog_matches_definition_and_reference_with_atomics() {

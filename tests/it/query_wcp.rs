@@ -114,7 +114,7 @@ impl Oracle<'_> {
                     .ok_or(format!("{to} is in no section on the lock of {f}"))?;
                 let partner =
                     (cs1.acq..=cs1.end).any(|e| self.inside(e, cs1) && self.conflict(e, to));
-                if !self.ev(to).op.is_access() || f >= to || !partner || cs2.thread == cs1.thread {
+                if !self.ev(to).op.is_memory() || f >= to || !partner || cs2.thread == cs1.thread {
                     return Err(format!("rule (a) edge {f}->{to} does not hold"));
                 }
                 Ok(())

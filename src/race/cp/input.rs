@@ -2,10 +2,10 @@
 //! base edges that need no fixpoint (rule (a), hard edges, the window rule).
 //!
 //! A base edge `(r, a)` is a release->acquire pair from rules (a)/(b), or a hard
-//! edge (fork, join, or two atomic accesses of one variable by different
-//! threads, at least one a write: vw -> vr, vr -> vw, vw -> vw and the same
-//! with relaxed ar/aw, in trace order). CP composes with HBv, HB plus those
-//! atomic edges (docs/src/semantic-decisions.md, "Semantic decisions"), so every "HB" below is
+//! edge (fork, join, or two synchronizing atomic accesses of one variable by
+//! different threads, at least one a write: vw -> vr, vr -> vw, vw -> vw, in
+//! trace order; relaxed ar/aw give none). CP composes with HBv, HB plus those
+//! volatile edges (docs/src/semantic-decisions.md, "Semantic decisions"), so every "HB" below is
 //! HBv and the sync clocks are HBv clocks. CP is then exactly
 //! `{(x, y) : some base (r, a) with x <=HBv r and a <=HBv y}` plus, under a
 //! window K, the conservative pairs `x <=HBv y` with `y - x >= K`. Consequences
@@ -105,25 +105,26 @@ pub(crate) struct CpInput {
     pub extra_edges: Vec<(u32, u32)>,
 }
 
-/// An access as one bit for rule (a): plain write, plain read, atomic
-/// write, atomic read (0 for other events).
+/// An access as one bit for rule (a): write, read (0 for other events),
+/// atomic or not.
 pub(crate) fn access_kind(op: Op) -> u8 {
     match op {
-        Op::Write => 1,
-        Op::Read => 2,
-        Op::VolatileWrite | Op::AtomicWrite => 4,
-        Op::VolatileRead | Op::AtomicRead => 8,
+        Op::Write | Op::VolatileWrite | Op::AtomicWrite => 1,
+        Op::Read | Op::VolatileRead | Op::AtomicRead => 2,
         _ => 0,
     }
 }
 
-/// The [`access_kind`] bits an access of kind bit `k` conflicts with (of
-/// another thread, same variable; bytes are not looked at, as in WCP and the
-/// reference rules: more conflicts only add edges, each between two sections
-/// of one lock, so no HB race is lost): a plain write with every access, a
-/// plain read with writes, an atomic write with plain accesses, an atomic
-/// read with plain writes. Two atomic accesses never conflict.
-const CONFLICTS: [u8; 4] = [0b1111, 0b0101, 0b0011, 0b0001];
+/// The [`access_kind`] bits an access of kind bit `k` conflicts with for
+/// rule (a) (another thread, same variable): a write with every access, a
+/// read with writes. Atomic accesses count like plain ones here, although
+/// two of them never race: reordering an atomic read before the write it
+/// read from changes what it saw (a relaxed load under a lock reading a
+/// release store made under that lock: double-checked locking's slow path).
+/// Bytes are not looked at, as in WCP and the reference rules: more
+/// conflicts only add edges, each between two sections of one lock, so no
+/// HB race is lost.
+const CONFLICTS: [u8; 2] = [0b11, 0b01];
 
 /// Sort `(section, variable, kinds)` accesses and keep one per section and
 /// variable, with the union of its [`access_kind`] bits.
@@ -357,8 +358,8 @@ impl CpInput {
         // Per variable, the two most recent sections per access kind from
         // distinct threads: enough to find the latest one of any thread
         // other than CS2's.
-        let mut last: FxHashMap<u32, [Top2; 4]> = FxHashMap::default();
-        let bits = |kinds: u8| (0..4).filter(move |k| kinds >> k & 1 == 1);
+        let mut last: FxHashMap<u32, [Top2; 2]> = FxHashMap::default();
+        let bits = |kinds: u8| (0..2).filter(move |k| kinds >> k & 1 == 1);
         let mut seeds = Vec::new();
         for list in &self.by_lock {
             // A lock's only section has no earlier one to take an edge from.
@@ -378,7 +379,7 @@ impl CpInput {
                     }
                 }
                 for (x, kinds) in accesses_of(c2) {
-                    let tops = last.entry(x).or_insert([Top2::EMPTY; 4]);
+                    let tops = last.entry(x).or_insert([Top2::EMPTY; 2]);
                     for k in bits(kinds) {
                         tops[k].push(s2.thread, s2.pos);
                     }
@@ -394,7 +395,7 @@ impl CpInput {
         self.seeds.extend(seeds);
     }
 
-    /// Fork, join, atomic accesses of one variable by different threads, at
+    /// Fork, join, volatile accesses of one variable by different threads, at
     /// least one a write (per access, the latest such earlier access of each
     /// other thread: it dominates that thread's earlier ones) and `extra`.
     fn seed_hard(

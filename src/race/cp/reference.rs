@@ -21,11 +21,11 @@ mod rules {
 pub struct CpRelations {
     /// HB and its generating edges (`rules/hb.dl`).
     pub hb: HbRelations,
-    /// `VolatileEdge(x, y)`: atomic accesses (volatile or relaxed) of one
-    /// variable by different threads, at least one a write, x < y; hard CP
-    /// edges and HBv's extra generating edges.
+    /// `VolatileEdge(x, y)`: synchronizing atomic accesses (`vr`, `vw`; not
+    /// relaxed `ar`, `aw`) of one variable by different threads, at least
+    /// one a write, x < y; hard CP edges and HBv's extra generating edges.
     pub volatile_edges: Pairs,
-    /// `Hbv(x, y)`: HB plus the atomic edges, strict (x < y); CP composes
+    /// `Hbv(x, y)`: HB plus the volatile edges, strict (x < y); CP composes
     /// with it and the window rule uses it.
     pub hbv: Pairs,
     /// `RuleA(rel, acq)`: base edges of rule (a), critical sections on the

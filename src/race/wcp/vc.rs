@@ -204,8 +204,8 @@ struct LockState {
     holder: Option<u32>,
 }
 
-/// Rule (a)'s state of one key (a variable, or its atomic half) accessed
-/// inside a critical section.
+/// Rule (a)'s state of one key (a variable) accessed inside a critical
+/// section.
 #[derive(Clone, Debug)]
 struct KeyState {
     /// Per kind (read, write), the thread and stamp of the key's latest log
@@ -386,12 +386,10 @@ impl WcpVc {
                 self.volatiles[r as usize] = VolatileState::default();
                 self.volatiles.free(r);
             }
-            for key in [2 * v, 2 * v + 1] {
-                if let Some(k) = self.keys.remove(&key) {
-                    for l in k.locks {
-                        if let Some(s) = self.slot_of.remove(&slot_key(l, key)) {
-                            self.slots.release(s);
-                        }
+            if let Some(k) = self.keys.remove(&v) {
+                for l in k.locks {
+                    if let Some(s) = self.slot_of.remove(&slot_key(l, v)) {
+                        self.slots.release(s);
                     }
                 }
             }
@@ -433,16 +431,15 @@ impl WcpVc {
     /// Lines 11-12: join the rule-(a) clocks of every enclosing lock, record the
     /// variable in the open critical sections, then check for races with `C`.
     ///
-    /// Rule (a) keeps a variable's plain and atomic accesses apart, as two
-    /// keys `2x` and `2x + 1`: a plain access conflicts with the plain and the
-    /// atomic accesses of earlier sections, an atomic one only with the plain
-    /// ones. Bytes are not looked at, which only adds edges (each between two
+    /// Rule (a) counts atomic accesses like plain ones (rules/wcp.dl,
+    /// `Conflicting`): two atomic accesses never race, but a section whose
+    /// atomic read saw another section's atomic write cannot move before it.
+    /// Bytes are not looked at, which only adds edges (each between two
     /// sections of one lock, so within HB: no race HB sees is lost).
     fn access(&mut self, id: EventId, ev: &Event) {
         let t = ev.thread;
         let write = ev.op.is_write();
-        let atomic = ev.op.is_atomic();
-        let key = 2 * ev.target + u32::from(atomic);
+        let key = ev.target;
         let WcpVc {
             threads,
             locks,
@@ -462,22 +459,19 @@ impl WcpVc {
                     slots.join_into(s, R_LAST, t, &mut ts.p);
                 }
             };
-            let sources = if atomic { 0..1 } else { 0..2 };
-            for from in sources.map(|a| 2 * ev.target + a) {
-                // Only locks with a slot for the key can contribute: walk
-                // the shorter of those and the held ones.
-                let with_slot = keys.get(&from).map_or(&[][..], |k| &k.locks[..]);
-                if with_slot.len() < ts.held.len() {
-                    for &l in with_slot {
-                        if locks[l as usize].holder == Some(t) {
-                            join(slot_of[&slot_key(l, from)]);
-                        }
+            // Only locks with a slot for the key can contribute: walk the
+            // shorter of those and the held ones.
+            let with_slot = keys.get(&key).map_or(&[][..], |k| &k.locks[..]);
+            if with_slot.len() < ts.held.len() {
+                for &l in with_slot {
+                    if locks[l as usize].holder == Some(t) {
+                        join(slot_of[&slot_key(l, key)]);
                     }
-                } else {
-                    for cs in &ts.held {
-                        if let Some(&s) = slot_of.get(&slot_key(cs.lock, from)) {
-                            join(s);
-                        }
+                }
+            } else {
+                for cs in &ts.held {
+                    if let Some(&s) = slot_of.get(&slot_key(cs.lock, key)) {
+                        join(s);
                     }
                 }
             }
@@ -772,9 +766,9 @@ mod tests {
     fn rule_a_keeps_state_only_for_keys_accessed_under_a_lock() {
         use crate::trace::{Event, Op};
         // 100,000 variables written outside any section, then the last one
-        // (and an atomic half) inside one: rule (a) needs those two keys. A
-        // vector indexed by key held 200,000 entries here (about 100 million
-        // in BS::thread_pool's tests).
+        // (plainly and atomically) inside one: rule (a) needs that one key.
+        // A vector indexed by key held 200,000 entries here (about 100
+        // million in BS::thread_pool's tests).
         let ev = |thread, op, target| Event {
             thread,
             target,
@@ -795,7 +789,7 @@ mod tests {
         push(&mut w, ev(0, Op::Write, 99_999));
         push(&mut w, ev(0, Op::AtomicWrite, 99_999));
         push(&mut w, ev(0, Op::Release, 0));
-        assert_eq!(w.keys.len(), 2);
+        assert_eq!(w.keys.len(), 1);
         assert!(w.keys.values().all(|k| k.locks.as_slice() == [0]));
     }
 }

@@ -27,7 +27,7 @@ use crate::engine::sync::NONE;
 use crate::facts::{CriticalSection, Facts};
 use crate::race::cp::input::{CpInput, Rule, Section};
 use crate::relation::Relation;
-use crate::trace::{EventId, Op, Trace};
+use crate::trace::{EventId, Trace};
 
 /// CP over one trace: the engine's inputs and base edges.
 pub(crate) struct CpQuery<'a> {
@@ -123,7 +123,8 @@ impl Cx<'_> {
             .any(|&(a, r, _)| self.leq(x, self.ev(r)) && self.leq(self.ev(a), y))
     }
 
-    /// Conflicting accesses `(e1 in cs1, e2 in cs2)`, if any.
+    /// Conflicting accesses `(e1 in cs1, e2 in cs2)`, if any, as rule (a)
+    /// counts them: atomic accesses like plain ones.
     fn conflict(&self, cs1: &CriticalSection, cs2: &CriticalSection) -> Option<(EventId, EventId)> {
         if cs1.thread == cs2.thread {
             return None;
@@ -133,9 +134,9 @@ impl Cx<'_> {
         let mut seen: FxHashMap<u32, (Option<EventId>, Option<EventId>)> = FxHashMap::default();
         for e in cs1.acq..=cs1.end {
             let ev = events[e as usize];
-            if ev.thread == cs1.thread && ev.op.is_access() {
+            if ev.thread == cs1.thread && ev.op.is_memory() {
                 let s = seen.entry(ev.target).or_default();
-                if ev.op == Op::Write {
+                if ev.op.is_write() {
                     s.0 = Some(e);
                 } else {
                     s.1 = Some(e);
@@ -144,14 +145,14 @@ impl Cx<'_> {
         }
         for e in cs2.acq..=cs2.end {
             let ev = events[e as usize];
-            if ev.thread != cs2.thread || !ev.op.is_access() {
+            if ev.thread != cs2.thread || !ev.op.is_memory() {
                 continue;
             }
             if let Some(&(w, r)) = seen.get(&ev.target) {
                 if let Some(w) = w {
                     return Some((w, e));
                 }
-                if let (Op::Write, Some(r)) = (ev.op, r) {
+                if let (true, Some(r)) = (ev.op.is_write(), r) {
                     return Some((r, e));
                 }
             }

@@ -242,31 +242,32 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
                     per[t].0 = i;
                 }
             }
-            Op::Read | Op::Write => {
-                let write = ev.op == Op::Write;
-                for o in &mut open[t] {
-                    if let Some([w, r]) = latest.get(&(o.lock, ev.target)) {
-                        let mut best = w.latest_other(ev.thread);
-                        if write {
-                            best = best.max(r.latest_other(ev.thread));
-                        }
-                        if let Some((rel, s)) = best
-                            && let Some(&c1) = facts.cs_of_boundary.get(&rel)
-                        {
-                            cands.push((rel, s, c1, o.cs));
-                        }
-                    }
-                    if write {
-                        o.writes.push(ev.target);
-                    } else {
-                        o.reads.push(ev.target);
-                    }
-                }
-            }
             Op::Release => {
                 closing = open[t].iter().rposition(|o| o.lock == ev.target);
             }
             _ => {}
+        }
+        // Rule (a) counts every access, atomic ones like plain ones.
+        if ev.op.is_memory() {
+            let write = ev.op.is_write();
+            for o in &mut open[t] {
+                if let Some([w, r]) = latest.get(&(o.lock, ev.target)) {
+                    let mut best = w.latest_other(ev.thread);
+                    if write {
+                        best = best.max(r.latest_other(ev.thread));
+                    }
+                    if let Some((rel, s)) = best
+                        && let Some(&c1) = facts.cs_of_boundary.get(&rel)
+                    {
+                        cands.push((rel, s, c1, o.cs));
+                    }
+                }
+                if write {
+                    o.writes.push(ev.target);
+                } else {
+                    o.reads.push(ev.target);
+                }
+            }
         }
         let (base, lock_secs_ref) = (&mut out.base, &lock_secs);
         let closing_sec = closing.map(|p| {
@@ -482,10 +483,10 @@ impl Cx<'_> {
         (cs.acq..=cs.end).find(|&f| {
             let y = events[f as usize];
             y.thread == cs.thread
-                && y.op.is_access()
+                && y.op.is_memory()
                 && y.target == x.target
                 && y.thread != x.thread
-                && (x.op == Op::Write || y.op == Op::Write)
+                && (x.op.is_write() || y.op.is_write())
         })
     }
 
@@ -577,7 +578,7 @@ impl Cx<'_> {
         (cs2.acq..=cs2.end)
             .filter(|&e| {
                 let ev = events[e as usize];
-                ev.thread == cs2.thread && ev.op.is_access()
+                ev.thread == cs2.thread && ev.op.is_memory()
             })
             .find_map(|e| Some((self.partner(cs1, e)?, e)))
     }

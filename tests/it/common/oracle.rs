@@ -167,7 +167,9 @@ pub fn conflict(t: &Trace, i: usize, j: usize) -> bool {
 }
 
 /// The conflict relation of CP's rule (a): [`conflict`] with the bytes not
-/// looked at (more conflicts only add edges).
+/// looked at (more conflicts only add edges) and two atomic accesses
+/// conflicting too (a section's atomic read cannot move before the section
+/// with the atomic write it read).
 pub fn rule_a_conflict(t: &Trace, i: usize, j: usize) -> bool {
     let (a, b) = (&t.events[i], &t.events[j]);
     a.op.is_memory()
@@ -175,12 +177,11 @@ pub fn rule_a_conflict(t: &Trace, i: usize, j: usize) -> bool {
         && a.thread != b.thread
         && a.target == b.target
         && (a.op.is_write() || b.op.is_write())
-        && !(a.op.is_atomic() && b.op.is_atomic())
 }
 
 /// CP matrix by Definition 2 (rules a, b, c; rule (a) on
 /// [`rule_a_conflict`]) with rule (c) composing with HBv, hard fork/join
-/// edges, hard edges between atomic accesses ([`volatile_edge`]), and under
+/// edges, hard edges between volatile accesses ([`volatile_edge`]), and under
 /// a window K the
 /// conservative rule: `x <=HBv y` with `y - x >= K` implies CP(x, y).
 pub fn cp_matrix(t: &Trace, window: Option<u64>) -> Vec<Vec<bool>> {

@@ -231,11 +231,12 @@ pub trait Replay {
 
     fn conflict(&self, a: u32, b: u32) -> bool {
         let (x, y) = (self.ev(a), self.ev(b));
-        x.op.is_access()
-            && y.op.is_access()
+        // Rule (a)'s conflicts: atomic accesses count like plain ones.
+        x.op.is_memory()
+            && y.op.is_memory()
             && x.thread != y.thread
             && x.target == y.target
-            && (x.op == Op::Write || y.op == Op::Write)
+            && (x.op.is_write() || y.op.is_write())
     }
 
     /// A critical section given in JSON is the trace's section `want`.
