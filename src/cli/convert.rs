@@ -34,6 +34,11 @@ use cprace::trace::Format;
 /// no volatile accesses) are errors naming the first line past them.
 /// Needs -o. An existing output is replaced only on success.
 ///
+/// A recording's byte masks (cprace's binary format) have no place in CSV,
+/// STD or RapidBin: an access that starts inside its 8-byte cell gets the
+/// variable named after its first byte (`s+4`, `0x7f30c4`), as `record`
+/// itself writes those formats, so fields of one cell stay apart.
+///
 /// Holds the loaded trace (16 bytes per event plus the name tables).
 ///
 /// Examples:

@@ -72,11 +72,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<i32> {
     let mut events = Vec::new();
     let (names, stats, format) =
         trace::stream(&args.trace, args.input_format, |_, ev| events.push(*ev))?;
-    let t = Trace {
+    let mut t = Trace {
         events,
         names,
         stats,
     };
+    name_by_first_byte(&mut t);
     if std {
         check_std_names(&t, &args.trace, format, args.rapid)?;
     }
@@ -118,6 +119,57 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<i32> {
         None => write(out)?,
     }
     Ok(0)
+}
+
+/// Give every access that starts inside its 8-byte cell (a recorded
+/// program's `int` at offset 4, a `short` at 2) the variable named after
+/// its first byte, as `record` names it in the formats without byte masks
+/// (`table+16` at byte 4 is `table+20`, `0x7f30c0` is `0x7f30c4`): CSV, STD
+/// and RapidBin hold no masks, and with the cell's own name two threads
+/// writing two fields of one cell would read as a race. Accesses that
+/// overlap from different starts then no longer conflict, as in `record`'s
+/// own text output.
+fn name_by_first_byte(t: &mut Trace) {
+    let mut named: rustc_hash::FxHashMap<(u32, u32), u32> = Default::default();
+    for i in 0..t.events.len() {
+        let ev = t.events[i];
+        let first = ev.mask.trailing_zeros();
+        if !ev.op.is_memory() || ev.mask == 0 || first == 0 {
+            continue;
+        }
+        let vars = &mut t.names.vars;
+        let id = *named.entry((ev.target, first)).or_insert_with(|| {
+            let name = at_byte(&vars.name(ev.target as usize).unwrap_or_default(), first);
+            vars.intern(&name)
+        });
+        t.events[i].target = id;
+    }
+}
+
+/// The name of byte `first` of the cell named `cell` (see
+/// [`name_by_first_byte`]): a hex address plus `first`, `sym+k` as
+/// `sym+(k + first)`, any other name with `+first`, a generation suffix
+/// (`~3`) kept at the end.
+fn at_byte(cell: &str, first: u32) -> String {
+    let (base, generation) = match cell.rsplit_once('~') {
+        Some((b, g)) if !g.is_empty() && g.bytes().all(|c| c.is_ascii_digit()) => {
+            (b, cell.len() - g.len() - 1)
+        }
+        _ => (cell, cell.len()),
+    };
+    let generation = &cell[generation..];
+    if let Some(a) = base
+        .strip_prefix("0x")
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+    {
+        return format!("{:#x}{generation}", a + u64::from(first));
+    }
+    if let Some((sym, k)) = base.rsplit_once('+')
+        && let Ok(k) = k.parse::<u64>()
+    {
+        return format!("{sym}+{}{generation}", k + u64::from(first));
+    }
+    format!("{base}+{first}{generation}")
 }
 
 /// What leaving out the blocked requests (`req`, which RAPID's formats have
@@ -261,7 +313,8 @@ fn write_location_table(t: &Trace, out: &mut impl Write) -> std::io::Result<()> 
 /// when both are complete.
 fn convert_to_rapidbin(input: &Path, format: Option<Format>, output: &Path) -> Result<i32> {
     use trace::rapid_bin;
-    let t = trace::load::load_checked(input, format, Some(&rapid_bin::check))?;
+    let mut t = trace::load::load_checked(input, format, Some(&rapid_bin::check))?;
+    name_by_first_byte(&mut t);
     if let Some(note) = requests_note(&t) {
         eprintln!("cprace: note: {note}");
     }
