@@ -286,6 +286,29 @@ impl Checker<'_> {
     /// defines races on the execution), but no correct reordering need keep
     /// it apart, so the theorems below do not speak of it.
     fn dirty_past(t: &Trace) -> Vec<bool> {
+        Self::past_with(t, |_, _, _| false)
+    }
+
+    /// What the CP and WCP theorems leave out (docs/src/semantic-decisions.md):
+    /// per event, whether its strict HB past reads from an HB-unordered
+    /// write ([`Self::dirty_past`]) or holds an atomic read that reads (a
+    /// byte) from another thread's atomic write with a relaxed side (`ar`
+    /// or `aw`): such a pair has no edge in HBv, so CP and WCP may reorder
+    /// it even where HB orders it through a lock (open work).
+    fn cp_dirty_past(t: &Trace) -> Vec<bool> {
+        Self::past_with(t, |t, r, w| {
+            let (r, w) = (&t.events[r], &t.events[w]);
+            r.op.is_atomic()
+                && w.op.is_atomic()
+                && w.thread != r.thread
+                && (w.op == Op::AtomicWrite || r.op == Op::AtomicRead)
+        })
+    }
+
+    /// Per event, whether its strict HB past holds a read that reads (a
+    /// byte) from an HB-unordered write or from a write `also(t, read,
+    /// write)` picks.
+    fn past_with(t: &Trace, also: impl Fn(&Trace, usize, usize) -> bool) -> Vec<bool> {
         let n = t.len();
         let hb = defs::hb_matrix(t);
         let mut last_write: BTreeMap<(u32, u32), usize> = BTreeMap::new();
@@ -299,49 +322,13 @@ impl Checker<'_> {
                 op if op.is_memory() => {
                     dirty_read[i] = bytes
                         .filter_map(|b| last_write.get(&(ev.target, b)))
-                        .any(|&w| !hb[w][i]);
+                        .any(|&w| !hb[w][i] || also(t, i, w));
                 }
                 _ => {}
             }
         }
         (0..n)
             .map(|e| (0..e).any(|r| dirty_read[r] && hb[r][e]))
-            .collect()
-    }
-
-    /// What the CP and WCP theorems leave out (docs/src/semantic-decisions.md):
-    /// per event, whether its strict HB past reads from an HB-unordered
-    /// write ([`Self::dirty_past`]) or holds an atomic read that reads (a
-    /// byte) from another thread's atomic write with a relaxed side (`ar`
-    /// or `aw`): such a pair has no edge in HBv, so CP and WCP may reorder
-    /// it even where HB orders it through a lock (open work).
-    fn cp_dirty_past(t: &Trace) -> Vec<bool> {
-        let n = t.len();
-        let hb = defs::hb_matrix(t);
-        let mut last_write: BTreeMap<(u32, u32), usize> = BTreeMap::new();
-        let mut relaxed_read = vec![false; n];
-        for (i, ev) in t.events.iter().enumerate() {
-            let bytes = (0..8u32).filter(|b| ev.bytes() >> b & 1 == 1);
-            match ev.op {
-                op if op.is_write() => bytes.for_each(|b| {
-                    last_write.insert((ev.target, b), i);
-                }),
-                op if op.is_atomic() => {
-                    relaxed_read[i] = bytes
-                        .filter_map(|b| last_write.get(&(ev.target, b)))
-                        .map(|&w| &t.events[w])
-                        .any(|w| {
-                            w.thread != ev.thread
-                                && w.op.is_atomic()
-                                && (w.op == Op::AtomicWrite || op == Op::AtomicRead)
-                        });
-                }
-                _ => {}
-            }
-        }
-        let dirty = Self::dirty_past(t);
-        (0..n)
-            .map(|e| dirty[e] || (0..e).any(|r| relaxed_read[r] && hb[r][e]))
             .collect()
     }
 
