@@ -153,11 +153,10 @@ fn name_by_first_byte(t: &mut Trace) {
 fn at_byte(cell: &str, first: u32) -> String {
     let (base, generation) = match cell.rsplit_once('~') {
         Some((b, g)) if !g.is_empty() && g.bytes().all(|c| c.is_ascii_digit()) => {
-            (b, cell.len() - g.len() - 1)
+            (b, &cell[b.len()..])
         }
-        _ => (cell, cell.len()),
+        _ => (cell, ""),
     };
-    let generation = &cell[generation..];
     if let Some(a) = base
         .strip_prefix("0x")
         .and_then(|h| u64::from_str_radix(h, 16).ok())
@@ -345,4 +344,17 @@ fn convert_to_rapidbin(input: &Path, format: Option<Format>, output: &Path) -> R
         let _ = std::fs::remove_file(&tmp_side);
     }
     written.map(|()| 0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_byte_of_a_cell_is_named_as_record_names_it() {
+        assert_eq!(super::at_byte("0x7f30c0", 4), "0x7f30c4");
+        assert_eq!(super::at_byte("0x7f30c0~12", 2), "0x7f30c2~12");
+        assert_eq!(super::at_byte("table+16", 4), "table+20");
+        assert_eq!(super::at_byte("count", 6), "count+6");
+        assert_eq!(super::at_byte("count~3", 1), "count+1~3");
+        assert_eq!(super::at_byte("a~b", 1), "a~b+1");
+    }
 }
