@@ -1,8 +1,9 @@
 //! Synchronization points and their HB vector clocks.
 //!
 //! The CP fixpoint only ever relates synchronization events: acquires, releases,
-//! forks, joins, volatile accesses (relaxed atomic ones synchronize nothing,
-//! under HB as under HBv), the first and last events of
+//! forks, joins, atomic accesses (relaxed ones synchronize nothing, under HB
+//! as under HBv, but CP keeps a pair with a relaxed side that HBv orders, so
+//! they are points too), the first and last events of
 //! forked/joined threads (ends of fork/join edges) and the last event of
 //! critical sections never released. One streaming HB pass stores the vector clock of each such
 //! point, so any HB test between them is a clock lookup: `x <=HB y` iff
@@ -142,6 +143,8 @@ impl SyncPoints {
                         | Op::Join
                         | Op::VolatileRead
                         | Op::VolatileWrite
+                        | Op::AtomicRead
+                        | Op::AtomicWrite
                 )
             })
             .collect();

@@ -20,7 +20,7 @@ use crate::relation::Relation;
 use crate::report::tsan::WitnessRun;
 use crate::report::{Race, Report};
 use crate::trace::recorded::StackEntry;
-use crate::trace::{EventId, ThreadId, Trace};
+use crate::trace::{EventId, Op, ThreadId, Trace};
 use crate::{Error, Result};
 
 pub(crate) use closure::Closure;
@@ -90,11 +90,26 @@ pub fn attach_to(
         let r = &report.races[i];
         let rel = report.relation;
         let why = match (&s, rel, i) {
-            (search::Search::None, Relation::Hb | Relation::Cp | Relation::Wcp, 0) => format!(
-                "; no correct reordering exhibits it, and it is the first race, so by the {} soundness theorem \
-                 the trace has a predictable deadlock",
-                rel.name().to_uppercase()
-            ),
+            (search::Search::None, Relation::Hb | Relation::Cp | Relation::Wcp, 0) => {
+                // The theorems leave out pasts holding a relaxed atomic pair
+                // HB leaves unordered (docs/src/semantic-decisions.md): with
+                // no relaxed access in the trace there is none.
+                let relaxed = trace
+                    .events
+                    .iter()
+                    .any(|e| matches!(e.op, Op::AtomicRead | Op::AtomicWrite));
+                format!(
+                    "; no correct reordering exhibits it, and it is the first race, so by the {} soundness theorem \
+                     the trace has a predictable deadlock{}",
+                    rel.name().to_uppercase(),
+                    if relaxed {
+                        ", or the race's past holds relaxed atomic accesses that happens-before leaves \
+                         unordered with another thread's atomic access, which the theorem does not cover"
+                    } else {
+                        ""
+                    }
+                )
+            }
             (search::Search::None, _, _) => {
                 "; no correct reordering exhibits it (a race after the first may be a consequence of an earlier one)"
                     .to_string()

@@ -95,6 +95,11 @@ impl Oracle<'_> {
                     if rule == "hard" {
                         if !self.r.hb.hard_edges.contains(&(f, t))
                             && !self.r.volatile_edges.contains(&(f, t))
+                            && !common::oracle::relaxed_edges(
+                                self.t,
+                                &common::oracle::hbv_matrix(self.t),
+                            )
+                            .contains(&(f as usize, t as usize))
                         {
                             return Err(format!("hard edge {s} is not a hard edge"));
                         }

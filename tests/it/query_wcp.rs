@@ -88,6 +88,10 @@ impl Oracle<'_> {
             Some("join")
         } else if common::oracle::volatile_edge(self.t, f as usize, to as usize) {
             Some("volatile")
+        } else if common::oracle::relaxed_edges(self.t, &common::oracle::hbv_matrix(self.t))
+            .contains(&(f as usize, to as usize))
+        {
+            Some("atomic")
         } else {
             None
         }

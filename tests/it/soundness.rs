@@ -234,7 +234,8 @@ struct Tally {
     hb_first: usize,
     /// HB first races whose past reads an unsynchronized atomic write.
     hb_first_relaxed: usize,
-    /// CP and WCP first races whose past reads through a relaxed atomic
+    /// CP and WCP first races whose past reads from an HB-unordered write
+    /// or holds an atomic write an unordered atomic read did not see
     /// ([`Checker::cp_dirty_past`]).
     first_relaxed: usize,
     hb_beyond: usize,
@@ -286,29 +287,6 @@ impl Checker<'_> {
     /// defines races on the execution), but no correct reordering need keep
     /// it apart, so the theorems below do not speak of it.
     fn dirty_past(t: &Trace) -> Vec<bool> {
-        Self::past_with(t, |_, _, _| false)
-    }
-
-    /// What the CP and WCP theorems leave out (docs/src/semantic-decisions.md):
-    /// per event, whether its strict HB past reads from an HB-unordered
-    /// write ([`Self::dirty_past`]) or holds an atomic read that reads (a
-    /// byte) from another thread's atomic write with a relaxed side (`ar`
-    /// or `aw`): such a pair has no edge in HBv, so CP and WCP may reorder
-    /// it even where HB orders it through a lock (open work).
-    fn cp_dirty_past(t: &Trace) -> Vec<bool> {
-        Self::past_with(t, |t, r, w| {
-            let (r, w) = (&t.events[r], &t.events[w]);
-            r.op.is_atomic()
-                && w.op.is_atomic()
-                && w.thread != r.thread
-                && (w.op == Op::AtomicWrite || r.op == Op::AtomicRead)
-        })
-    }
-
-    /// Per event, whether its strict HB past holds a read that reads (a
-    /// byte) from an HB-unordered write or from a write `also(t, read,
-    /// write)` picks.
-    fn past_with(t: &Trace, also: impl Fn(&Trace, usize, usize) -> bool) -> Vec<bool> {
         let n = t.len();
         let hb = defs::hb_matrix(t);
         let mut last_write: BTreeMap<(u32, u32), usize> = BTreeMap::new();
@@ -322,13 +300,49 @@ impl Checker<'_> {
                 op if op.is_memory() => {
                     dirty_read[i] = bytes
                         .filter_map(|b| last_write.get(&(ev.target, b)))
-                        .any(|&w| !hb[w][i] || also(t, i, w));
+                        .any(|&w| !hb[w][i]);
                 }
                 _ => {}
             }
         }
         (0..n)
             .map(|e| (0..e).any(|r| dirty_read[r] && hb[r][e]))
+            .collect()
+    }
+
+    /// What the CP and WCP theorems leave out besides [`Self::dirty_past`]
+    /// (docs/src/semantic-decisions.md): per event, whether its strict HB
+    /// past holds an atomic write that an earlier atomic read of another
+    /// thread, of a common byte, precedes without HBv ordering it, one of
+    /// the two relaxed. The read did not see the write, so a correct
+    /// reordering that runs both keeps the read first; two atomic accesses
+    /// never race, so such a pair is no earlier race either, and CP and WCP,
+    /// which move critical sections, may run the write first.
+    fn cp_dirty_past(t: &Trace) -> Vec<bool> {
+        let n = t.len();
+        let hb = defs::hb_matrix(t);
+        let hbv = defs::hbv_matrix(t);
+        let relaxed = |e: &cprace::trace::Event| matches!(e.op, Op::AtomicRead | Op::AtomicWrite);
+        let unseen: Vec<bool> = (0..n)
+            .map(|w| {
+                let ew = &t.events[w];
+                ew.op.is_atomic()
+                    && ew.op.is_write()
+                    && (0..w).any(|r| {
+                        let er = &t.events[r];
+                        er.op.is_atomic()
+                            && !er.op.is_write()
+                            && er.thread != ew.thread
+                            && er.target == ew.target
+                            && er.bytes() & ew.bytes() != 0
+                            && (relaxed(er) || relaxed(ew))
+                            && !hbv[r][w]
+                    })
+            })
+            .collect();
+        let dirty = Self::dirty_past(t);
+        (0..n)
+            .map(|e| dirty[e] || (0..e).any(|w| unseen[w] && hb[w][e]))
             .collect()
     }
 

@@ -149,6 +149,15 @@ pub(crate) fn effective_window(window: Option<u64>, len: usize) -> Option<u64> {
     window.filter(|&k| k < len as u64)
 }
 
+/// Per atomic variable and thread, the sources of its edges: the latest
+/// volatile write and access (`HardEdge`), and the latest atomic write and
+/// access with whether each was relaxed (`RelaxedEdge`), kept apart only
+/// from the variable's first relaxed access on (before it they are the same).
+struct Latest {
+    volatile: Vec<(u32, u32)>,
+    atomic: Option<Vec<[(u32, bool); 2]>>,
+}
+
 impl CpInput {
     /// Build the inputs; `extra_hard` are additional hard edges given as event
     /// pairs (used by `--order-races`).
@@ -414,24 +423,56 @@ impl CpInput {
             edges.push((slot(j), slot(last)));
         }
         let nt = trace.num_threads();
-        // Per atomic variable and thread: latest write, latest access.
-        let mut latest: FxHashMap<u32, Vec<(u32, u32)>> = FxHashMap::default();
+        let mut latest: FxHashMap<u32, Latest> = FxHashMap::default();
+        let mut relaxed_edges: Vec<(u32, u32)> = Vec::new();
         for (i, ev) in trace.events.iter().enumerate() {
-            if !matches!(ev.op, Op::VolatileRead | Op::VolatileWrite) {
+            if !ev.op.is_atomic() {
                 continue;
             }
             let write = ev.op.is_write();
             let a = slot(id(i));
-            let per = latest
-                .entry(ev.target)
-                .or_insert_with(|| vec![(NONE, NONE); nt]);
-            for (t, &(w, any)) in per.iter().enumerate() {
+            let t = ev.thread as usize;
+            let relaxed = matches!(ev.op, Op::AtomicRead | Op::AtomicWrite);
+            let per = latest.entry(ev.target).or_insert_with(|| Latest {
+                volatile: vec![(NONE, NONE); nt],
+                atomic: None,
+            });
+            if relaxed && per.atomic.is_none() {
+                // Until now every atomic access was volatile: the same table.
+                let from = per
+                    .volatile
+                    .iter()
+                    .map(|&(w, any)| [(w, false), (any, false)]);
+                per.atomic = Some(from.collect());
+            }
+            if let Some(atomic) = &mut per.atomic {
+                for (u, &[(w, w_relaxed), (any, any_relaxed)]) in atomic.iter().enumerate() {
+                    let (src, src_relaxed) = if write {
+                        (any, any_relaxed)
+                    } else {
+                        (w, w_relaxed)
+                    };
+                    if src != NONE && u != t && (relaxed || src_relaxed) && self.sync.hb_leq(src, a)
+                    {
+                        relaxed_edges.push((a, src));
+                    }
+                }
+                let me = &mut atomic[t];
+                me[1] = (a, relaxed);
+                if write {
+                    me[0] = (a, relaxed);
+                }
+            }
+            if relaxed {
+                continue;
+            }
+            for (u, &(w, any)) in per.volatile.iter().enumerate() {
                 let src = if write { any } else { w };
-                if src != NONE && t != ev.thread as usize {
+                if src != NONE && u != t {
                     edges.push((a, src));
                 }
             }
-            let me = &mut per[ev.thread as usize];
+            let me = &mut per.volatile[t];
             me.1 = a;
             if write {
                 me.0 = a;
@@ -439,7 +480,7 @@ impl CpInput {
         }
         // A base edge K or more long is implied by the window rule only when
         // HBv orders its ends; every edge above is an HBv edge.
-        for (a, r) in edges {
+        for (a, r) in edges.into_iter().chain(relaxed_edges) {
             if self.within(r, a) || !self.sync.hb_leq(r, a) {
                 self.seeds.push((a, r, Rule::Hard));
             }

@@ -239,6 +239,62 @@ struct VolatileState {
     reads: SmallVec<[Published; 1]>,
 }
 
+/// One thread's latest atomic write and access of a variable, each with
+/// whether it was relaxed: the sources of `RelaxedEdge` (rules/wcp.dl).
+/// Kept apart (in [`WcpVc`]'s `latest`) only once they can no longer be
+/// read off the variable's [`VolatileState`] (see [`VolatileState::derived`]),
+/// so a variable only ever accessed the same way by one thread at a time (a
+/// block of `std::atomic`s stored once) pays nothing for them.
+#[derive(Clone, Debug)]
+struct Latest {
+    thread: u32,
+    write: Option<Published>,
+    write_relaxed: bool,
+    any: Option<Published>,
+    any_relaxed: bool,
+}
+
+impl VolatileState {
+    /// While every access was volatile, each thread's latest write is
+    /// `last_write` or `other_write` (the latest write by another thread)
+    /// and its latest access is its read since then, else that write; true
+    /// until a write drops what a thread did last (another thread's read
+    /// since the latest write, or `other_write`), see [`Self::displaces`].
+    fn derived(&self) -> Vec<Latest> {
+        let mut out: Vec<Latest> = Vec::new();
+        for h in [&self.last_write, &self.other_write].into_iter().flatten() {
+            out.push(Latest {
+                thread: h.thread,
+                write: Some(h.clone()),
+                write_relaxed: false,
+                any: Some(h.clone()),
+                any_relaxed: false,
+            });
+        }
+        for r in &self.reads {
+            match out.iter_mut().find(|e| e.thread == r.thread) {
+                Some(e) => e.any = Some(r.clone()),
+                None => out.push(Latest {
+                    thread: r.thread,
+                    write: None,
+                    write_relaxed: false,
+                    any: Some(r.clone()),
+                    any_relaxed: false,
+                }),
+            }
+        }
+        out
+    }
+
+    /// Whether a volatile write by `t` drops a thread's latest access from
+    /// the fields [`Self::derived`] reads.
+    fn displaces(&self, t: u32) -> bool {
+        self.reads.iter().any(|r| r.thread != t)
+            || self.last_write.as_ref().is_some_and(|h| h.thread != t)
+                && self.other_write.as_ref().is_some_and(|h| h.thread != t)
+    }
+}
+
 /// Thread `t`'s `H` now, as its atomic accesses keep it.
 fn sent(ts: &mut ThreadState, t: u32) -> Published {
     let h = &ts.h;
@@ -256,6 +312,88 @@ fn join_hard(ts: &mut ThreadState, t: u32, h: &Published) {
         h.join_into(&mut ts.p);
         ts.snap = None;
     }
+}
+
+/// The hard edges of a volatile access by `t` (see [`WcpVc::atomic_access`]),
+/// then it is the latest of its kind.
+fn volatile_edges(ts: &mut ThreadState, st: &mut VolatileState, t: u32, write: bool) {
+    let other = match (&st.last_write, &st.other_write) {
+        (Some(h), _) if h.thread != t => Some(h),
+        (_, Some(h)) => Some(h),
+        _ => None,
+    };
+    if let Some(h) = other {
+        join_hard(ts, t, h);
+    }
+    if write {
+        for h in &st.reads {
+            join_hard(ts, t, h);
+        }
+        st.reads.clear();
+        let mine = sent(ts, t);
+        match &mut st.last_write {
+            Some(h) if h.thread == t => *h = mine,
+            last => st.other_write = last.replace(mine),
+        }
+    } else {
+        let mine = sent(ts, t);
+        match st.reads.iter_mut().find(|h| h.thread == t) {
+            Some(h) => *h = mine,
+            None => st.reads.push(mine),
+        }
+    }
+}
+
+/// The edges of an atomic access by `t` with a relaxed side (rules/wcp.dl,
+/// `RelaxedEdge`): from each other thread's latest earlier atomic access of
+/// the variable it may take one from (a write when it reads, any when it
+/// writes), when that or this access is relaxed and `H` already orders it
+/// before this one. Only `P` learns from them: `H` already knows the
+/// source. Then this access is the latest of its thread.
+fn relaxed_edges(
+    ts: &mut ThreadState,
+    latest: &mut Vec<Latest>,
+    t: u32,
+    write: bool,
+    relaxed: bool,
+) {
+    let mut mine = None;
+    for (i, e) in latest.iter().enumerate() {
+        if e.thread == t {
+            mine = Some(i);
+            continue;
+        }
+        let (src, src_relaxed) = if write {
+            (&e.any, e.any_relaxed)
+        } else {
+            (&e.write, e.write_relaxed)
+        };
+        if let Some(h) = src
+            && (relaxed || src_relaxed)
+            && ts.h.get(h.thread) >= h.own
+            && ts.p.get(h.thread) < h.own
+        {
+            h.join_into(&mut ts.p);
+        }
+    }
+    let h = sent(ts, t);
+    let i = mine.unwrap_or_else(|| {
+        latest.push(Latest {
+            thread: t,
+            write: None,
+            write_relaxed: false,
+            any: None,
+            any_relaxed: false,
+        });
+        latest.len() - 1
+    });
+    let me = &mut latest[i];
+    if write {
+        me.write = Some(h.clone());
+        me.write_relaxed = relaxed;
+    }
+    me.any = Some(h);
+    me.any_relaxed = relaxed;
 }
 
 /// Streaming WCP race detector (Algorithm 1 of wcp-2017).
@@ -281,6 +419,11 @@ pub struct WcpVc {
     volatile_row: Paged<u32>,
     /// Per atomic variable: the sources of its hard edges.
     volatiles: Rows<VolatileState>,
+    /// A bit per row of `volatiles`: whether `latest` holds its sources of
+    /// `RelaxedEdge`.
+    explicit: Vec<u64>,
+    /// Per row with its bit set, each thread's latest atomic accesses.
+    latest: FxHashMap<u32, Vec<Latest>>,
     cs_count: u32,
     known_threads: i64,
     /// Total length of the paper's Acq/Rel queues (over threads seen so far).
@@ -324,6 +467,8 @@ impl WcpVc {
             stamp: 0,
             volatile_row: Paged::new(u32::MAX),
             volatiles: Rows::default(),
+            explicit: Vec::new(),
+            latest: FxHashMap::default(),
             cs_count: 0,
             known_threads: 0,
             queue_len: 0,
@@ -385,6 +530,10 @@ impl WcpVc {
             if let Some(r) = self.volatile_row.retire(v as usize, |&r| r != u32::MAX) {
                 self.volatiles[r as usize] = VolatileState::default();
                 self.volatiles.free(r);
+                if let Some(word) = self.explicit.get_mut(r as usize / 64) {
+                    *word &= !(1 << (r % 64));
+                }
+                self.latest.remove(&r);
             }
             if let Some(k) = self.keys.remove(&v) {
                 for l in k.locks {
@@ -412,14 +561,13 @@ impl WcpVc {
         }
         match ev.op {
             Op::Read | Op::Write => self.access(id, ev),
-            // A volatile access takes its hard edges first (its check comes
-            // after them), then is an access like any other; a relaxed one
-            // has no edges.
-            Op::VolatileWrite | Op::VolatileRead => {
-                self.volatile_access(ev.thread, ev.target, ev.op.is_write());
+            // An atomic access takes its edges first (its check comes after
+            // them), then is an access like any other.
+            Op::VolatileWrite | Op::VolatileRead | Op::AtomicWrite | Op::AtomicRead => {
+                let relaxed = matches!(ev.op, Op::AtomicWrite | Op::AtomicRead);
+                self.atomic_access(ev.thread, ev.target, ev.op.is_write(), relaxed);
                 self.access(id, ev);
             }
-            Op::AtomicWrite | Op::AtomicRead => self.access(id, ev),
             Op::Acquire => self.acquire(ev.thread, ev.target),
             Op::Release => self.release(ev.thread, ev.target),
             Op::Fork => self.fork(t, ev.target as usize),
@@ -671,9 +819,10 @@ impl WcpVc {
         }
     }
 
-    /// An atomic access (volatile or relaxed): hard edges from every earlier
-    /// atomic access of the variable by another thread (for a read the
-    /// writes, for a write every access), then it becomes a source itself.
+    /// An atomic access. A volatile one takes hard edges from every earlier
+    /// volatile access of the variable by another thread (for a read the
+    /// writes, for a write every access), then becomes a source itself.
+    /// Then, where either side is relaxed, [`relaxed_edges`].
     ///
     /// Linear: every earlier write by another thread is HBv-before the latest
     /// one (`last_write`, or `other_write` when that is this thread's own). A
@@ -682,39 +831,30 @@ impl WcpVc {
     /// already at that write (its own hard edge); so a write only needs the
     /// reads since the latest write, kept one per thread and dropped at the
     /// write.
-    fn volatile_access(&mut self, t: ThreadId, v: u32, write: bool) {
+    fn atomic_access(&mut self, t: ThreadId, v: u32, write: bool, relaxed: bool) {
         let (row, live) = self.volatile_row.slot(v as usize);
         if *row == u32::MAX {
             *live += 1;
             *row = self.volatiles.put(VolatileState::default());
         }
-        let v = *row as usize;
+        let r = *row;
+        let (word, bit) = (r as usize / 64, 1u64 << (r % 64));
         let ts = &mut self.threads[t as usize];
-        let st = &mut self.volatiles[v];
-        let other = match (&st.last_write, &st.other_write) {
-            (Some(h), _) if h.thread != t => Some(h),
-            (_, Some(h)) => Some(h),
-            _ => None,
-        };
-        if let Some(h) = other {
-            join_hard(ts, t, h);
+        let st = &mut self.volatiles[r as usize];
+        let mut explicit = self.explicit.get(word).is_some_and(|w| w & bit != 0);
+        if !explicit && (relaxed || write && st.displaces(t)) {
+            if self.explicit.len() <= word {
+                self.explicit.resize(word + 1, 0);
+            }
+            self.explicit[word] |= bit;
+            self.latest.insert(r, st.derived());
+            explicit = true;
         }
-        if write {
-            for h in &st.reads {
-                join_hard(ts, t, h);
-            }
-            st.reads.clear();
-            let mine = sent(ts, t);
-            match &mut st.last_write {
-                Some(h) if h.thread == t => *h = mine,
-                last => st.other_write = last.replace(mine),
-            }
-        } else {
-            let mine = sent(ts, t);
-            match st.reads.iter_mut().find(|h| h.thread == t) {
-                Some(h) => *h = mine,
-                None => st.reads.push(mine),
-            }
+        if !relaxed {
+            volatile_edges(ts, st, t, write);
+        }
+        if explicit && let Some(latest) = self.latest.get_mut(&r) {
+            relaxed_edges(ts, latest, t, write, relaxed);
         }
         // Both kinds of access are now sources of edges leaving the thread.
         ts.tick = true;

@@ -279,6 +279,8 @@ impl Cx<'_> {
                     Kind::Join
                 } else if super::volatile_conflict(&x, &y) {
                     Kind::Volatile
+                } else if super::relaxed_pair(&x, &y) {
+                    Kind::Atomic
                 } else {
                     return None;
                 };

@@ -44,6 +44,10 @@ pub enum Kind {
     /// thread; in CP's and WCP's HBv also volatile read or write -> a later
     /// volatile write.
     Volatile,
+    /// Two atomic accesses of a variable by different threads, at least one
+    /// a write and one relaxed, that HBv already orders (CP and WCP keep
+    /// them; the latest source of its thread).
+    Atomic,
     /// SHB's reads-from edge: a data write -> a read (by another thread) that
     /// reads its value, i.e. the last earlier write to the variable.
     ReadsFrom,
@@ -70,6 +74,7 @@ impl Kind {
             Kind::Fork => "fork",
             Kind::Join => "join",
             Kind::Volatile => "volatile",
+            Kind::Atomic => "atomic",
             Kind::ReadsFrom => "reads-from",
             Kind::Cp(_) => "cp-edge",
             Kind::Wcp(_) => "wcp-edge",

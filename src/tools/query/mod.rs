@@ -115,6 +115,19 @@ pub(crate) fn volatile_conflict(x: &crate::trace::Event, y: &crate::trace::Event
         && (x.op == Op::VolatileWrite || y.op == Op::VolatileWrite)
 }
 
+/// Whether `x` before `y` is a pair CP and WCP give an edge to when HBv
+/// orders it: atomic accesses of one variable by different threads, at
+/// least one a write and one relaxed (`ar`, `aw`).
+pub(crate) fn relaxed_pair(x: &crate::trace::Event, y: &crate::trace::Event) -> bool {
+    let relaxed = |op: Op| matches!(op, Op::AtomicRead | Op::AtomicWrite);
+    x.op.is_atomic()
+        && y.op.is_atomic()
+        && x.target == y.target
+        && x.thread != y.thread
+        && (x.op.is_write() || y.op.is_write())
+        && (relaxed(x.op) || relaxed(y.op))
+}
+
 /// What `cprace query` was asked.
 #[derive(Clone, Debug)]
 pub enum Request {

@@ -215,6 +215,23 @@ fn shown<'a>(trace: &'a Trace, s: &Step) -> Shown<'a> {
                 Details::child(child),
             )
         }
+        Kind::Atomic => {
+            let op = |e: EventId| match ev(e).op {
+                Op::AtomicWrite => "relaxed write",
+                Op::AtomicRead => "relaxed read",
+                Op::VolatileWrite => "volatile write",
+                _ => "volatile read",
+            };
+            let variable = n.var(ev(s.to).target);
+            plain(
+                format!(
+                    "atomic {} -> {} of {variable} by another thread, already happens-before ordered",
+                    op(s.from),
+                    op(s.to)
+                ),
+                Details::variable(variable),
+            )
+        }
         Kind::Volatile => {
             let op = |e: EventId| {
                 if ev(e).op == Op::VolatileWrite {

@@ -195,6 +195,9 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
     }
     // Per volatile variable and thread: latest write, latest access.
     let mut last_v: FxHashMap<u32, Vec<(EventId, EventId)>> = FxHashMap::default();
+    // Per atomic variable and thread: latest atomic write and access, each
+    // with whether it was relaxed (the sources of edges with a relaxed side).
+    let mut last_a: FxHashMap<u32, Vec<[(EventId, bool); 2]>> = FxHashMap::default();
     let mut clocks = Clocks::with_order(trace, false, VolatileOrder::Conflicting);
     let mut out = Pass {
         base: Vec::new(),
@@ -221,6 +224,29 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
             hard.extend_from_slice(v);
         }
         cands.clear();
+        if ev.op.is_atomic() {
+            let write = ev.op.is_write();
+            let relaxed = matches!(ev.op, Op::AtomicRead | Op::AtomicWrite);
+            let per = last_a
+                .entry(ev.target)
+                .or_insert_with(|| vec![[(NONE, false); 2]; nt]);
+            hard.extend(
+                per.iter()
+                    .enumerate()
+                    .map(|(u, p)| (u, p[usize::from(write)]))
+                    .filter(|&(u, (src, src_relaxed))| {
+                        src != NONE
+                            && u != t
+                            && (relaxed || src_relaxed)
+                            && sync.hb_leq(slot(src), slot(i))
+                    })
+                    .map(|(_, (src, _))| src),
+            );
+            per[t][1] = (i, relaxed);
+            if write {
+                per[t][0] = (i, relaxed);
+            }
+        }
         let mut closing: Option<usize> = None;
         match ev.op {
             // Hard edges from the latest conflicting access of each other
@@ -524,6 +550,8 @@ impl Cx<'_> {
                     Kind::Join
                 } else if super::volatile_conflict(&x, &y) {
                     Kind::Volatile
+                } else if super::relaxed_pair(&x, &y) {
+                    Kind::Atomic
                 } else {
                     return None;
                 };

@@ -128,6 +128,32 @@ pub fn volatile_edge(t: &Trace, i: usize, j: usize) -> bool {
         && (a.op.is_write() || b.op.is_write())
 }
 
+/// The edges of atomic pairs with a relaxed side (rules/cp.dl,
+/// `RelaxedEdge`): per atomic access j, from each other thread the latest
+/// earlier atomic access i of its variable (a write when j reads), when i
+/// or j is relaxed (`ar`, `aw`) and `order` (HBv) already has i before j.
+pub fn relaxed_edges(t: &Trace, order: &[Vec<bool>]) -> Vec<(usize, usize)> {
+    let relaxed = |op: Op| matches!(op, Op::AtomicRead | Op::AtomicWrite);
+    let mut out = Vec::new();
+    for (j, b) in t.events.iter().enumerate() {
+        if !b.op.is_atomic() {
+            continue;
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for i in (0..j).rev() {
+            let a = &t.events[i];
+            let source = a.op.is_atomic()
+                && a.target == b.target
+                && a.thread != b.thread
+                && (a.op.is_write() || b.op.is_write());
+            if source && seen.insert(a.thread) && (relaxed(a.op) || relaxed(b.op)) && order[i][j] {
+                out.push((i, j));
+            }
+        }
+    }
+    out
+}
+
 /// Reflexive HBv matrix: [`hb_matrix`] plus an edge between every two
 /// volatile accesses of a variable by different threads, at least one a write
 /// ([`volatile_edge`]), transitively closed. CP and WCP compose with it.
@@ -218,6 +244,9 @@ pub fn cp_matrix_with(t: &Trace, window: Option<u64>, extra: &[(usize, usize)]) 
                 cp[i][j] = true;
             }
         }
+    }
+    for (i, j) in relaxed_edges(t, &hb) {
+        cp[i][j] = true;
     }
     let css = &f.critical_sections;
     let members: Vec<Vec<usize>> = css

@@ -25,6 +25,8 @@ pub fn config(seed: u64) -> Config {
         p_release: 0.3,
         fork_join: !seed.is_multiple_of(3),
         p_volatile: if seed % 4 == 1 { 0.25 } else { 0.03 },
+        // Relaxed and synchronizing atomic accesses in every fifth trace.
+        p_atomic: if seed % 5 == 2 { 0.3 } else { 0.0 },
         seed,
         ..Config::default()
     }
