@@ -20,8 +20,9 @@
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
-use crate::engine::clock::VectorClock;
+use crate::engine::clock::{Published, VectorClock};
 use crate::facts::Facts;
 use crate::trace::{EventId, Op, Trace};
 
@@ -325,20 +326,29 @@ impl Carried {
 /// not the map. A C++ program's trace has millions of atomics (30 million
 /// in BS::thread_pool's tests), and copying them at every stretch kept
 /// windowed CP from finishing.
-#[derive(Clone, Debug, Default)]
-struct Layered {
-    settled: Arc<FxHashMap<u32, VectorClock>>,
-    changed: FxHashMap<u32, VectorClock>,
+#[derive(Clone, Debug)]
+struct Layered<T> {
+    settled: Arc<FxHashMap<u32, T>>,
+    changed: FxHashMap<u32, T>,
 }
 
-impl Layered {
-    fn get(&self, k: u32) -> Option<&VectorClock> {
+impl<T> Default for Layered<T> {
+    fn default() -> Self {
+        Layered {
+            settled: Arc::default(),
+            changed: FxHashMap::default(),
+        }
+    }
+}
+
+impl<T: Clone + Default> Layered<T> {
+    fn get(&self, k: u32) -> Option<&T> {
         self.changed.get(&k).or_else(|| self.settled.get(&k))
     }
 
     /// The clock of `k` for writing (a copy of the settled one at first:
     /// an O(1) share).
-    fn get_mut(&mut self, k: u32) -> &mut VectorClock {
+    fn get_mut(&mut self, k: u32) -> &mut T {
         let settled = &self.settled;
         self.changed
             .entry(k)
@@ -371,6 +381,32 @@ impl Layered {
     }
 }
 
+/// What a volatile variable sends under [`VolatileOrder::Conflicting`]: the
+/// clock of its latest write, and of each thread's latest read since (one
+/// per thread: a thread's clock only grows). A write receives them all, a
+/// read the write's. A counter that one thread writes and another reads
+/// costs two shared clocks, where joining them into one clock of all
+/// accesses built a tree of its own for every atomic (BS::thread_pool's
+/// tests have 30 million atomics).
+///
+/// Each is a [`Published`] clock: the thread's snapshot as it was when it
+/// last learned from another thread (shared by every access since) and its
+/// own entry, so a worker storing to a million atomics between two
+/// acquires costs one clock, where a clone of its live clock cost a path of
+/// tree nodes each (its own entry moving on at the next event copied the
+/// path the clone shared), and an entry is 16 bytes.
+#[derive(Clone, Debug, Default)]
+struct Volatile {
+    write: Option<Published>,
+    reads: SmallVec<[Published; 1]>,
+}
+
+/// Thread `t`'s clock `me` as a [`Published`] on the thread's snapshot
+/// (taken now if it has none).
+fn stamp(snap: &mut Option<Arc<VectorClock>>, me: &VectorClock, t: u32) -> Published {
+    Published::of(snap, t, me.get(t), || me.clone())
+}
+
 /// Streaming vector clocks propagated along HB edges (program order,
 /// release->acquire, fork/join, volatile write -> later read; under
 /// [`VolatileOrder::Conflicting`] also volatile read/write -> later write),
@@ -393,12 +429,17 @@ pub struct Clocks {
     conflicting: bool,
     threads: Vec<VectorClock>,
     locks: Vec<VectorClock>,
-    volatile_writes: Layered,
-    /// Per variable, the join of every volatile access so far (only under
+    /// Per variable, the join of every volatile write so far (only under
+    /// [`VolatileOrder::WriteRead`]).
+    volatile_writes: Layered<VectorClock>,
+    /// Per variable, what its accesses send (only under
     /// [`VolatileOrder::Conflicting`]).
-    volatile_accesses: Layered,
+    volatiles: Layered<Volatile>,
     fork_pending: Vec<Option<VectorClock>>,
     local: Vec<u32>,
+    /// Per thread, the snapshot its [`Volatile`] entries share, dropped
+    /// whenever its clock learns from another thread.
+    bases: Vec<Option<Arc<VectorClock>>>,
 }
 
 impl Clocks {
@@ -428,7 +469,7 @@ impl Clocks {
     /// (a stream calls this on the clocks it keeps between stretches).
     pub fn settle(&mut self) {
         self.volatile_writes.settle();
-        self.volatile_accesses.settle();
+        self.volatiles.settle();
     }
 
     /// Forget the clocks of `vars`, which no later event touches (retired
@@ -437,7 +478,7 @@ impl Clocks {
     /// those it holds, not of all it ever had.
     pub(crate) fn retire(&mut self, vars: &[u32]) {
         self.volatile_writes.remove(vars);
-        self.volatile_accesses.remove(vars);
+        self.volatiles.remove(vars);
     }
 
     fn grow_threads(&mut self, n: usize) {
@@ -445,6 +486,7 @@ impl Clocks {
             self.threads.resize(n, VectorClock::default());
             self.fork_pending.resize(n, None);
             self.local.resize(n, 0);
+            self.bases.resize(n, None);
         }
     }
 
@@ -493,6 +535,17 @@ impl Clocks {
             self.threads[t].set(ev.thread, local);
         }
         inject(&mut self.threads[t]);
+        // What the thread learns below (and may have from `inject`) is not
+        // in its stamps' base.
+        let learns = match ev.op {
+            Op::Acquire | Op::Join => true,
+            Op::VolatileRead | Op::VolatileWrite => !self.conflicting,
+            _ => false,
+        };
+        if learns || local == 1 || !self.reflexive {
+            // (`inject` feeds the clock of a thread that is not reflexive.)
+            self.bases[t] = None;
+        }
         // Relaxed atomic accesses have no edges, under HB as under HBv.
         match ev.op {
             Op::Acquire => self.threads[t].join(&self.locks[tg]),
@@ -504,23 +557,41 @@ impl Clocks {
             }
             // Joining a thread's own earlier accesses is harmless here: they
             // are program-order-before, so already in the clock.
-            Op::VolatileWrite => {
+            Op::VolatileWrite if self.conflicting => {
                 let me = &mut self.threads[t];
-                if self.conflicting {
-                    let all = self.volatile_accesses.get_mut(ev.target);
-                    me.join(all);
-                    // `me` now covers every access so far: share it.
-                    all.clone_from(me);
+                let v = self.volatiles.get_mut(ev.target);
+                for c in v.write.iter().chain(&v.reads) {
+                    if c.thread != ev.thread {
+                        c.join_into(me);
+                        self.bases[t] = None;
+                    }
                 }
+                // `me` now covers every access so far.
+                v.reads.clear();
+                v.write = Some(stamp(&mut self.bases[t], me, ev.thread));
+            }
+            Op::VolatileRead if self.conflicting => {
+                let me = &mut self.threads[t];
+                let v = self.volatiles.get_mut(ev.target);
+                if let Some(w) = &v.write
+                    && w.thread != ev.thread
+                {
+                    w.join_into(me);
+                    self.bases[t] = None;
+                }
+                let mine = stamp(&mut self.bases[t], me, ev.thread);
+                match v.reads.iter_mut().find(|c| c.thread == ev.thread) {
+                    Some(c) => *c = mine,
+                    None => v.reads.push(mine),
+                }
+            }
+            Op::VolatileWrite => {
+                let me = &self.threads[t];
                 self.volatile_writes.get_mut(ev.target).join(me);
             }
             Op::VolatileRead => {
-                let me = &mut self.threads[t];
                 if let Some(w) = self.volatile_writes.get(ev.target) {
-                    me.join(w);
-                }
-                if self.conflicting {
-                    self.volatile_accesses.get_mut(ev.target).join(me);
+                    self.threads[t].join(w);
                 }
             }
             _ => {}
@@ -532,6 +603,40 @@ impl Clocks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A volatile write sends what its thread learned before it, also
+    /// between two of its volatile accesses (the snapshot its entries share
+    /// is dropped at an acquire), and a thread's own earlier access adds
+    /// nothing.
+    #[test]
+    fn a_volatile_write_sends_what_its_thread_acquired_since_its_last_one() {
+        let text = "T0|acq(l)|1\nT0|w(d)|2\nT0|rel(l)|3\nT1|vw(x)|4\nT1|acq(l)|5\nT1|rel(l)|6\n\
+                    T1|vw(x)|7\nT2|vr(x)|8\nT2|r(d)|9";
+        let trace = crate::trace::load_str(text, Some(crate::trace::Format::Std)).expect("trace");
+        for reflexive in [true, false] {
+            let mut c = Clocks::with_order(&trace, reflexive, VolatileOrder::Conflicting);
+            let mut last = VectorClock::default();
+            for ev in &trace.events {
+                last = c.step(ev, |_| {}).0.clone();
+            }
+            let t0 = trace
+                .names
+                .threads
+                .iter()
+                .position(|n| n == "T0")
+                .expect("T0") as u32;
+            let t1 = trace
+                .names
+                .threads
+                .iter()
+                .position(|n| n == "T1")
+                .expect("T1") as u32;
+            // T2's read knows T0 up to its release (3 events, reflexive) and
+            // T1 up to its second write.
+            let want = if reflexive { (3, 4) } else { (0, 0) };
+            assert_eq!((last.get(t0), last.get(t1)), want, "reflexive {reflexive}");
+        }
+    }
 
     #[test]
     fn a_layered_clone_shares_what_was_settled_and_copies_only_changes() {

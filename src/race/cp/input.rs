@@ -21,6 +21,7 @@
 //!   the others by composition. So each CS2 needs one dominant edge.
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use crate::engine::sync::{Carried, NONE, SyncPoints, VolatileOrder};
 use crate::facts::Facts;
@@ -153,9 +154,36 @@ pub(crate) fn effective_window(window: Option<u64>, len: usize) -> Option<u64> {
 /// volatile write and access (`HardEdge`), and the latest atomic write and
 /// access with whether each was relaxed (`RelaxedEdge`), kept apart only
 /// from the variable's first relaxed access on (before it they are the same).
+/// Only the threads that accessed the variable have an entry: a table per
+/// thread cost 8 bytes a thread an atomic (776 with BS::thread_pool's 97
+/// threads, for millions of atomics each touched by one or two).
+#[derive(Default)]
 struct Latest {
-    volatile: Vec<(u32, u32)>,
-    atomic: Option<Vec<[(u32, bool); 2]>>,
+    /// (thread, write, access).
+    volatile: SmallVec<[(u32, u32, u32); 2]>,
+    /// (thread, [write, access]), each with whether it was relaxed.
+    atomic: Option<Vec<(u32, [Source; 2])>>,
+}
+
+/// A sync point and whether its access was relaxed.
+type Source = (u32, bool);
+
+/// The entry of thread `t` in `list` (keyed by its first field), made with
+/// `empty` if it has none.
+fn entry_of<T>(
+    list: &mut (impl AsMut<[T]> + Extend<T>),
+    t: u32,
+    key: impl Fn(&T) -> u32,
+    empty: T,
+) -> &mut T {
+    let i = match list.as_mut().iter().position(|e| key(e) == t) {
+        Some(i) => i,
+        None => {
+            list.extend([empty]);
+            list.as_mut().len() - 1
+        }
+    };
+    &mut list.as_mut()[i]
 }
 
 impl CpInput {
@@ -422,7 +450,6 @@ impl CpInput {
         for &(last, j) in &facts.join_edges {
             edges.push((slot(j), slot(last)));
         }
-        let nt = trace.num_threads();
         let mut latest: FxHashMap<u32, Latest> = FxHashMap::default();
         let mut relaxed_edges: Vec<(u32, u32)> = Vec::new();
         for (i, ev) in trace.events.iter().enumerate() {
@@ -431,22 +458,19 @@ impl CpInput {
             }
             let write = ev.op.is_write();
             let a = slot(id(i));
-            let t = ev.thread as usize;
+            let t = ev.thread;
             let relaxed = matches!(ev.op, Op::AtomicRead | Op::AtomicWrite);
-            let per = latest.entry(ev.target).or_insert_with(|| Latest {
-                volatile: vec![(NONE, NONE); nt],
-                atomic: None,
-            });
+            let per = latest.entry(ev.target).or_default();
             if relaxed && per.atomic.is_none() {
                 // Until now every atomic access was volatile: the same table.
                 let from = per
                     .volatile
                     .iter()
-                    .map(|&(w, any)| [(w, false), (any, false)]);
+                    .map(|&(u, w, any)| (u, [(w, false), (any, false)]));
                 per.atomic = Some(from.collect());
             }
             if let Some(atomic) = &mut per.atomic {
-                for (u, &[(w, w_relaxed), (any, any_relaxed)]) in atomic.iter().enumerate() {
+                for &(u, [(w, w_relaxed), (any, any_relaxed)]) in atomic.iter() {
                     let (src, src_relaxed) = if write {
                         (any, any_relaxed)
                     } else {
@@ -457,7 +481,7 @@ impl CpInput {
                         relaxed_edges.push((a, src));
                     }
                 }
-                let me = &mut atomic[t];
+                let me = &mut entry_of(atomic, t, |e| e.0, (t, [(NONE, false); 2])).1;
                 me[1] = (a, relaxed);
                 if write {
                     me[0] = (a, relaxed);
@@ -466,16 +490,16 @@ impl CpInput {
             if relaxed {
                 continue;
             }
-            for (u, &(w, any)) in per.volatile.iter().enumerate() {
+            for &(u, w, any) in &per.volatile {
                 let src = if write { any } else { w };
                 if src != NONE && u != t {
                     edges.push((a, src));
                 }
             }
-            let me = &mut per.volatile[t];
-            me.1 = a;
+            let me = entry_of(&mut per.volatile, t, |e| e.0, (t, NONE, NONE));
+            me.2 = a;
             if write {
-                me.0 = a;
+                me.1 = a;
             }
         }
         // A base edge K or more long is implied by the window rule only when
