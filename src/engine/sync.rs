@@ -221,13 +221,15 @@ impl SyncPoints {
                 continue;
             }
             let (clock, local) = hb.step(ev, |c| {
-                for &(_, src) in &into[sources] {
+                let sources = &into[sources];
+                for &(_, src) in sources {
                     let s = sp
                         .events
                         .binary_search(&src)
                         .expect("edge sources are points");
                     c.join(&sp.hb[s]);
                 }
+                !sources.is_empty()
             });
             if is_point[i] {
                 sp.events.push(id(i));
@@ -506,12 +508,13 @@ impl Clocks {
     }
 
     /// Process the next event; `inject` may join more into the thread's clock
-    /// before the event's own edges apply. Returns the clock after the event
-    /// and the event's local (1-based) index.
+    /// before the event's own edges apply, and says whether it may have.
+    /// Returns the clock after the event and the event's local (1-based)
+    /// index.
     pub fn step(
         &mut self,
         ev: &crate::trace::Event,
-        inject: impl FnOnce(&mut VectorClock),
+        inject: impl FnOnce(&mut VectorClock) -> bool,
     ) -> (&VectorClock, u32) {
         let t = ev.thread as usize;
         let tg = ev.target as usize;
@@ -534,16 +537,15 @@ impl Clocks {
         if self.reflexive {
             self.threads[t].set(ev.thread, local);
         }
-        inject(&mut self.threads[t]);
-        // What the thread learns below (and may have from `inject`) is not
-        // in its stamps' base.
+        let injected = inject(&mut self.threads[t]);
+        // What the thread learns below (or from `inject`) is not in its
+        // snapshot.
         let learns = match ev.op {
             Op::Acquire | Op::Join => true,
             Op::VolatileRead | Op::VolatileWrite => !self.conflicting,
             _ => false,
         };
-        if learns || local == 1 || !self.reflexive {
-            // (`inject` feeds the clock of a thread that is not reflexive.)
+        if learns || injected || local == 1 {
             self.bases[t] = None;
         }
         // Relaxed atomic accesses have no edges, under HB as under HBv.
@@ -617,7 +619,7 @@ mod tests {
             let mut c = Clocks::with_order(&trace, reflexive, VolatileOrder::Conflicting);
             let mut last = VectorClock::default();
             for ev in &trace.events {
-                last = c.step(ev, |_| {}).0.clone();
+                last = c.step(ev, |_| false).0.clone();
             }
             let t0 = trace
                 .names
@@ -636,6 +638,21 @@ mod tests {
             let want = if reflexive { (3, 4) } else { (0, 0) };
             assert_eq!((last.get(t0), last.get(t1)), want, "reflexive {reflexive}");
         }
+    }
+
+    /// The same for what an ordered race (`--order-races`) injects into
+    /// the HB clocks of the sync points: it reaches a reader of the
+    /// volatile written after it.
+    #[test]
+    fn an_injected_edge_reaches_the_readers_of_a_later_volatile_write() {
+        let text = "T0|w(d)|1\nT1|vw(x)|2\nT1|w(d)|3\nT1|vw(x)|4\nT2|vr(x)|5";
+        let trace = crate::trace::load_str(text, Some(crate::trace::Format::Std)).expect("trace");
+        let facts = Facts::new(&trace);
+        let sp = SyncPoints::with_order(&trace, &facts, &[(0, 2)], VolatileOrder::Conflicting);
+        let slot = |e| sp.slot(e).expect("a point");
+        assert!(sp.hb_leq(slot(0), slot(4)));
+        let sp = SyncPoints::with_order(&trace, &facts, &[], VolatileOrder::Conflicting);
+        assert!(sp.slot(0).is_none_or(|s0| !sp.hb_leq(s0, slot(4))));
     }
 
     #[test]

@@ -213,6 +213,7 @@ impl RaceState {
                 for &(_, r) in ordered {
                     c.join(&cp_clocks[r as usize]);
                 }
+                !sources.is_empty() || !ordered.is_empty()
             });
             let hb = &self.last_hb[t];
             let window = self.window;

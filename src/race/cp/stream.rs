@@ -373,7 +373,7 @@ impl CpStream {
         let dropped = (keep - old.base) as usize;
         let mut clocks = old.clocks.clone();
         for ev in &self.stretch.events[p..p + dropped] {
-            clocks.step(ev, |_| {});
+            clocks.step(ev, |_| false);
         }
         // Sections open at `keep`, in acquire order (sections are sorted by
         // acquire, and pinned sections come first).

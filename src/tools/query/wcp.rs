@@ -359,6 +359,8 @@ fn pass(trace: &Trace, facts: &Facts, sync: &SyncPoints) -> Pass {
                     }
                 }
             }
+            // (Whether anything was joined: `Clocks` need only know it may be.)
+            true
         });
         if next_slot < sync.len() && sync.event(next_slot as u32) == i {
             out.w_sync.push(w.clone());

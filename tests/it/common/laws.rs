@@ -13,7 +13,7 @@ pub fn hbv_racy(t: &Trace, window: Option<u64>) -> Vec<EventId> {
     let mut history = AccessHistory::new(window);
     let mut out = Vec::new();
     for (i, ev) in t.events.iter().enumerate() {
-        let (clock, local) = clocks.step(ev, |_| {});
+        let (clock, local) = clocks.step(ev, |_| false);
         if ev.op.is_memory()
             && history
                 .access(i as EventId, ev, local, |u, c| clock.get(u) >= c)
