@@ -621,18 +621,11 @@ mod tests {
             for ev in &trace.events {
                 last = c.step(ev, |_| false).0.clone();
             }
-            let t0 = trace
-                .names
-                .threads
-                .iter()
-                .position(|n| n == "T0")
-                .expect("T0") as u32;
-            let t1 = trace
-                .names
-                .threads
-                .iter()
-                .position(|n| n == "T1")
-                .expect("T1") as u32;
+            let id = |name: &str| {
+                let i = trace.names.threads.iter().position(|n| n == name);
+                i.expect("a thread of the trace") as u32
+            };
+            let (t0, t1) = (id("T0"), id("T1"));
             // T2's read knows T0 up to its release (3 events, reflexive) and
             // T1 up to its second write.
             let want = if reflexive { (3, 4) } else { (0, 0) };
