@@ -19,10 +19,10 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::engine::clock::{Published, VectorClock};
+use crate::engine::paged::{Paged, Rows};
 use crate::facts::Facts;
 use crate::trace::{EventId, Op, Trace};
 
@@ -67,7 +67,7 @@ impl SyncPoints {
     /// Collect the points of `trace` (plus `extra` events, e.g. ordered races)
     /// and compute their HB clocks in one pass.
     pub fn new(trace: &Trace, facts: &Facts, extra: &[EventId]) -> SyncPoints {
-        Self::build(trace, facts, extra, VolatileOrder::WriteRead, &[], None)
+        Self::build(trace, facts, extra, VolatileOrder::WriteRead, &[])
     }
 
     /// [`SyncPoints::new`] with clocks following the volatile edges of `order`
@@ -81,25 +81,68 @@ impl SyncPoints {
         order: VolatileOrder,
     ) -> SyncPoints {
         let extra: Vec<EventId> = edges.iter().flat_map(|&(a, b)| [a, b]).collect();
-        Self::build(trace, facts, &extra, order, edges, None)
+        Self::build(trace, facts, &extra, order, edges)
     }
 
     /// The points of `trace` when it is a stretch of a longer trace (the
     /// streaming engine's buffer, see [`Carried`]): `facts` name events by
-    /// their ids in the whole trace, and so do the points; clocks continue
-    /// from `carried`'s state and a pinned acquire keeps the clock it had.
+    /// their ids in the whole trace, and so do the points; clocks are
+    /// `carried`'s (the stream steps each event once, as it arrives) and a
+    /// pinned acquire keeps the clock it had.
     /// The first event of each thread in the stretch is a point as well, so
     /// every event has a point of its thread at or before it carrying its
     /// clock (the race pass needs one, and a stretch may start after a fork).
     pub(crate) fn carried(trace: &Trace, facts: &Facts, carried: &Carried) -> SyncPoints {
-        Self::build(
-            trace,
-            facts,
-            &[],
-            VolatileOrder::Conflicting,
-            &[],
-            Some(carried),
-        )
+        let mut is_point = Self::mark(trace, facts, &[], |e| carried.index(e));
+        let nt = trace.num_threads();
+        let mut seen = vec![false; nt];
+        for (i, ev) in trace.events.iter().enumerate() {
+            let s = &mut seen[ev.thread as usize];
+            is_point[i] |= !*s;
+            *s = true;
+        }
+        let pinned = carried.pinned.len();
+        is_point[..pinned].fill(true);
+        let count = is_point.iter().filter(|&&b| b).count();
+        let mut sp = SyncPoints {
+            events: Vec::with_capacity(count),
+            thread: Vec::with_capacity(count),
+            local: Vec::with_capacity(count),
+            nthreads: nt,
+            hb: Vec::with_capacity(count),
+            order: VolatileOrder::Conflicting,
+        };
+        for (i, p) in carried.pinned.iter().enumerate() {
+            sp.events.push(p.id);
+            sp.thread.push(trace.events[i].thread);
+            sp.local.push(p.local);
+            sp.hb.push(p.clock.clone());
+        }
+        // Each thread's latest clock and position, from `base` on.
+        let (mut clock, mut local): (Vec<VectorClock>, Vec<u32>) = (0..nt)
+            .map(|t| carried.threads.get(t).cloned().unwrap_or_default())
+            .unzip();
+        let mut steps = carried.steps.iter().peekable();
+        for (i, ev) in trace.events.iter().enumerate().skip(pinned) {
+            let t = ev.thread as usize;
+            local[t] += 1;
+            let stepped = steps.next_if(|s| s.0 == carried.id(i)).is_some_and(|s| {
+                clock[t].clone_from(&s.1);
+                true
+            });
+            if is_point[i] {
+                // A plain access was passed: its clock is its thread's
+                // latest with its own entry moved on.
+                if !stepped {
+                    clock[t].set(ev.thread, local[t]);
+                }
+                sp.events.push(carried.id(i));
+                sp.thread.push(ev.thread);
+                sp.local.push(local[t]);
+                sp.hb.push(clock[t].clone());
+            }
+        }
+        sp
     }
 
     /// The points of `trace` without their clocks (`hb` stays empty, so
@@ -168,23 +211,8 @@ impl SyncPoints {
         extra: &[EventId],
         order: VolatileOrder,
         edges: &[(EventId, EventId)],
-        carried: Option<&Carried>,
     ) -> SyncPoints {
-        let mut is_point = match carried {
-            Some(c) => {
-                let mut p = Self::mark(trace, facts, extra, |e| c.index(e));
-                let mut seen = vec![false; trace.num_threads()];
-                for (i, ev) in trace.events.iter().enumerate() {
-                    let s = &mut seen[ev.thread as usize];
-                    p[i] |= !*s;
-                    *s = true;
-                }
-                p
-            }
-            None => Self::mark(trace, facts, extra, |e| e as usize),
-        };
-        let pinned = carried.map_or(0, |c| c.pinned.len());
-        is_point[..pinned].fill(true);
+        let is_point = Self::mark(trace, facts, extra, |e| e as usize);
         let nt = trace.num_threads();
         let count = is_point.iter().filter(|&&b| b).count();
         let mut sp = SyncPoints {
@@ -195,21 +223,11 @@ impl SyncPoints {
             hb: Vec::with_capacity(count),
             order,
         };
-        let mut hb = match carried {
-            Some(c) => c.clocks.clone(),
-            None => Clocks::with_order(trace, true, order),
-        };
-        for (i, p) in carried.map_or(&[][..], |c| &c.pinned).iter().enumerate() {
-            sp.events.push(p.id);
-            sp.thread.push(trace.events[i].thread);
-            sp.local.push(p.local);
-            sp.hb.push(p.clock.clone());
-        }
-        let id = |i: usize| carried.map_or(i as EventId, |c| c.id(i));
+        let mut hb = Clocks::with_order(trace, true, order);
         let mut into: Vec<(EventId, EventId)> = edges.iter().map(|&(a, b)| (b, a)).collect();
         into.sort_unstable();
         let mut next_edge = 0;
-        for (i, ev) in trace.events.iter().enumerate().skip(pinned) {
+        for (i, ev) in trace.events.iter().enumerate() {
             let sources =
                 next_edge..into[next_edge..].partition_point(|e| e.0 <= i as EventId) + next_edge;
             next_edge = sources.end;
@@ -232,7 +250,7 @@ impl SyncPoints {
                 !sources.is_empty()
             });
             if is_point[i] {
-                sp.events.push(id(i));
+                sp.events.push(i as EventId);
                 sp.thread.push(ev.thread);
                 sp.local.push(local);
                 sp.hb.push(clock.clone());
@@ -279,16 +297,21 @@ impl SyncPoints {
 /// trace before it. The stretch's first `pinned.len()` events replay the
 /// acquires of critical sections still open where the stretch begins (they
 /// have their real ids, thread positions and clocks); the events after them
-/// are the trace's from `base` on, and `clocks` is the HBv state just before
-/// `base`.
+/// are the trace's from `base` on, with the HBv clocks the stream computed
+/// as they arrived.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Carried {
     /// The replayed acquires, in trace order (all before `base`).
     pub pinned: Vec<Pinned>,
     /// Id of the first event after the pinned ones.
     pub base: EventId,
-    /// HBv clocks just before `base`.
-    pub clocks: Clocks,
+    /// Per thread, its HBv clock after its latest stepped event before
+    /// `base` (its own entry may lag behind plain accesses) and its
+    /// number of events before `base`.
+    pub threads: Vec<(VectorClock, u32)>,
+    /// From `base` on, the HBv clock after each event [`Carried::step`]
+    /// stepped, by event id, in order.
+    pub steps: Vec<(EventId, VectorClock)>,
 }
 
 /// An acquire replayed at the start of a stretch (see [`Carried`]).
@@ -312,73 +335,44 @@ impl Carried {
         }
     }
 
+    /// Move `clocks` past event `id` (the next one), keeping its clock when
+    /// the event may send or receive: everything but a plain access of a
+    /// thread that has started (whose clock is its thread's latest, with
+    /// its own entry moved on).
+    pub(crate) fn step(&mut self, clocks: &mut Clocks, id: EventId, ev: &crate::trace::Event) {
+        if matches!(ev.op, Op::Read | Op::Write) && clocks.pass(ev.thread) {
+            return;
+        }
+        let (clock, _) = clocks.step(ev, |_| false);
+        self.steps.push((id, clock.clone()));
+    }
+
+    /// Start at `keep` (at or after `base`): fold the steps of `events`,
+    /// the events from `base` to `keep`, into the threads' clocks there.
+    pub(crate) fn advance(&mut self, events: &[crate::trace::Event], keep: EventId) {
+        let mut steps = self.steps.iter().peekable();
+        for (i, ev) in events.iter().enumerate() {
+            let t = ev.thread as usize;
+            if self.threads.len() <= t {
+                self.threads.resize(t + 1, Default::default());
+            }
+            let entry = &mut self.threads[t];
+            entry.1 += 1;
+            if let Some(s) = steps.next_if(|s| s.0 == self.base + i as EventId) {
+                entry.0.clone_from(&s.1);
+            }
+        }
+        let gone = self.steps.partition_point(|s| s.0 < keep);
+        self.steps.drain(..gone);
+        self.base = keep;
+    }
+
     /// Position in the stretch of the event with id `e` (one of its events).
     pub(crate) fn index(&self, e: EventId) -> usize {
         if e >= self.base {
             self.pinned.len() + (e - self.base) as usize
         } else {
             self.pinned.partition_point(|p| p.id < e)
-        }
-    }
-}
-
-/// Per-variable clocks of a [`Clocks`] that a stream clones at every
-/// stretch: the settled entries are shared behind an `Arc`, the entries
-/// changed since sit in a map of their own, so a clone costs the changes,
-/// not the map. A C++ program's trace has millions of atomics (30 million
-/// in BS::thread_pool's tests), and copying them at every stretch kept
-/// windowed CP from finishing.
-#[derive(Clone, Debug)]
-struct Layered<T> {
-    settled: Arc<FxHashMap<u32, T>>,
-    changed: FxHashMap<u32, T>,
-}
-
-impl<T> Default for Layered<T> {
-    fn default() -> Self {
-        Layered {
-            settled: Arc::default(),
-            changed: FxHashMap::default(),
-        }
-    }
-}
-
-impl<T: Clone + Default> Layered<T> {
-    fn get(&self, k: u32) -> Option<&T> {
-        self.changed.get(&k).or_else(|| self.settled.get(&k))
-    }
-
-    /// The clock of `k` for writing (a copy of the settled one at first:
-    /// an O(1) share).
-    fn get_mut(&mut self, k: u32) -> &mut T {
-        let settled = &self.settled;
-        self.changed
-            .entry(k)
-            .or_insert_with(|| settled.get(&k).cloned().unwrap_or_default())
-    }
-
-    /// Forget the clocks of `vars`. The settled entries are copied first
-    /// if a clone still shares them (a stream retires on clocks it holds
-    /// alone).
-    fn remove(&mut self, vars: &[u32]) {
-        for k in vars {
-            self.changed.remove(k);
-        }
-        if vars.iter().any(|k| self.settled.contains_key(k)) {
-            let settled = Arc::make_mut(&mut self.settled);
-            for k in vars {
-                settled.remove(k);
-            }
-        }
-    }
-
-    /// Move the changes into the settled entries, unless another clone
-    /// still shares them.
-    fn settle(&mut self) {
-        if !self.changed.is_empty()
-            && let Some(settled) = Arc::get_mut(&mut self.settled)
-        {
-            settled.extend(self.changed.drain());
         }
     }
 }
@@ -424,24 +418,46 @@ fn stamp(snap: &mut Option<Arc<VectorClock>>, me: &VectorClock, t: u32) -> Publi
 /// the thread's (O(1)), a fork or join shares the other thread's clock, and
 /// nothing is sized by the number of threads. The tables grow as new
 /// threads and locks appear, so a stream can be fed without knowing them up
-/// front; volatile variables sit in maps that clones share ([`Layered`]).
-#[derive(Clone, Debug, Default)]
+/// front. Volatile variables get a row of a table by integer index (a
+/// program's atomics are millions: BS::thread_pool's tests have 30
+/// million), and a retired variable's row goes to the next one.
+#[derive(Clone, Debug)]
 pub struct Clocks {
     reflexive: bool,
     conflicting: bool,
     threads: Vec<VectorClock>,
     locks: Vec<VectorClock>,
+    /// Per variable, its row in `volatile_writes` or `volatiles` (NONE
+    /// before its first volatile access).
+    volatile_row: Paged<u32>,
     /// Per variable, the join of every volatile write so far (only under
     /// [`VolatileOrder::WriteRead`]).
-    volatile_writes: Layered<VectorClock>,
+    volatile_writes: Rows<VectorClock>,
     /// Per variable, what its accesses send (only under
     /// [`VolatileOrder::Conflicting`]).
-    volatiles: Layered<Volatile>,
+    volatiles: Rows<Volatile>,
     fork_pending: Vec<Option<VectorClock>>,
     local: Vec<u32>,
     /// Per thread, the snapshot its [`Volatile`] entries share, dropped
     /// whenever its clock learns from another thread.
     bases: Vec<Option<Arc<VectorClock>>>,
+}
+
+impl Default for Clocks {
+    fn default() -> Self {
+        Clocks {
+            reflexive: false,
+            conflicting: false,
+            threads: Vec::new(),
+            locks: Vec::new(),
+            volatile_row: Paged::new(NONE),
+            volatile_writes: Rows::default(),
+            volatiles: Rows::default(),
+            fork_pending: Vec::new(),
+            local: Vec::new(),
+            bases: Vec::new(),
+        }
+    }
 }
 
 impl Clocks {
@@ -467,20 +483,38 @@ impl Clocks {
         }
     }
 
-    /// Share the per-variable clocks changed so far with later clones
-    /// (a stream calls this on the clocks it keeps between stretches).
-    pub fn settle(&mut self) {
-        self.volatile_writes.settle();
-        self.volatiles.settle();
-    }
-
     /// Forget the clocks of `vars`, which no later event touches (retired
     /// variables: see [`crate::engine::detector::Detector::retire`]): a
     /// program allocating atomics again and again keeps the clocks of
     /// those it holds, not of all it ever had.
     pub(crate) fn retire(&mut self, vars: &[u32]) {
-        self.volatile_writes.remove(vars);
-        self.volatiles.remove(vars);
+        for &v in vars {
+            if let Some(r) = self.volatile_row.retire(v as usize, |&r| r != NONE) {
+                // The row's clocks go now, not when a new variable takes it.
+                if self.conflicting {
+                    self.volatiles[r as usize] = Volatile::default();
+                    self.volatiles.free(r);
+                } else {
+                    self.volatile_writes[r as usize] = VectorClock::default();
+                    self.volatile_writes.free(r);
+                }
+            }
+        }
+    }
+
+    /// The row of volatile variable `v` (made at its first access).
+    #[inline]
+    fn row(&mut self, v: u32) -> usize {
+        let (row, live) = self.volatile_row.slot(v as usize);
+        if *row == NONE {
+            *live += 1;
+            *row = if self.conflicting {
+                self.volatiles.put(Volatile::default())
+            } else {
+                self.volatile_writes.put(VectorClock::default())
+            };
+        }
+        *row as usize
     }
 
     fn grow_threads(&mut self, n: usize) {
@@ -554,14 +588,20 @@ impl Clocks {
             Op::Release => self.locks[tg].clone_from(&self.threads[t]),
             Op::Fork => self.fork_pending[tg] = Some(self.threads[t].clone()),
             Op::Join => {
+                // The child's own entry lags when its last events were
+                // passed (see [`Clocks::pass`]).
+                if self.reflexive && self.local[tg] > 0 {
+                    self.threads[tg].set(ev.target, self.local[tg]);
+                }
                 let child = self.threads[tg].clone();
                 self.threads[t].join(&child);
             }
             // Joining a thread's own earlier accesses is harmless here: they
             // are program-order-before, so already in the clock.
             Op::VolatileWrite if self.conflicting => {
+                let r = self.row(ev.target);
                 let me = &mut self.threads[t];
-                let v = self.volatiles.get_mut(ev.target);
+                let v = &mut self.volatiles[r];
                 for c in v.write.iter().chain(&v.reads) {
                     if c.thread != ev.thread {
                         c.join_into(me);
@@ -573,8 +613,9 @@ impl Clocks {
                 v.write = Some(stamp(&mut self.bases[t], me, ev.thread));
             }
             Op::VolatileRead if self.conflicting => {
+                let r = self.row(ev.target);
                 let me = &mut self.threads[t];
-                let v = self.volatiles.get_mut(ev.target);
+                let v = &mut self.volatiles[r];
                 if let Some(w) = &v.write
                     && w.thread != ev.thread
                 {
@@ -588,12 +629,14 @@ impl Clocks {
                 }
             }
             Op::VolatileWrite => {
-                let me = &self.threads[t];
-                self.volatile_writes.get_mut(ev.target).join(me);
+                let r = self.row(ev.target);
+                self.volatile_writes[r].join(&self.threads[t]);
             }
             Op::VolatileRead => {
-                if let Some(w) = self.volatile_writes.get(ev.target) {
-                    self.threads[t].join(w);
+                if let Some(&r) = self.volatile_row.get(ev.target as usize)
+                    && r != NONE
+                {
+                    self.threads[t].join(&self.volatile_writes[r as usize]);
                 }
             }
             _ => {}
@@ -633,6 +676,24 @@ mod tests {
         }
     }
 
+    /// A join receives every event of its child, also those the child
+    /// passed without a step (the stream passes plain accesses).
+    #[test]
+    fn a_join_receives_the_events_its_child_passed() {
+        let text = "T0|fork(T1)|1\nT1|w(x)|2\nT1|r(x)|3\nT0|join(T1)|4";
+        let trace = crate::trace::load_str(text, Some(crate::trace::Format::Std)).expect("trace");
+        let mut c = Clocks::with_order(&trace, true, VolatileOrder::Conflicting);
+        let mut last = VectorClock::default();
+        for ev in &trace.events {
+            if matches!(ev.op, Op::Read | Op::Write) && c.pass(ev.thread) {
+                continue;
+            }
+            last = c.step(ev, |_| false).0.clone();
+        }
+        let t1 = trace.names.threads.iter().position(|n| n == "T1");
+        assert_eq!(last.get(t1.expect("T1") as u32), 2);
+    }
+
     /// The same for what an ordered race (`--order-races`) injects into
     /// the HB clocks of the sync points: it reaches a reader of the
     /// volatile written after it.
@@ -646,40 +707,5 @@ mod tests {
         assert!(sp.hb_leq(slot(0), slot(4)));
         let sp = SyncPoints::with_order(&trace, &facts, &[], VolatileOrder::Conflicting);
         assert!(sp.slot(0).is_none_or(|s0| !sp.hb_leq(s0, slot(4))));
-    }
-
-    #[test]
-    fn a_layered_clone_shares_what_was_settled_and_copies_only_changes() {
-        let clock = |n: u32| {
-            let mut c = VectorClock::default();
-            c.set(0, n);
-            c
-        };
-        let mut kept = Layered::default();
-        for k in 0..1000 {
-            *kept.get_mut(k) = clock(k + 1);
-        }
-        kept.settle();
-        assert!(kept.changed.is_empty());
-        // A stretch's clone: the settled entries shared, not copied.
-        let mut stretch = kept.clone();
-        assert!(Arc::ptr_eq(&stretch.settled, &kept.settled));
-        stretch.get_mut(7).join(&clock(500));
-        *stretch.get_mut(2000) = clock(9);
-        assert_eq!(stretch.changed.len(), 2);
-        assert_eq!(stretch.get(7).map(|c| c.get(0)), Some(500));
-        assert_eq!(stretch.get(2000).map(|c| c.get(0)), Some(9));
-        assert_eq!(stretch.get(8).map(|c| c.get(0)), Some(9));
-        // The kept clocks see none of the stretch's changes.
-        assert_eq!(kept.get(7).map(|c| c.get(0)), Some(8));
-        assert!(kept.get(2000).is_none());
-        // Settling while shared changes nothing; once alone, it merges.
-        stretch.settle();
-        assert_eq!(stretch.changed.len(), 2);
-        drop(kept);
-        stretch.settle();
-        assert!(stretch.changed.is_empty());
-        assert_eq!(stretch.settled.len(), 1001);
-        assert_eq!(stretch.get(7).map(|c| c.get(0)), Some(500));
     }
 }

@@ -30,7 +30,9 @@
 //!   ending after `O` to one released after `O - K`, through `CP(acq1, end2)`,
 //!   which is rule (w) when `end2 - acq1 >= K` and otherwise uses base edges
 //!   after `acq1 > O - K`. So the next stretch starts at `O - K` and carries:
-//!   the HBv clocks there, the edges already derived with both ends after it
+//!   the HBv clocks from there on (computed once per event as it arrives,
+//!   never by stepping a copy of the clocks again), the edges already
+//!   derived with both ends after it
 //!   (so that edges into earlier targets, derived from events now dropped,
 //!   stay available), and the sections open there, replayed as acquires at
 //!   the stretch's start with their real ids, clocks and a summary of the
@@ -55,7 +57,7 @@ use serde_json::json;
 use super::Reporting;
 use super::input::{CpInput, Rule, Stretch};
 use super::races::{Incoming, PassOptions, RaceState};
-use crate::engine::sync::{Carried, NONE, Pinned};
+use crate::engine::sync::{Carried, Clocks, NONE, Pinned, VolatileOrder};
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::model::{Interner, intern};
@@ -71,6 +73,9 @@ pub struct CpStream {
     /// matters to the inputs).
     stretch: Trace,
     carried: Carried,
+    /// HBv clocks at the latest event: each event is stepped once, as it
+    /// arrives, and the stretches read the clocks kept in `carried`.
+    clocks: Clocks,
     /// Accesses of pinned sections before `carried.base`.
     summaries: Vec<(u32, u32, u8)>,
     /// Base edges `(target, source, rule)` derived so far with both ends at
@@ -124,13 +129,8 @@ impl CpStream {
             k,
             every: every.max(1),
             stretch: Trace::default(),
-            carried: Carried {
-                clocks: crate::engine::sync::Clocks::empty(
-                    true,
-                    crate::engine::sync::VolatileOrder::Conflicting,
-                ),
-                ..Carried::default()
-            },
+            carried: Carried::default(),
+            clocks: Clocks::empty(true, VolatileOrder::Conflicting),
             summaries: Vec::new(),
             edges: Vec::new(),
             race: Some(RaceState::new(opts, Some(k))),
@@ -171,6 +171,7 @@ impl CpStream {
             _ => {}
         }
         self.acquires += u64::from(ev.op == Op::Acquire);
+        self.carried.step(&mut self.clocks, id, ev);
         self.stretch.events.push(*ev);
         self.next = id + 1;
         self.since_run += 1;
@@ -180,10 +181,11 @@ impl CpStream {
     }
 
     /// Variables `vars` are retired: no event from the next one on touches
-    /// them. Each of the two passes behind the stream (the carried clocks,
-    /// the race pass) forgets them once it has passed this point, not
-    /// before: they may still be behind their last accesses.
+    /// them. The clocks, at the latest event, forget them now; the race
+    /// pass once it has passed this point, not before: it may still be
+    /// behind their last accesses.
     pub fn retire(&mut self, vars: &[u32]) {
+        self.clocks.retire(vars);
         if !vars.is_empty() {
             self.retired.push_back((self.next, vars.to_vec()));
         }
@@ -371,10 +373,6 @@ impl CpStream {
         let sync = &input.sync;
         let p = old.pinned.len();
         let dropped = (keep - old.base) as usize;
-        let mut clocks = old.clocks.clone();
-        for ev in &self.stretch.events[p..p + dropped] {
-            clocks.step(ev, |_| false);
-        }
         // Sections open at `keep`, in acquire order (sections are sorted by
         // acquire, and pinned sections come first).
         let mut pinned = Vec::new();
@@ -421,29 +419,20 @@ impl CpStream {
             .map(|&(a, r, rule)| (sync.event(a), sync.event(r), rule))
             .filter(|&(a, r, _)| a >= keep && r >= keep)
             .collect();
+        self.carried
+            .advance(&self.stretch.events[p..p + dropped], keep);
+        self.carried.pinned = pinned;
         let rest = &self.stretch.events[p + dropped..];
         pinned_events.extend_from_slice(rest);
         self.stretch.events = pinned_events;
         self.summaries = summaries;
-        self.carried = Carried {
-            pinned,
-            base: keep,
-            clocks,
-        };
         // Variables retired by `keep` are behind every stretch to come, and
         // the race pass was handed them (`keep` is before the frontier).
-        while let Some((at, vars)) = self.retired.front() {
-            if *at > keep {
-                break;
-            }
+        while self.retired.front().is_some_and(|(at, _)| *at <= keep) {
             debug_assert!(self.retired_to_race > 0);
-            self.carried.clocks.retire(vars);
             self.retired.pop_front();
             self.retired_to_race -= 1;
         }
-        // The previous clocks are gone: the next stretch's clone shares
-        // every per-variable clock changed until here.
-        self.carried.clocks.settle();
     }
 }
 
