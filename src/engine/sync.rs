@@ -103,20 +103,9 @@ impl SyncPoints {
         }
         let pinned = carried.pinned.len();
         is_point[..pinned].fill(true);
-        let count = is_point.iter().filter(|&&b| b).count();
-        let mut sp = SyncPoints {
-            events: Vec::with_capacity(count),
-            thread: Vec::with_capacity(count),
-            local: Vec::with_capacity(count),
-            nthreads: nt,
-            hb: Vec::with_capacity(count),
-            order: VolatileOrder::Conflicting,
-        };
+        let mut sp = Self::sized(&is_point, nt, VolatileOrder::Conflicting);
         for (i, p) in carried.pinned.iter().enumerate() {
-            sp.events.push(p.id);
-            sp.thread.push(trace.events[i].thread);
-            sp.local.push(p.local);
-            sp.hb.push(p.clock.clone());
+            sp.push(p.id, trace.events[i].thread, p.local, p.clock.clone());
         }
         // Each thread's latest clock and position, from `base` on.
         let (mut clock, mut local): (Vec<VectorClock>, Vec<u32>) = (0..nt)
@@ -136,10 +125,7 @@ impl SyncPoints {
                 if !stepped {
                     clock[t].set(ev.thread, local[t]);
                 }
-                sp.events.push(carried.id(i));
-                sp.thread.push(ev.thread);
-                sp.local.push(local[t]);
-                sp.hb.push(clock[t].clone());
+                sp.push(carried.id(i), ev.thread, local[t], clock[t].clone());
             }
         }
         sp
@@ -213,16 +199,7 @@ impl SyncPoints {
         edges: &[(EventId, EventId)],
     ) -> SyncPoints {
         let is_point = Self::mark(trace, facts, extra, |e| e as usize);
-        let nt = trace.num_threads();
-        let count = is_point.iter().filter(|&&b| b).count();
-        let mut sp = SyncPoints {
-            events: Vec::with_capacity(count),
-            thread: Vec::with_capacity(count),
-            local: Vec::with_capacity(count),
-            nthreads: nt,
-            hb: Vec::with_capacity(count),
-            order,
-        };
+        let mut sp = Self::sized(&is_point, trace.num_threads(), order);
         let mut hb = Clocks::with_order(trace, true, order);
         let mut into: Vec<(EventId, EventId)> = edges.iter().map(|&(a, b)| (b, a)).collect();
         into.sort_unstable();
@@ -250,13 +227,31 @@ impl SyncPoints {
                 !sources.is_empty()
             });
             if is_point[i] {
-                sp.events.push(i as EventId);
-                sp.thread.push(ev.thread);
-                sp.local.push(local);
-                sp.hb.push(clock.clone());
+                sp.push(i as EventId, ev.thread, local, clock.clone());
             }
         }
         sp
+    }
+
+    /// No points yet, with room for those `is_point` marks.
+    fn sized(is_point: &[bool], nthreads: usize, order: VolatileOrder) -> SyncPoints {
+        let count = is_point.iter().filter(|&&b| b).count();
+        SyncPoints {
+            events: Vec::with_capacity(count),
+            thread: Vec::with_capacity(count),
+            local: Vec::with_capacity(count),
+            nthreads,
+            hb: Vec::with_capacity(count),
+            order,
+        }
+    }
+
+    /// The next point: event `id` of `thread`, its position there and its clock.
+    fn push(&mut self, id: EventId, thread: u32, local: u32, clock: VectorClock) {
+        self.events.push(id);
+        self.thread.push(thread);
+        self.local.push(local);
+        self.hb.push(clock);
     }
 
     /// Number of points.
