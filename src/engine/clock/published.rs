@@ -40,6 +40,11 @@ impl Published {
         }
     }
 
+    /// Whether `c` already holds this clock (`c ⊔ self = c`).
+    pub(crate) fn covered_by(&self, c: &VectorClock) -> bool {
+        c.get(self.thread) >= self.own && c.covers(&self.base)
+    }
+
     /// `c ⊔= self`.
     pub(crate) fn join_into(&self, c: &mut VectorClock) {
         c.join(&self.base);
@@ -79,7 +84,11 @@ mod tests {
         assert_eq!((c.get(0), c.get(20), c.get(1)), (5, 7, 0));
         let mut d = VectorClock::default();
         d.set(1, 2);
+        assert!(!a.covered_by(&d));
         a.join_into(&mut d);
         assert_eq!((d.get(0), d.get(1), d.get(20)), (3, 2, 7));
+        // Covered once joined; the own entry alone can still teach.
+        assert!(a.covered_by(&d));
+        assert!(!b.covered_by(&d));
     }
 }

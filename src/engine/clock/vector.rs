@@ -208,6 +208,14 @@ impl VectorClock {
         }
     }
 
+    /// Whether every entry of `self` is at least `other`'s (so joining
+    /// `other` would change nothing); costs what [`VectorClock::diff`] does.
+    pub(crate) fn covers(&self, other: &VectorClock) -> bool {
+        let mut all = true;
+        self.diff(other, |_, mine, theirs| all &= mine >= theirs);
+        all
+    }
+
     /// Whether `self` and `other` are the same clock, in O(1): the same
     /// shared tree, or small clocks with equal entries (equal trees built
     /// separately are not).
@@ -430,7 +438,8 @@ mod tests {
     }
 
     /// Random sets, joins, copies and ticks agree with plain dense vectors,
-    /// including ids that force the tree to grow and clocks that share blocks.
+    /// including ids that force the tree to grow and clocks that share
+    /// blocks, and so do comparisons (`leq`, `covers`) and `diff`.
     #[test]
     fn matches_dense_vectors() {
         let mut rng = Rng::new(7);
@@ -467,10 +476,9 @@ mod tests {
                     }
                 }
                 assert_eq!(dense(&clocks[i], n), model[i]);
-                assert_eq!(
-                    clocks[i].leq(&clocks[j]),
-                    (0..n).all(|x| model[i][x] <= model[j][x])
-                );
+                let below = (0..n).all(|x| model[i][x] <= model[j][x]);
+                assert_eq!(clocks[i].leq(&clocks[j]), below);
+                assert_eq!(clocks[j].covers(&clocks[i]), below);
                 let nz: Vec<_> = (0..n as u32)
                     .filter(|&x| model[i][x as usize] != 0)
                     .map(|x| (x, model[i][x as usize]))
