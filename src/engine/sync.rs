@@ -294,7 +294,7 @@ impl SyncPoints {
 /// have their real ids, thread positions and clocks); the events after them
 /// are the trace's from `base` on, with the HBv clocks the stream computed
 /// as they arrived.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Carried {
     /// The replayed acquires, in trace order (all before `base`).
     pub pinned: Vec<Pinned>,
@@ -416,7 +416,7 @@ fn stamp(snap: &mut Option<Arc<VectorClock>>, me: &VectorClock, t: u32) -> Publi
 /// front. Volatile variables get a row of a table by integer index (a
 /// program's atomics are millions: BS::thread_pool's tests have 30
 /// million), and a retired variable's row goes to the next one.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Clocks {
     reflexive: bool,
     conflicting: bool,
