@@ -522,6 +522,26 @@ impl Thread {
             self.state(seq);
             seq
         };
+        // An atomic operation in two words (its number as a step from the
+        // thread's `seq`, which it becomes; its pc in the pc table).
+        if kind == Kind::Atomic
+            && !pending
+            && (addr | pc) < SHORT_LIMIT
+            && let Ok(delta) = u32::try_from(seq.wrapping_sub(self.seq))
+        {
+            let slot = pc_slot(pc);
+            if self.pcs[slot] != pc {
+                self.pcs[slot] = pc;
+                self.commit(pc_word(slot, pc));
+            }
+            self.seq = seq;
+            let at = self.len;
+            self.commit_words(atomic_word(flags, delta), &[atomic_payload(slot, addr)]);
+            return Some(Place {
+                chunk: self.chunk,
+                at,
+            });
+        }
         let w = encode_long(kind, flags, pending, addr, pc, seq, arg, extra);
         let at = self.len;
         self.commit_words(w[0], &w[1..1 + kind.payload()]);
