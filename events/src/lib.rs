@@ -48,7 +48,7 @@
 
 /// The first line of the `modules` file: names this format, so that cprace
 /// refuses event files it cannot read (a program built by another version).
-pub const FORMAT: &str = "cprace-events 5";
+pub const FORMAT: &str = "cprace-events 6";
 
 /// Bit position of a word's tag.
 pub const TAG_SHIFT: u32 = 60;
@@ -72,6 +72,10 @@ pub const TAG_PENDING: u64 = 14;
 pub const TAG_SKIP: u64 = 15;
 /// Words of one chunk of a thread's file (1 MiB).
 pub const CHUNK_WORDS: usize = 1 << 17;
+/// Bytes of a thread's tail file (`t<ID>.tail`: the chunk it is writing)
+/// before its chunk: the first 8 are the index of that chunk in the
+/// thread's `.bin` file.
+pub const TAIL_HEADER_BYTES: u64 = 4096;
 /// Call depth the runtime records by default (deeper calls are not pushed).
 pub const DEFAULT_STACK_DEPTH: u32 = 255;
 /// Slots of a thread's pc table (10 bits of a plain access's word).

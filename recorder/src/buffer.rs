@@ -1,13 +1,22 @@
 //! Per-thread event streams, the global order, and the files they live in.
 //!
 //! Each thread writes its events straight into a shared mapping of its own
-//! file, `t<ID>.bin`, a chunk of [`CHUNK_WORDS`] words at a time: what a
-//! thread wrote is in the page cache the moment it wrote it, so the events
-//! survive however the program ends (exit from any thread, `_exit`, abort,
-//! a fatal signal, SIGKILL from `cprace record --timeout`). A record is
-//! committed by storing its first word last, with release order; the files
-//! are zero-filled, so a reader stops at the first zero word (see the
-//! `cprace-events` crate for the words).
+//! *tail* file, `t<ID>.tail`: a header word (the index of the chunk the tail
+//! holds) and one chunk of [`CHUNK_WORDS`] words. What a thread wrote is in
+//! the page cache the moment it wrote it, so the events survive however the
+//! program ends (exit from any thread, `_exit`, abort, a fatal signal,
+//! SIGKILL from `cprace record --timeout`). A full chunk is written to the
+//! end of `t<ID>.bin` (bypassing the page cache where the file system
+//! allows), zeroed, and the header then names the next chunk: the tail's
+//! pages are used again and again. A mapping of the whole `.bin` instead
+//! touched a new page every 512 events, and on this machine kind new pages
+//! cost more than the rest of the runtime (BENCHMARKS.md, "Where a recorded
+//! run's time goes"). cprace appends each tail to its `.bin` unless the
+//! `.bin` already holds its chunk (the thread was stopped between writing
+//! the chunk and naming the next). A record is committed by storing its
+//! first word last, with release order; the chunk is zero-filled, so a
+//! reader stops at the first zero word (see the `cprace-events` crate for
+//! the words).
 
 use std::ffi::CString;
 use std::sync::OnceLock;
@@ -38,6 +47,9 @@ static DIR: OnceLock<Vec<u8>> = OnceLock::new();
 static MAX_DEPTH: AtomicU32 = AtomicU32::new(DEFAULT_STACK_DEPTH);
 
 const CHUNK_BYTES: usize = CHUNK_WORDS * 8;
+/// Bytes of a tail file before its chunk (a page, so that the chunk is
+/// page-aligned for writes that bypass the page cache).
+const TAIL_HEADER: usize = TAIL_HEADER_BYTES as usize;
 
 /// One thread's recorder state: its stream and its call stack.
 pub struct Thread {
@@ -349,55 +361,130 @@ impl Thread {
 
     fn map_next(&mut self) -> bool {
         if self.base.is_null() {
-            let Some(dir) = DIR.get() else {
-                self.failed = true;
-                return false;
-            };
-            let mut path = dir[..dir.len() - 1].to_vec();
-            path.extend_from_slice(format!("/t{}.bin\0", self.tid).as_bytes());
+            return self.open_files();
+        }
+        if self.len < CHUNK_WORDS {
+            self.commit(TAG_SKIP << TAG_SHIFT);
+        }
+        if !self.write_chunk() {
+            return self.fail("cannot write an event file");
+        }
+        // SAFETY: the chunk and the header of our tail mapping.
+        unsafe {
+            std::ptr::write_bytes(self.base as *mut u8, 0, CHUNK_BYTES);
+            AtomicU64::from_ptr(self.header()).store(self.chunk + 1, Release);
+        }
+        self.chunk += 1;
+        self.len = 0;
+        true
+    }
+
+    /// The tail's header word.
+    fn header(&self) -> *mut u64 {
+        // SAFETY: `base` is TAIL_HEADER bytes into the tail mapping.
+        unsafe { (self.base as *mut u8).sub(TAIL_HEADER) as *mut u64 }
+    }
+
+    /// Creates the thread's `.bin` and tail files and maps the tail.
+    fn open_files(&mut self) -> bool {
+        let Some(dir) = DIR.get() else {
+            self.failed = true;
+            return false;
+        };
+        let path = |ext: &str| {
+            let mut p = dir[..dir.len() - 1].to_vec();
+            p.extend_from_slice(format!("/t{}.{ext}\0", self.tid).as_bytes());
+            p
+        };
+        let create = |p: &[u8], extra: libc::c_int| {
             // SAFETY: a NUL-terminated path.
-            let fd = unsafe {
+            unsafe {
                 libc::open(
-                    path.as_ptr() as *const libc::c_char,
-                    libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+                    p.as_ptr() as *const libc::c_char,
+                    libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC | extra,
                     0o600,
                 )
-            };
-            if fd < 0 {
-                return self.fail("cannot create an event file");
             }
-            self.fd = fd;
-            self.chunk = 0;
-        } else {
-            if self.len < CHUNK_WORDS {
-                self.commit(TAG_SKIP << TAG_SHIFT);
-            }
-            // SAFETY: the chunk mapped by the previous call.
-            unsafe { libc::munmap(self.base as *mut libc::c_void, CHUNK_BYTES) };
-            self.base = std::ptr::null_mut();
-            self.chunk += 1;
+        };
+        let bin = path("bin");
+        // Chunks go to the disk without a detour through new page-cache
+        // pages where the file system allows it (tmpfs does not).
+        let mut fd = create(&bin, libc::O_DIRECT);
+        if fd < 0 {
+            fd = create(&bin, 0);
         }
-        let end = (self.chunk + 1) * CHUNK_BYTES as u64;
-        // SAFETY: our own file descriptor.
-        if unsafe { libc::ftruncate(self.fd, end as libc::off_t) } != 0 {
-            return self.fail("cannot grow an event file");
+        if fd < 0 {
+            return self.fail("cannot create an event file");
         }
-        // SAFETY: mapping CHUNK_BYTES of our file at a chunk boundary.
+        self.fd = fd;
+        let tail = create(&path("tail"), 0);
+        if tail < 0 {
+            return self.fail("cannot create an event file");
+        }
+        let len = TAIL_HEADER + CHUNK_BYTES;
+        // SAFETY: our own descriptor; a shared mapping of the whole file.
         let p = unsafe {
-            libc::mmap(
+            if libc::ftruncate(tail, len as libc::off_t) != 0 {
+                libc::close(tail);
+                return self.fail("cannot grow an event file");
+            }
+            let p = libc::mmap(
                 std::ptr::null_mut(),
-                CHUNK_BYTES,
+                len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                self.fd,
-                (self.chunk * CHUNK_BYTES as u64) as libc::off_t,
-            )
+                tail,
+                0,
+            );
+            libc::close(tail);
+            p
         };
         if p == libc::MAP_FAILED {
             return self.fail("cannot map an event file");
         }
-        self.base = p as *mut u64;
+        // SAFETY: the chunk starts TAIL_HEADER bytes into the mapping.
+        self.base = unsafe { (p as *mut u8).add(TAIL_HEADER) } as *mut u64;
+        self.chunk = 0;
         self.len = 0;
+        true
+    }
+
+    /// Writes the tail's chunk at its place in the `.bin` file.
+    fn write_chunk(&mut self) -> bool {
+        let mut done = 0;
+        while done < CHUNK_BYTES {
+            // SAFETY: our descriptor; the chunk of our mapping.
+            let n = unsafe {
+                libc::pwrite(
+                    self.fd,
+                    (self.base as *const u8).add(done) as *const libc::c_void,
+                    CHUNK_BYTES - done,
+                    (self.chunk * CHUNK_BYTES as u64 + done as u64) as libc::off_t,
+                )
+            };
+            if n > 0 {
+                done += n as usize;
+                continue;
+            }
+            let err = std::io::Error::last_os_error().raw_os_error();
+            match err {
+                Some(libc::EINTR) => {}
+                // A file system that took O_DIRECT at open but not for
+                // this write: write through the page cache.
+                Some(libc::EINVAL) => {
+                    // SAFETY: our descriptor.
+                    let ok = unsafe {
+                        let fl = libc::fcntl(self.fd, libc::F_GETFL);
+                        fl & libc::O_DIRECT != 0
+                            && libc::fcntl(self.fd, libc::F_SETFL, fl & !libc::O_DIRECT) == 0
+                    };
+                    if !ok {
+                        return false;
+                    }
+                }
+                _ => return false,
+            }
+        }
         true
     }
 
@@ -692,7 +779,10 @@ impl Thread {
         if !self.base.is_null() {
             // SAFETY: our mapping and descriptor.
             unsafe {
-                libc::munmap(self.base as *mut libc::c_void, CHUNK_BYTES);
+                libc::munmap(
+                    self.header() as *mut libc::c_void,
+                    TAIL_HEADER + CHUNK_BYTES,
+                );
                 libc::close(self.fd);
             }
             self.base = std::ptr::null_mut();

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use anyhow::{Context, Result, bail};
-use cprace_events::{Access, CHUNK_WORDS, Decoder, Long, MAX_TID, Record, Step};
+use cprace_events::{Access, CHUNK_WORDS, Decoder, Long, MAX_TID, Record, Step, TAIL_HEADER_BYTES};
 use rustc_hash::FxHashMap;
 
 /// The segment lines of a run's `modules` file, or an error when the run's
@@ -366,6 +366,23 @@ impl Stream {
             }
             got += n;
         }
+        // The pages read go back to the page cache's free list for the
+        // next reads: the files are read once, and new pages cost more
+        // than the reading (BENCHMARKS.md, "Where a recorded run's time
+        // goes").
+        {
+            use std::os::fd::AsRawFd;
+            let read = (self.base + self.end as u64) * 8 + got as u64;
+            // SAFETY: advice on our own descriptor; it changes no data.
+            unsafe {
+                libc::posix_fadvise(
+                    self.file.as_raw_fd(),
+                    0,
+                    read as libc::off_t,
+                    libc::POSIX_FADV_DONTNEED,
+                )
+            };
+        }
         // A partial word at the end is dropped.
         let words = got / 8;
         for w in &mut self.buf[self.end..self.end + words] {
@@ -395,8 +412,72 @@ const AHEAD: usize = 8;
 /// Batches the merge may run ahead of the callback.
 const QUEUE: usize = 4;
 
+/// Appends each thread's tail file (`t<ID>.tail`, the chunk the thread was
+/// writing when it or the program ended) to its `.bin` file, unless the
+/// `.bin` already holds that chunk (the thread was stopped after writing
+/// it out and before naming the next), and removes the tail. A partial
+/// chunk at the end of the `.bin` (a write cut short) is replaced by the
+/// tail, which still holds it. Done again after an interruption, it
+/// finds the chunk in the `.bin` and only removes the tail.
+fn settle_tails(dir: &Path) -> Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    let chunk = (CHUNK_WORDS * 8) as u64;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let path = entry
+            .with_context(|| format!("cannot read {}", dir.display()))?
+            .path();
+        let Some(stem) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".tail"))
+            .filter(|n| n.starts_with('t'))
+        else {
+            continue;
+        };
+        let tail =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bin_path = dir.join(format!("{stem}.bin"));
+        let mut bin = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&bin_path)
+            .with_context(|| format!("cannot open {}", bin_path.display()))?;
+        let size = bin
+            .metadata()
+            .with_context(|| format!("cannot read {}", bin_path.display()))?
+            .len();
+        let held = size / chunk;
+        let header = tail
+            .get(..8)
+            .map_or(0, |h| u64::from_le_bytes(h.try_into().expect("8 bytes")));
+        if header > held {
+            bail!(
+                "corrupt event file {}: its tail is chunk {header}, but {} holds only {held} chunks",
+                path.display(),
+                bin_path.display()
+            );
+        }
+        if header == held {
+            let body = tail.get(TAIL_HEADER_BYTES as usize..).unwrap_or(&[]);
+            let body = &body[..body.len().min(chunk as usize)];
+            let at = held * chunk;
+            (|| -> std::io::Result<()> {
+                bin.set_len(at)?;
+                bin.seek(SeekFrom::Start(at))?;
+                bin.write_all(body)
+            })()
+            .with_context(|| format!("cannot write {}", bin_path.display()))?;
+        }
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// The thread files in `dir`: (recorder thread id, path), by id.
 fn thread_files(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
+    settle_tails(dir)?;
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let path = entry
@@ -628,6 +709,56 @@ mod tests {
                 size: 4
             }
         ));
+    }
+
+    /// A tail file holding chunk `index` with `words`.
+    fn tail(dir: &Path, tid: u32, index: u64, words: &[u64]) {
+        let mut bytes = index.to_le_bytes().to_vec();
+        bytes.resize(TAIL_HEADER_BYTES as usize, 0);
+        bytes.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+        bytes.resize(TAIL_HEADER_BYTES as usize + CHUNK_WORDS * 8, 0);
+        std::fs::write(dir.join(format!("t{tid}.tail")), bytes).unwrap();
+    }
+
+    #[test]
+    fn a_tail_goes_after_the_chunks_its_bin_holds_unless_it_holds_it_already() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = pc_slot(0x1234);
+        let first = [pc_word(s, 0x1234), short(false, s, 0x10)];
+        let second = [pc_word(s, 0x1234), short(true, s, 0x20)];
+        // t1: one chunk written out, the second in its tail.
+        let mut chunk0 = first.to_vec();
+        chunk0.push(TAG_SKIP << TAG_SHIFT);
+        chunk0.resize(CHUNK_WORDS, 0);
+        file(dir.path(), "t1.bin", &chunk0, &[]);
+        tail(dir.path(), 1, 1, &second);
+        // t2: nothing written out yet; t3: the tail's chunk was written out
+        // before the thread could name the next, so the tail is stale; t4:
+        // the write of chunk 0 was cut short, the tail still holds it.
+        tail(dir.path(), 2, 0, &first);
+        file(dir.path(), "t3.bin", &chunk0, &[]);
+        tail(dir.path(), 3, 0, &[short(true, s, 0x99)]);
+        file(dir.path(), "t4.bin", &[short(true, s, 0x99)], &[]);
+        tail(dir.path(), 4, 0, &first);
+        let got = merged(dir.path()).unwrap();
+        let mut brief: Vec<(u32, u64)> = got.iter().map(|e| (e.tid, e.addr)).collect();
+        brief.sort_unstable();
+        assert_eq!(
+            brief,
+            [(1, 0x10), (1, 0x20), (2, 0x10), (3, 0x10), (4, 0x10)]
+        );
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tail")), "{names:?}");
+        // Read again: the same events, from the `.bin` files alone.
+        let again = merged(dir.path()).unwrap();
+        assert_eq!(again, got);
+        // A tail past the chunks its `.bin` holds: chunks are missing.
+        tail(dir.path(), 5, 2, &first);
+        let err = merged(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("t5.tail") && err.contains("chunk 2"), "{err}");
     }
 
     #[test]

@@ -69,6 +69,23 @@ fn events_of(dir: &Path, file: &str) -> PathBuf {
         "{file} ended by a signal: {}",
         text(&out.stderr)
     );
+    // Reading the run puts each thread's tail (the chunk it was writing)
+    // at the end of its `.bin`: the files mutated below are then whole.
+    let out = run(Command::new(CPRACE)
+        .args(["record", "--from-events"])
+        .arg(&events)
+        .arg("-o")
+        .arg(dir.join(format!("{name}.settled.cpt"))));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        std::fs::read_dir(&events).unwrap().all(|e| !e
+            .unwrap()
+            .path()
+            .to_string_lossy()
+            .ends_with(".tail")),
+        "tails left after reading {}",
+        events.display()
+    );
     events
 }
 
