@@ -169,6 +169,13 @@ pub const fn atomic_payload(slot: usize, addr: u64) -> u64 {
     (slot as u64) << 48 | addr
 }
 
+/// The pc slot of a plain access's, a pc word's or a two-word atomic's
+/// second word.
+#[inline(always)]
+const fn slot_of(word: u64) -> usize {
+    (word >> 48) as usize & (PC_SLOTS - 1)
+}
+
 /// The third payload word of a long event.
 #[inline(always)]
 pub const fn seq_arg(seq: u64, arg: u64) -> u64 {
@@ -683,7 +690,7 @@ impl Decoder {
             match word >> TAG_SHIFT {
                 1..=8 => return (i + 1, Some(self.plain(word))),
                 TAG_SEQ => self.seq = word & SEQ_MASK,
-                TAG_PC => self.pcs[(word >> 48) as usize & (PC_SLOTS - 1)] = word & LOW48,
+                TAG_PC => self.pcs[slot_of(word)] = word & LOW48,
                 _ => return (i, None),
             }
         }
@@ -698,7 +705,7 @@ impl Decoder {
             write: t & 1 == 1,
             size: 1 << (t >> 1),
             addr: word & LOW48,
-            pc: self.pcs[(word >> 48) as usize & (PC_SLOTS - 1)],
+            pc: self.pcs[slot_of(word)],
             seq: self.seq,
             node: self.node,
         }
@@ -733,7 +740,7 @@ impl Decoder {
                     });
                 }
                 TAG_SEQ => self.seq = word & SEQ_MASK,
-                TAG_PC => self.pcs[(word >> 48) as usize & (PC_SLOTS - 1)] = word & LOW48,
+                TAG_PC => self.pcs[slot_of(word)] = word & LOW48,
                 TAG_STACK => {
                     let n = word & 0xffff_ffff;
                     if n > u64::from(self.nodes) || word & !(0xffff_ffff | 0xf << TAG_SHIFT) != 0 {
@@ -842,7 +849,7 @@ impl Decoder {
             flags,
             pending: false,
             addr: p & LOW48,
-            pc: self.pcs[(p >> 48) as usize & (PC_SLOTS - 1)],
+            pc: self.pcs[slot_of(p)],
             arg: 0,
             extra: [0; MAX_PAYLOAD - 3],
         };

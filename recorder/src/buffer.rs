@@ -549,12 +549,20 @@ impl Thread {
         }
         let seq = SEQ.load(Relaxed);
         self.state(seq);
+        let slot = self.slot_for(pc);
+        self.commit(access_word(write, log2size, slot, addr));
+    }
+
+    /// The slot of `pc` in the thread's pc table, telling the reader when
+    /// the slot changes.
+    #[inline(always)]
+    fn slot_for(&mut self, pc: u64) -> usize {
         let slot = pc_slot(pc);
         if self.pcs[slot] != pc {
             self.pcs[slot] = pc;
             self.commit(pc_word(slot, pc));
         }
-        self.commit(access_word(write, log2size, slot, addr));
+        slot
     }
 
     /// Appends a long event. Numbered kinds take the next number of the
@@ -616,11 +624,7 @@ impl Thread {
             && (addr | pc) < SHORT_LIMIT
             && let Ok(delta) = u32::try_from(seq.wrapping_sub(self.seq))
         {
-            let slot = pc_slot(pc);
-            if self.pcs[slot] != pc {
-                self.pcs[slot] = pc;
-                self.commit(pc_word(slot, pc));
-            }
+            let slot = self.slot_for(pc);
             self.seq = seq;
             let at = self.len;
             self.commit_words(atomic_word(flags, delta), &[atomic_payload(slot, addr)]);
