@@ -34,11 +34,6 @@ use crate::trace::{Event, EventId, Op, ThreadId};
 
 const NONE: u32 = u32::MAX;
 
-/// The key of the rule-(a) slot of lock `l` and variable `x`.
-#[inline]
-fn slot_key(l: u32, x: u32) -> u64 {
-    (u64::from(l) << 32) | u64::from(x)
-}
 /// By default a lock's log is only trimmed once it holds this many records.
 const TRIM_MIN_RECORDS: usize = 1 << 12;
 
@@ -212,8 +207,24 @@ struct KeyState {
     /// entry: an access needs no new entry when its thread logged the key
     /// after the latest acquire it still holds.
     logged: [(u32, u64); 2],
-    /// The locks with a slot for the key (what rule (a) may join).
-    locks: SmallVec<[u32; 2]>,
+    /// The locks with a slot for the key (what rule (a) may join), with
+    /// their slots, sorted by lock.
+    locks: SmallVec<[(u32, u32); 2]>,
+}
+
+impl KeyState {
+    /// The slot of lock `l` for this key, if it has one.
+    #[inline]
+    fn slot(&self, l: u32) -> Option<u32> {
+        match self.locks.as_slice() {
+            // Most keys are guarded by one lock.
+            [(m, s)] => (*m == l).then_some(*s),
+            locks => locks
+                .binary_search_by_key(&l, |&(m, _)| m)
+                .ok()
+                .map(|i| locks[i].1),
+        }
+    }
 }
 
 impl Default for KeyState {
@@ -402,15 +413,20 @@ pub struct WcpVc {
     pub(crate) report: Report,
     threads: Vec<ThreadState>,
     locks: Vec<LockState>,
-    slot_of: FxHashMap<u64, u32>,
     slots: SlotTable,
+    /// Per variable: its row in `keys`, u32::MAX before its first access
+    /// inside a critical section, in pages freed when their variables are
+    /// retired. Not a hash map: an access under a lock looks its key up,
+    /// and a map's probe missed the cache twice where this misses once, in
+    /// the order the program touched its memory (zstd's WCP spent a fifth
+    /// of its detector's time on the probes). Not a vector of states: a
+    /// program with millions of variables may touch a few thousand of them
+    /// under a lock (BS::thread_pool's tests: 52,000 keys used of about 100
+    /// million).
+    key_row: Paged<u32>,
     /// Per rule-(a) key (see [`WcpVc::access`]) accessed inside a critical
-    /// section, what rule (a) needs of it. A map, not a vector indexed by
-    /// key: a program with millions of variables may touch a few thousand
-    /// of them under a lock, and a vector paid for every key below the
-    /// largest such one (BS::thread_pool's tests: 52,000 keys used of about
-    /// 100 million, over 5 GB with the vectors' spare capacity).
-    keys: FxHashMap<u32, KeyState>,
+    /// section, what rule (a) needs of it.
+    keys: Rows<KeyState>,
     /// Stamps of log entries, over all threads.
     stamp: u64,
     /// Per variable: its row in `volatiles`, u32::MAX before its first
@@ -432,6 +448,17 @@ pub struct WcpVc {
     /// Times a thread's queue began before the trimmed part of a log.
     truncated: u64,
     trim_min: usize,
+}
+
+/// The row in `keys` of rule-(a) key `x`, made (empty) when it has none.
+#[inline]
+fn key_row_of(key_row: &mut Paged<u32>, keys: &mut Rows<KeyState>, x: u32) -> u32 {
+    let (r, live) = key_row.slot(x as usize);
+    if *r == NONE {
+        *r = keys.put(KeyState::default());
+        *live += 1;
+    }
+    *r
 }
 
 /// Mutable references to two distinct elements.
@@ -461,9 +488,9 @@ impl WcpVc {
             report: Report::new(Relation::Wcp, Engine::Vc, window, 0),
             threads: Vec::new(),
             locks: Vec::new(),
-            slot_of: FxHashMap::default(),
             slots: SlotTable::default(),
-            keys: FxHashMap::default(),
+            key_row: Paged::new(NONE),
+            keys: Rows::default(),
             stamp: 0,
             volatile_row: Paged::new(u32::MAX),
             volatiles: Rows::default(),
@@ -535,12 +562,11 @@ impl WcpVc {
                 }
                 self.latest.remove(&r);
             }
-            if let Some(k) = self.keys.remove(&v) {
-                for l in k.locks {
-                    if let Some(s) = self.slot_of.remove(&slot_key(l, v)) {
-                        self.slots.release(s);
-                    }
+            if let Some(r) = self.key_row.retire(v as usize, |&r| r != NONE) {
+                for (_, s) in std::mem::take(&mut self.keys[r as usize]).locks {
+                    self.slots.release(s);
                 }
+                self.keys.free(r);
             }
         }
     }
@@ -591,8 +617,8 @@ impl WcpVc {
         let WcpVc {
             threads,
             locks,
-            slot_of,
             slots,
+            key_row,
             keys,
             stamp,
             history,
@@ -607,23 +633,24 @@ impl WcpVc {
                     slots.join_into(s, R_LAST, t, &mut ts.p);
                 }
             };
+            let r = key_row_of(key_row, keys, key);
+            let k = &mut keys[r as usize];
             // Only locks with a slot for the key can contribute: walk the
             // shorter of those and the held ones.
-            let with_slot = keys.get(&key).map_or(&[][..], |k| &k.locks[..]);
-            if with_slot.len() < ts.held.len() {
-                for &l in with_slot {
+            if k.locks.len() < ts.held.len() {
+                for &(l, s) in &k.locks {
                     if locks[l as usize].holder == Some(t) {
-                        join(slot_of[&slot_key(l, key)]);
+                        join(s);
                     }
                 }
             } else {
                 for cs in &ts.held {
-                    if let Some(&s) = slot_of.get(&slot_key(cs.lock, key)) {
+                    if let Some(s) = k.slot(cs.lock) {
                         join(s);
                     }
                 }
             }
-            let seen = &mut keys.entry(key).or_default().logged[usize::from(write)];
+            let seen = &mut k.logged[usize::from(write)];
             if seen.0 != t || seen.1 < last.from {
                 *seen = (t, *stamp);
                 ts.log.push((key, write, *stamp));
@@ -676,7 +703,7 @@ impl WcpVc {
             threads,
             locks,
             slots,
-            slot_of,
+            key_row,
             keys,
             trim_min,
             ..
@@ -735,13 +762,14 @@ impl WcpVc {
         // This release's `H`, made once for every slot it updates.
         let mut shared: Option<Arc<VectorClock>> = None;
         for &(x, w, _) in &ts.log[first..] {
-            let key = slot_key(l, x);
-            let s = match slot_of.get(&key) {
-                Some(&s) => s,
-                None => {
+            // A key retired while the section was open comes back, empty.
+            let r = key_row_of(key_row, keys, x);
+            let k = &mut keys[r as usize];
+            let s = match k.locks.binary_search_by_key(&l, |&(m, _)| m) {
+                Ok(i) => k.locks[i].1,
+                Err(i) => {
                     let s = slots.push();
-                    slot_of.insert(key, s);
-                    keys.entry(x).or_default().locks.push(l);
+                    k.locks.insert(i, (l, s));
                     s
                 }
             };
@@ -929,7 +957,10 @@ mod tests {
         push(&mut w, ev(0, Op::Write, 99_999));
         push(&mut w, ev(0, Op::AtomicWrite, 99_999));
         push(&mut w, ev(0, Op::Release, 0));
-        assert_eq!(w.keys.len(), 1);
-        assert!(w.keys.values().all(|k| k.locks.as_slice() == [0]));
+        let rows: Vec<u32> = (0..100_000)
+            .filter_map(|x| w.key_row.get(x).copied().filter(|&r| r != super::NONE))
+            .collect();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(w.keys[rows[0] as usize].locks.as_slice(), [(0, 0)]);
     }
 }
