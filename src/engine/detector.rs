@@ -44,7 +44,7 @@ pub trait Detector {
 
 /// Events ahead of the one being fed whose state is prefetched (and half
 /// as many for [`Detector::prefetch_near`]).
-const PREFETCH_AHEAD: usize = 16;
+pub(crate) const PREFETCH_AHEAD: usize = 16;
 
 /// Implement [`Detector`] for types with inherent `event` and `finish`
 /// methods and a `report` field (after `prefetch:`, also an
