@@ -139,6 +139,37 @@ pub(crate) fn merge_accesses(acc: &mut Vec<(u32, u32, u8)>) {
     });
 }
 
+/// Two lists [`merge_accesses`] made, as one: sorted, one entry per
+/// section and variable with the union of its kinds.
+pub(crate) fn merge_sorted_accesses(
+    a: Vec<(u32, u32, u8)>,
+    b: Vec<(u32, u32, u8)>,
+) -> Vec<(u32, u32, u8)> {
+    if b.is_empty() {
+        return a;
+    }
+    if a.is_empty() {
+        return b;
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if (x.0, x.1) == (y.0, y.1) => {
+                let k = y.2;
+                b.next();
+                a.next().map(|(c, v, w)| (c, v, w | k))
+            }
+            (Some(x), Some(y)) if (x.0, x.1) < (y.0, y.1) => a.next(),
+            (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+            (Some(_), None) => a.next(),
+            (None, None) => break,
+        };
+        out.extend(next);
+    }
+    out
+}
+
 /// Up to this many threads the rule (b) join reads section ends' clocks from
 /// dense per-lock rows ([`CpInput::lock_end_hb`]).
 pub(crate) const DENSE_THREADS: usize = 64;

@@ -58,6 +58,10 @@ use super::Reporting;
 use super::input::{CpInput, Rule, Stretch};
 use super::races::{Incoming, PassOptions, RaceState};
 use crate::engine::sync::{Carried, Clocks, NONE, Pinned, VolatileOrder};
+
+/// Entries of the table that merges an open section's repeated accesses
+/// before they are sorted (see [`CpStream::advance_base`]).
+const RECENT: usize = 1 << 10;
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::model::{Interner, intern};
@@ -395,25 +399,45 @@ impl CpStream {
                 });
             }
         }
-        let mut summaries: Vec<(u32, u32, u8)> = self
+        // Sorted, as `self.summaries` is: `renumber` keeps the order.
+        let summaries: Vec<(u32, u32, u8)> = self
             .summaries
             .iter()
             .filter_map(|&(c, v, w)| renumber.get(&c).map(|&n| (n, v, w)))
             .collect();
-        for (i, ev) in self.stretch.events[p..p + dropped].iter().enumerate() {
-            if !ev.op.is_memory() {
-                continue;
-            }
-            let id = old.base + i as EventId;
-            if let Some(open) = open_of_thread.get(&ev.thread) {
+        // The accesses of open sections in the dropped events, most of them
+        // repeats (a section open for long runs through whole buffers):
+        // merged as they come when the same section and variable was among
+        // the latest ones, so that far fewer are sorted.
+        let mut fresh: Vec<(u32, u32, u8)> = Vec::new();
+        let mut recent = [(NONE, NONE, 0usize); RECENT];
+        if !open_of_thread.is_empty() {
+            for (i, ev) in self.stretch.events[p..p + dropped].iter().enumerate() {
+                if !ev.op.is_memory() {
+                    continue;
+                }
+                let id = old.base + i as EventId;
+                let Some(open) = open_of_thread.get(&ev.thread) else {
+                    continue;
+                };
+                let kind = super::input::access_kind(ev.op);
                 for &(acq, n) in open {
-                    if acq <= id {
-                        summaries.push((n, ev.target, super::input::access_kind(ev.op)));
+                    if acq > id {
+                        continue;
+                    }
+                    let h = (ev.target ^ n.wrapping_mul(0x9e37_79b9)) as usize % RECENT;
+                    match recent[h] {
+                        (m, x, at) if m == n && x == ev.target => fresh[at].2 |= kind,
+                        _ => {
+                            recent[h] = (n, ev.target, fresh.len());
+                            fresh.push((n, ev.target, kind));
+                        }
                     }
                 }
             }
         }
-        super::input::merge_accesses(&mut summaries);
+        super::input::merge_accesses(&mut fresh);
+        let summaries = super::input::merge_sorted_accesses(summaries, fresh);
         self.edges = base
             .iter()
             .map(|&(a, r, rule)| (sync.event(a), sync.event(r), rule))
