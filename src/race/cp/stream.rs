@@ -58,14 +58,14 @@ use super::Reporting;
 use super::input::{CpInput, Rule, Stretch};
 use super::races::{Incoming, PassOptions, RaceState};
 use crate::engine::sync::{Carried, Clocks, NONE, Pinned, VolatileOrder};
-
-/// Entries of the table that merges an open section's repeated accesses
-/// before they are sorted (see [`CpStream::advance_base`]).
-const RECENT: usize = 1 << 10;
 use crate::relation::{Engine, Relation};
 use crate::report::Report;
 use crate::trace::model::{Interner, intern};
 use crate::trace::{Event, EventId, Op, Trace};
+
+/// Entries of the table that merges an open section's repeated accesses
+/// before they are sorted (see [`CpStream::advance_base`]).
+const RECENT: usize = 1 << 10;
 
 /// The streaming windowed CP engine (a [`crate::engine::detector::Detector`]).
 pub struct CpStream {
