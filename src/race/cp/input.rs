@@ -572,3 +572,32 @@ impl CpInput {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{merge_accesses, merge_sorted_accesses};
+
+    #[test]
+    fn merging_two_merged_lists_is_merging_their_concatenation() {
+        // Small ids, so that lists share (section, variable) pairs often.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n) as u32
+        };
+        for _ in 0..500 {
+            let mut list = || -> Vec<(u32, u32, u8)> {
+                let len = next(12);
+                (0..len).map(|_| (next(4), next(6), 1 << next(2))).collect()
+            };
+            let (mut a, mut b) = (list(), list());
+            let mut both: Vec<_> = a.iter().chain(&b).copied().collect();
+            merge_accesses(&mut both);
+            merge_accesses(&mut a);
+            merge_accesses(&mut b);
+            assert_eq!(merge_sorted_accesses(a, b), both);
+        }
+    }
+}
