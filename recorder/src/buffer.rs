@@ -416,32 +416,43 @@ impl Thread {
         if fd < 0 {
             return self.fail("cannot create an event file");
         }
-        self.fd = fd;
-        let tail = create(&path("tail"), 0);
-        if tail < 0 {
-            return self.fail("cannot create an event file");
-        }
         let len = TAIL_HEADER + CHUNK_BYTES;
-        // SAFETY: our own descriptor; a shared mapping of the whole file.
-        let p = unsafe {
-            if libc::ftruncate(tail, len as libc::off_t) != 0 {
-                libc::close(tail);
-                return self.fail("cannot grow an event file");
+        let map_tail = || {
+            let tail = create(&path("tail"), 0);
+            if tail < 0 {
+                return Err("cannot create an event file");
             }
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                tail,
-                0,
-            );
-            libc::close(tail);
-            p
+            // SAFETY: our own descriptor; a shared mapping of the whole file.
+            unsafe {
+                if libc::ftruncate(tail, len as libc::off_t) != 0 {
+                    libc::close(tail);
+                    return Err("cannot grow an event file");
+                }
+                let p = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    tail,
+                    0,
+                );
+                libc::close(tail);
+                if p == libc::MAP_FAILED {
+                    return Err("cannot map an event file");
+                }
+                Ok(p)
+            }
         };
-        if p == libc::MAP_FAILED {
-            return self.fail("cannot map an event file");
-        }
+        let p = match map_tail() {
+            Ok(p) => p,
+            Err(what) => {
+                // The thread records nothing more: its `.bin` is not kept open.
+                // SAFETY: the descriptor opened above, not used again.
+                unsafe { libc::close(fd) };
+                return self.fail(what);
+            }
+        };
+        self.fd = fd;
         // SAFETY: the chunk starts TAIL_HEADER bytes into the mapping.
         self.base = unsafe { (p as *mut u8).add(TAIL_HEADER) } as *mut u64;
         self.chunk = 0;
