@@ -44,7 +44,26 @@ pub trait Detector {
 
 /// Events ahead of the one being fed whose state is prefetched (and half
 /// as many for [`Detector::prefetch_near`]).
-pub(crate) const PREFETCH_AHEAD: usize = 16;
+const PREFETCH_AHEAD: usize = 16;
+
+/// Hints to `far` the event [`PREFETCH_AHEAD`] events after `events[i]`
+/// and to `near` the one half as many after it: the two steps of a
+/// lookup whose second load needs the first one's result (a variable's
+/// head, then its stamps).
+#[inline(always)]
+pub(crate) fn prefetch_ahead(
+    events: &[Event],
+    i: usize,
+    far: impl FnOnce(&Event),
+    near: impl FnOnce(&Event),
+) {
+    if let Some(e) = events.get(i + PREFETCH_AHEAD) {
+        far(e);
+    }
+    if let Some(e) = events.get(i + PREFETCH_AHEAD / 2) {
+        near(e);
+    }
+}
 
 /// Implement [`Detector`] for types with inherent `event` and `finish`
 /// methods and a `report` field (after `prefetch:`, also an
@@ -149,12 +168,7 @@ pub(crate) fn run_fed<D: Detector + Send>(
             let mut id: EventId = 0;
             for (mut chunk, mut retired) in full_rx {
                 for (i, ev) in chunk.iter().enumerate() {
-                    if let Some(next) = chunk.get(i + PREFETCH_AHEAD) {
-                        d.prefetch(next);
-                    }
-                    if let Some(next) = chunk.get(i + PREFETCH_AHEAD / 2) {
-                        d.prefetch_near(next);
-                    }
+                    prefetch_ahead(&chunk, i, |e| d.prefetch(e), |e| d.prefetch_near(e));
                     d.event(id, ev);
                     id = id.wrapping_add(1);
                 }

@@ -16,7 +16,7 @@
 
 use super::input::CpInput;
 use crate::engine::clock::VectorClock;
-use crate::engine::detector::PREFETCH_AHEAD;
+use crate::engine::detector::prefetch_ahead;
 use crate::engine::history::AccessHistory;
 use crate::engine::sync::{Clocks, VolatileOrder};
 use crate::report::Race;
@@ -190,12 +190,13 @@ impl RaceState {
             // The variables' histories a few events ahead, as the streaming
             // detectors load them (CP's race pass on zstd spent 60 % of its
             // accesses' time waiting for a head or its stamps).
-            if let Some(next) = events.get(k + PREFETCH_AHEAD) {
-                self.history.prefetch(next);
-            }
-            if let Some(next) = events.get(k + PREFETCH_AHEAD / 2) {
-                self.history.prefetch_stamps(next);
-            }
+            let history = &self.history;
+            prefetch_ahead(
+                events,
+                k,
+                |e| history.prefetch(e),
+                |e| history.prefetch_stamps(e),
+            );
             let i = first + k as EventId;
             let is_point = slot < sync.len() && sync.event(slot as u32) == i;
             let t = ev.thread as usize;
