@@ -216,14 +216,8 @@ impl KeyState {
     /// The slot of lock `l` for this key, if it has one.
     #[inline]
     fn slot(&self, l: u32) -> Option<u32> {
-        match self.locks.as_slice() {
-            // Most keys are guarded by one lock.
-            [(m, s)] => (*m == l).then_some(*s),
-            locks => locks
-                .binary_search_by_key(&l, |&(m, _)| m)
-                .ok()
-                .map(|i| locks[i].1),
-        }
+        let i = self.locks.binary_search_by_key(&l, |&(m, _)| m).ok()?;
+        Some(self.locks[i].1)
     }
 }
 
