@@ -677,6 +677,12 @@ impl Decoder {
         self.nodes
     }
 
+    /// The thread's `seq` as of the words decoded so far: every record
+    /// after them carries at least this.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
     /// The common case of [`Decoder::next`], kept small enough to inline
     /// into a reader's loop: passes the `seq` and pc words at the start of
     /// `w` and decodes the plain access after them. Returns the words

@@ -17,10 +17,27 @@
 //! first word last, with release order; the chunk is zero-filled, so a
 //! reader stops at the first zero word (see the `cprace-events` crate for
 //! the words).
+//!
+//! cprace may read the files while the program runs (`record --analyze`).
+//! It then needs to know how far it may merge: a record appears only when
+//! committed, and a thread that commits nothing for a while may still add
+//! records numbered below what other threads wrote since. So a thread
+//! about to block (a lock, a wait, a join) says so in its tail's second
+//! header word (*parked*), and its next record clears the word before it
+//! reads [`SEQ`]; the file `control` holds how many thread ids were handed
+//! out (and the tail's third header word counts the records taken back,
+//! see [`Thread::truncate`]). With every operation on [`SEQ`], the parked word and the published
+//! count sequentially consistent (on x86-64 they compile to what relaxed
+//! ones do), a reader that saw records up to number `m`, then a thread
+//! parked (or a thread id not yet handed out), knows that thread's next
+//! records come after `m`.
 
 use std::ffi::CString;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering::Relaxed, Ordering::Release,
+    Ordering::SeqCst,
+};
 
 use cprace_events::*;
 
@@ -41,6 +58,10 @@ pub static ENABLED: AtomicBool = AtomicBool::new(false);
 pub static SEQ: AtomicU64 = AtomicU64::new(0);
 /// Recorder thread ids; 0 is the thread that ran `__tsan_init`.
 static NEXT_TID: AtomicU32 = AtomicU32::new(1);
+/// The first word of the mapped `control` file: how many thread ids were
+/// handed out (null when the file could not be made: a reader then
+/// merges after the run).
+static CONTROL: AtomicPtr<AtomicU64> = AtomicPtr::new(std::ptr::null_mut());
 /// The directory of the event files (NUL-terminated path).
 static DIR: OnceLock<Vec<u8>> = OnceLock::new();
 /// How deep a thread's recorded call stack may grow.
@@ -89,6 +110,9 @@ pub struct Thread {
     pub ignore_sync: u32,
     /// The recording stopped for this thread after an I/O error.
     failed: bool,
+    /// How often the thread parked and unparked (odd: parked; the next
+    /// record unparks it first), as the tail's second header word says.
+    parks: u64,
 }
 
 /// Thread pointer states besides a live thread.
@@ -177,9 +201,53 @@ impl Drop for ExitGuard {
     }
 }
 
-/// A fresh recorder thread id (for a thread about to be created).
+/// A fresh recorder thread id (for a thread about to be created),
+/// published in `control` before the thread can record anything.
 pub fn new_tid() -> u32 {
-    NEXT_TID.fetch_add(1, Relaxed)
+    let tid = NEXT_TID.fetch_add(1, SeqCst);
+    let c = CONTROL.load(Relaxed);
+    if !c.is_null() {
+        // SAFETY: the control mapping lives until the process ends.
+        unsafe { (*c).fetch_max(u64::from(tid) + 1, SeqCst) };
+    }
+    tid
+}
+
+/// Creates and maps the run's `control` file (its first word: thread ids
+/// handed out, 1 so far: the main thread's).
+fn map_control(dir: &[u8]) {
+    let mut path = dir[..dir.len() - 1].to_vec();
+    path.extend_from_slice(b"/control\0");
+    // SAFETY: a NUL-terminated path; our own descriptor, closed after a
+    // shared mapping of the page is made (or not).
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr() as *const libc::c_char,
+            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+            0o600,
+        );
+        if fd < 0 {
+            return;
+        }
+        let p = if libc::ftruncate(fd, 4096) == 0 {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        } else {
+            libc::MAP_FAILED
+        };
+        libc::close(fd);
+        if p != libc::MAP_FAILED {
+            let c = p as *mut AtomicU64;
+            (*c).store(1, SeqCst);
+            CONTROL.store(c, Relaxed);
+        }
+    }
 }
 
 /// Called once from `__tsan_init`: enable recording when asked to.
@@ -220,6 +288,7 @@ pub fn init() {
         crate::heap::at_fork();
     }
     write_modules();
+    map_control(DIR.get().expect("set above"));
     begin_thread(0, 0);
     ENABLED.store(true, Relaxed);
     extern "C" fn at_exit() {
@@ -254,6 +323,7 @@ pub fn begin_thread(tid: u32, start: u64) {
         ignore_writes: 0,
         ignore_sync: 0,
         failed: false,
+        parks: 0,
     });
     tls::set(Box::into_raw(t));
     if tid != 0 {
@@ -383,6 +453,33 @@ impl Thread {
     fn header(&self) -> *mut u64 {
         // SAFETY: `base` is TAIL_HEADER bytes into the tail mapping.
         unsafe { (self.base as *mut u8).sub(TAIL_HEADER) as *mut u64 }
+    }
+
+    /// The tail's park count.
+    fn parked_word(&self) -> &AtomicU64 {
+        // SAFETY: the second word of our tail mapping's header.
+        unsafe { AtomicU64::from_ptr(self.header().add(1)) }
+    }
+
+    /// Says in the tail that the thread is about to block: until its next
+    /// record, a reader may merge past it (see the module's notes).
+    pub fn park(&mut self) {
+        if self.parks & 1 == 0 && !self.base.is_null() {
+            self.parks += 1;
+            self.parked_word().store(self.parks, SeqCst);
+        }
+    }
+
+    /// Ends the park, before the record that follows reads [`SEQ`]. (A
+    /// count, not a flag: a reader that saw the same odd count before and
+    /// after copying the thread's words knows the thread wrote none
+    /// meanwhile, so its last record stands.)
+    #[cold]
+    fn unpark(&mut self) {
+        self.parks += 1;
+        if !self.base.is_null() {
+            self.parked_word().store(self.parks, SeqCst);
+        }
     }
 
     /// Creates the thread's `.bin` and tail files and maps the tail.
@@ -558,7 +655,10 @@ impl Thread {
         if !self.room(4) {
             return;
         }
-        let seq = SEQ.load(Relaxed);
+        if self.parks & 1 == 1 {
+            self.unpark();
+        }
+        let seq = SEQ.load(SeqCst);
         self.state(seq);
         let slot = self.slot_for(pc);
         self.commit(access_word(write, log2size, slot, addr));
@@ -615,16 +715,15 @@ impl Thread {
         if !self.room(2 + MAX_RECORD) {
             return None;
         }
+        if self.parks & 1 == 1 {
+            self.unpark();
+        }
         let seq = if kind.numbered() {
             // Only the stack word matters before a numbered event.
             self.state(self.seq);
-            if pending {
-                0
-            } else {
-                SEQ.fetch_add(1, Relaxed)
-            }
+            if pending { 0 } else { SEQ.fetch_add(1, SeqCst) }
         } else {
-            let seq = SEQ.load(Relaxed);
+            let seq = SEQ.load(SeqCst);
             self.state(seq);
             seq
         };
@@ -670,17 +769,23 @@ impl Thread {
         let words = 1 + Kind::Acquire.payload();
         if p.chunk == self.chunk && p.at + words == self.len && !self.base.is_null() {
             if taken {
-                let seq = SEQ.fetch_add(1, Relaxed);
-                // SAFETY: `p.at` is the last record of the mapped chunk.
-                unsafe {
-                    let w = self.base.add(p.at);
-                    *w.add(3) = seq_arg(seq, 0);
-                    // The flags as the call's outcome says (EOWNERDEAD).
-                    let first = (*w & !(0xf << TAG_SHIFT) & !(0xffff << 8))
-                        | TAG_LONG << TAG_SHIFT
-                        | u64::from(flags) << 8;
-                    AtomicU64::from_ptr(w).store(first, Release);
+                if self.parks & 1 == 1 {
+                    self.unpark();
                 }
+                let seq = SEQ.fetch_add(1, SeqCst);
+                // SAFETY: `p.at` is a word of the mapped chunk.
+                let w = unsafe { self.base.add(p.at) };
+                self.changing(|| {
+                    // SAFETY: `p.at` is the last record of the mapped chunk.
+                    unsafe {
+                        *w.add(3) = seq_arg(seq, 0);
+                        // The flags as the call's outcome says (EOWNERDEAD).
+                        let first = (*w & !(0xf << TAG_SHIFT) & !(0xffff << 8))
+                            | TAG_LONG << TAG_SHIFT
+                            | u64::from(flags) << 8;
+                        AtomicU64::from_ptr(w).store(first, Release);
+                    }
+                });
             } else {
                 self.truncate(p.at, words);
             }
@@ -692,14 +797,32 @@ impl Thread {
     /// Forgets the last `words` words, which start at `at`: the first word
     /// is zeroed first, so a reader stops there as if nothing was written.
     fn truncate(&mut self, at: usize, words: usize) {
-        // SAFETY: `at .. at + words` are the last words of the mapped chunk.
-        unsafe {
-            AtomicU64::from_ptr(self.base.add(at)).store(0, Release);
-            for i in 1..words {
-                *self.base.add(at + i) = 0;
+        let p = self.base;
+        self.changing(|| {
+            // SAFETY: `at .. at + words` are the last words of the mapped chunk.
+            unsafe {
+                AtomicU64::from_ptr(p.add(at)).store(0, Release);
+                for i in 1..words {
+                    *p.add(at + i) = 0;
+                }
             }
-        }
+        });
         self.len = at;
+    }
+
+    /// Runs `f`, which changes the last record after it was committed
+    /// (takes it back, or completes it). The tail's third header word counts
+    /// such changes, odd while one is under way: a reader who copied the
+    /// words meanwhile (and may have seen the old record with words written
+    /// after the change) knows to copy them again.
+    fn changing(&mut self, f: impl FnOnce()) {
+        // SAFETY: the header's third word.
+        let changes = unsafe { AtomicU64::from_ptr(self.header().add(2)) };
+        let n = changes.load(Relaxed);
+        changes.store(n + 1, Relaxed);
+        std::sync::atomic::fence(Release);
+        f();
+        changes.store(n + 2, Release);
     }
 
     /// Takes back the long event of `kind` recorded at `p` when it is still

@@ -158,10 +158,19 @@ fn object(obj: P, ty: ObjectType, op: ObjectOp, pc: u64) {
     }
 }
 
+/// Runs a call that may block with the thread parked (see the runtime's
+/// `buffer.rs`): a reader of the event files need not wait for it.
+fn blocking(call: impl FnOnce() -> c_int) -> c_int {
+    if let Some(t) = recording() {
+        t.park();
+    }
+    call()
+}
+
 /// A blocking lock: a pending acquire, completed when the call succeeds.
 fn lock(m: P, flags: u16, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
     let pending = recording().and_then(|t| t.pending_acquire(flags, m as u64, pc));
-    let r = call();
+    let r = blocking(call);
     let taken = r == 0 || r == libc::EOWNERDEAD;
     let done = if r == libc::EOWNERDEAD {
         flags | LOCK_OWNER_DEAD
@@ -287,14 +296,14 @@ fn wait(c: P, m: P, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
         t.long(Kind::Release, 0, m as u64, pc, 0, &[]);
     }
     let again = Reacquire { m: m as u64, pc };
-    let r = call();
+    let r = blocking(call);
     drop(again);
     r
 }
 
 fn barrier_wait(b: P, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
     sync_write(b as u64, SYNC_MEMORY, pc);
-    let r = call();
+    let r = blocking(call);
     sync_read(b as u64, SYNC_MEMORY, pc);
     r
 }
@@ -321,7 +330,7 @@ fn post(s: P, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
 }
 
 fn got(s: P, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
-    let r = call();
+    let r = blocking(call);
     if r == 0 {
         sync_read(s as u64, SYNC_MEMORY, pc);
     }
@@ -329,7 +338,7 @@ fn got(s: P, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
 }
 
 fn guard_acquire(g: *mut u64, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
-    let r = call();
+    let r = blocking(call);
     if r == 0 {
         // Initialized by another thread (or earlier): see its release.
         sync_read(g as u64, SYNC_MEMORY, pc);
@@ -362,7 +371,7 @@ fn thread_id(th: libc::pthread_t, remove: bool) -> Option<u32> {
 }
 
 fn joined(th: libc::pthread_t, pc: u64, call: impl FnOnce() -> c_int) -> c_int {
-    let r = call();
+    let r = blocking(call);
     if r == 0
         && on()
         && let Some(tid) = thread_id(th, true)

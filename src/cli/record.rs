@@ -63,6 +63,11 @@ pub(crate) struct RecordArgs {
     /// several ways.
     #[arg(long, value_name = "DIR", conflicts_with = "program")]
     from_events: Option<PathBuf>,
+    /// Keep the program's event files in DIR (created, or empty): `record
+    /// --from-events DIR` reads the same run again, in other formats or
+    /// analyses.
+    #[arg(long, value_name = "DIR", conflicts_with = "from_events")]
+    keep_events: Option<PathBuf>,
     /// With --analyze: ThreadSanitizer suppressions, as `cprace analyze
     /// --suppressions` (default: TSAN_OPTIONS' `suppressions=FILE`).
     #[arg(long, value_name = "FILE")]
@@ -146,12 +151,29 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
         // (zstd 7 %, BS::thread_pool's tests 15 %: BENCHMARKS.md).
         reduce: false,
         temporary: temp.is_some(),
+        events_dir: args.keep_events,
     };
     if let (Some(_), Some(Analysis::Races(relation))) = (&temp, args.analyze) {
         let mut req = Request::new(PathBuf::new(), relation);
         req.suppressions = suppressions;
-        let run = cprace::record::run(&recording)?;
-        if let Some(done) = run.analyse(&recording, &req) {
+        // A program's events are analysed while it runs.
+        let (run, done) = match &recording.source {
+            Source::Program(_) => {
+                let (run, done) = cprace::record::run_live(&recording, |run, running| {
+                    run.analyse(&recording, &req, Some(running))
+                })?;
+                if let Some((Ok(counts), _)) = &done {
+                    run.say(&recording, counts);
+                }
+                (run, done)
+            }
+            Source::Events(_) => {
+                let run = cprace::record::run(&recording)?;
+                let done = run.analyse(&recording, &req, None);
+                (run, done)
+            }
+        };
+        if let Some(done) = done {
             return fed(&run, &recording, req, done, out);
         }
         if std::path::Path::new(PIPES).is_dir() {

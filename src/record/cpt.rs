@@ -65,6 +65,11 @@ impl<W: Write> CptWriter<Writer<W>> {
 }
 
 impl<R: Records> CptWriter<R> {
+    /// Names what comes next with `sym` (the run's listing changed).
+    pub(crate) fn symbolize_with(&mut self, sym: Symbolizer) {
+        self.sym = sym;
+    }
+
     /// A writer of records to `w`, naming addresses with `sym`.
     pub fn to(w: R, sym: Symbolizer) -> CptWriter<R> {
         CptWriter {

@@ -20,15 +20,19 @@
 //! and hands the ordered events over in batches, so that lowering them
 //! ([`merge`]'s callback) uses the second core.
 
+use super::live;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use cprace_events::{Access, CHUNK_WORDS, Decoder, Long, MAX_TID, Record, Step, TAIL_HEADER_BYTES};
+use cprace_events::{
+    Access, CHUNK_WORDS, Decoder, Kind, Long, MAX_TID, Record, Step, TAIL_HEADER_BYTES,
+};
 use rustc_hash::FxHashMap;
 
 /// The segment lines of a run's `modules` file, or an error when the run's
@@ -132,12 +136,13 @@ impl Stacks {
     }
 }
 
-/// One thread's file, read in blocks and decoded record by record.
+/// One thread's file, read in blocks and decoded record by record; while
+/// the program runs, with its tail mapped ([`live::Tail`]).
 struct Stream {
     tid: u32,
     path: PathBuf,
     file: File,
-    /// Bytes of the file.
+    /// Bytes of the file (once it is whole).
     size: u64,
     /// Words read from the file, `pos..end` not yet decoded.
     buf: Vec<u64>,
@@ -149,30 +154,72 @@ struct Stream {
     dec: Decoder,
     /// The thread's node numbers to global stack ids (index 0: empty).
     nodes: Vec<u32>,
+    /// The thread's tail while the program runs; None once its files are
+    /// whole.
+    live: Option<live::Tail>,
+    /// Its last record was the thread's end: nothing follows.
+    over: bool,
+    /// Set by the merge for one call of [`Stream::next`]: the thread was
+    /// parked (its park count) after the merge had seen the order up to
+    /// this `seq`.
+    parked: Option<(u64, u64)>,
 }
 
 /// A stream's next record with its merge key.
 type Head = (u64, Event);
 
+/// What a stream has next.
+enum Next {
+    /// A record.
+    Head(Head),
+    /// Nothing yet (the program runs): the thread's next record has at
+    /// least this merge key.
+    Wait(u64),
+    /// Nothing more.
+    Done,
+}
+
+/// What [`Stream::record`] found.
+enum Rec {
+    Got(Record, u64, u32),
+    Wait,
+    Done,
+}
+
+/// Whether the runtime may take a record of `kind` back while it is the
+/// thread's last (the call it stands for failed): while the program runs,
+/// such a record counts only once another follows it or the thread parks.
+fn retractable(kind: Kind) -> bool {
+    matches!(kind, Kind::Release | Kind::SyncWrite | Kind::Fork)
+}
+
 impl Stream {
-    fn open(tid: u32, path: PathBuf, block: usize) -> Result<Stream> {
+    fn open(tid: u32, path: PathBuf, block: usize, live: Option<live::Tail>) -> Result<Stream> {
         let file = File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
         let size = file
             .metadata()
             .with_context(|| format!("cannot read {}", path.display()))?
             .len();
+        let words = if live.is_some() {
+            block
+        } else {
+            block.min(size as usize / 8 + 1)
+        };
         Ok(Stream {
             tid,
             path,
             file,
             size,
-            buf: vec![0; block.min(size as usize / 8 + 1).max(64)],
+            buf: vec![0; words.max(64)],
             pos: 0,
             end: 0,
             base: 0,
             eof: false,
             dec: Decoder::default(),
             nodes: vec![0],
+            live,
+            over: false,
+            parked: None,
         })
     }
 
@@ -188,9 +235,9 @@ impl Stream {
     /// its merge key: `seq` doubled, plus 1 for a numbered event, so that
     /// events carrying `seq` n come before numbered event n; a request
     /// comes after everything.
-    fn next(&mut self, stacks: &mut Stacks) -> Result<Option<Head>> {
+    fn next(&mut self, stacks: &mut Stacks) -> Result<Next> {
         match self.access() {
-            Some(a) => Ok(Some((a.seq << 1, self.access_event(a)))),
+            Some(a) => Ok(Next::Head((a.seq << 1, self.access_event(a)))),
             None => self.next_slow(stacks),
         }
     }
@@ -221,14 +268,58 @@ impl Stream {
         }
     }
 
+    /// The least merge key the thread's next record can have while the
+    /// program runs: its own `seq` goes only up, and a parked thread's
+    /// next records come after what the merge had seen.
+    fn bound(&self) -> u64 {
+        self.dec.seq().max(self.parked.map_or(0, |p| p.0)) << 1
+    }
+
+    /// Whether the thread is still parked as the merge saw it before this
+    /// call: then it wrote nothing since, and its last record stands.
+    fn still_parked(&self) -> bool {
+        match (self.parked, &self.live) {
+            (Some((_, parks)), Some(t)) => t.parks() == parks,
+            _ => false,
+        }
+    }
+
+    /// Whether the long record `l`, just decoded, may still change while
+    /// the program runs: a pending acquire (completed in place, or taken
+    /// back), or a record the runtime may take back.
+    fn unsettled(&self, l: &Long) -> bool {
+        self.live.is_some() && (l.pending || retractable(l.kind))
+    }
+
+    /// Whether a committed word follows the long record `l`, just decoded.
+    /// Else it is put back, to be decoded again: from the words as they are
+    /// now when `fresh` is false (the caller then decodes again; `fresh`
+    /// words are copied after the merge read the thread's park count), or
+    /// later.
+    fn followed(&mut self, l: &Long, fresh: &mut bool) -> Result<Option<bool>> {
+        if self.pos < self.end && self.buf[self.pos] != 0 {
+            return Ok(Some(true));
+        }
+        // State words before it stay decoded; a long record changes no state.
+        self.pos -= 1 + l.kind.payload();
+        if !*fresh {
+            *fresh = true;
+            self.refill()?;
+            return Ok(None);
+        }
+        Ok(Some(false))
+    }
+
     /// [`Stream::next`] past [`Stream::access`].
     #[inline(never)]
-    fn next_slow(&mut self, stacks: &mut Stacks) -> Result<Option<Head>> {
+    fn next_slow(&mut self, stacks: &mut Stacks) -> Result<Next> {
+        let mut fresh = false;
         loop {
-            let Some(rec) = self.record(stacks)? else {
-                return Ok(None);
+            let (record, seq, node) = match self.record(stacks)? {
+                Rec::Got(r, seq, node) => (r, seq, node),
+                Rec::Wait => return Ok(Next::Wait(self.bound())),
+                Rec::Done => return Ok(Next::Done),
             };
-            let (record, seq, node) = rec;
             let stack = self.nodes.get(node as usize).copied().unwrap_or(0);
             let (what, addr, pc, numbered) = match record {
                 Record::Access {
@@ -237,6 +328,25 @@ impl Stream {
                     addr,
                     pc,
                 } => (What::Access { write, size }, addr, pc, false),
+                Record::Long(l) if self.unsettled(&l) => match self.followed(&l, &mut fresh)? {
+                    // Decode it again, as it is now.
+                    None => continue,
+                    // The last record of a thread parked since before it
+                    // was copied stands.
+                    Some(false) if !l.pending && self.still_parked() => {
+                        self.pos += 1 + l.kind.payload();
+                        (What::Long(l), l.addr, l.pc, l.kind.numbered())
+                    }
+                    // A pending acquire becomes an acquire numbered then;
+                    // a record that may be taken back holds its place.
+                    Some(false) if l.pending => return Ok(Next::Wait(self.bound())),
+                    Some(false) => {
+                        return Ok(Next::Wait(self.bound().min(seq << 1 | 1)));
+                    }
+                    // Void once the thread went on.
+                    Some(true) if l.pending => continue,
+                    Some(true) => (What::Long(l), l.addr, l.pc, l.kind.numbered()),
+                },
                 Record::Long(l) if l.pending => {
                     // Void when the thread went on (it got the lock after a
                     // signal handler's events); a request when it never did.
@@ -248,11 +358,14 @@ impl Stream {
                             pc: l.pc,
                             stack,
                         };
-                        return Ok(Some((u64::MAX, e)));
+                        return Ok(Next::Head((u64::MAX, e)));
                     }
                     continue;
                 }
-                Record::Long(l) => (What::Long(l), l.addr, l.pc, l.kind.numbered()),
+                Record::Long(l) => {
+                    self.over |= l.kind == Kind::ThreadEnd;
+                    (What::Long(l), l.addr, l.pc, l.kind.numbered())
+                }
                 Record::Node { .. } => continue,
             };
             let e = Event {
@@ -262,7 +375,7 @@ impl Stream {
                 pc,
                 stack,
             };
-            return Ok(Some((seq << 1 | u64::from(numbered), e)));
+            return Ok(Next::Head((seq << 1 | u64::from(numbered), e)));
         }
     }
 
@@ -280,7 +393,10 @@ impl Stream {
     }
 
     /// The next record, its `seq` and its thread-local stack node.
-    fn record(&mut self, stacks: &mut Stacks) -> Result<Option<(Record, u64, u32)>> {
+    fn record(&mut self, stacks: &mut Stacks) -> Result<Rec> {
+        // While the program runs, the words are read again once when they
+        // run out: the thread may have committed more since.
+        let mut again = self.live.is_some() && !self.over;
         loop {
             match self.dec.next(&self.buf[self.pos..self.end]) {
                 Ok(Step::Record {
@@ -296,7 +412,7 @@ impl Stream {
                         debug_assert_eq!(id as usize, self.nodes.len());
                         self.nodes.push(g);
                     }
-                    return Ok(Some((record, seq, node)));
+                    return Ok(Rec::Got(record, seq, node));
                 }
                 Ok(Step::Skip { words }) => {
                     // The rest of this chunk is unused.
@@ -304,15 +420,32 @@ impl Stream {
                     let next = (at / CHUNK_WORDS as u64 + 1) * CHUNK_WORDS as u64;
                     self.seek(next)?;
                 }
-                Ok(Step::End { .. }) => return Ok(None),
+                Ok(Step::End { words }) => {
+                    self.pos += words;
+                    if again {
+                        again = false;
+                        self.refill()?;
+                        continue;
+                    }
+                    return Ok(self.waiting());
+                }
                 Ok(Step::NeedMore { words }) => {
                     self.pos += words;
+                    if self.live.is_some() {
+                        // A record is committed whole: this one is not yet.
+                        if again {
+                            again = false;
+                            self.refill()?;
+                            continue;
+                        }
+                        return Ok(self.waiting());
+                    }
                     if self.eof {
                         // A record cut short: the thread was writing it when
                         // the program ended (the runtime commits the first
                         // word last, so this only happens to a file a copy
                         // cut short). Its complete records stand.
-                        return Ok(None);
+                        return Ok(Rec::Done);
                     }
                     self.refill()?;
                 }
@@ -321,47 +454,106 @@ impl Stream {
         }
     }
 
+    /// What running out of words means: more may come while the program
+    /// runs, unless the thread ended.
+    fn waiting(&self) -> Rec {
+        if self.live.is_some() && !self.over {
+            Rec::Wait
+        } else {
+            Rec::Done
+        }
+    }
+
     /// Continues reading at word `word` of the file.
     fn seek(&mut self, word: u64) -> Result<()> {
-        use std::io::Seek;
-        if word * 8 >= self.size {
-            self.pos = 0;
-            self.end = 0;
-            self.base = word;
-            self.eof = true;
-            return Ok(());
-        }
-        self.file
-            .seek(std::io::SeekFrom::Start(word * 8))
-            .with_context(|| format!("cannot read {}", self.path.display()))?;
         self.pos = 0;
         self.end = 0;
         self.base = word;
+        if self.live.is_none() && word * 8 >= self.size {
+            self.eof = true;
+            return Ok(());
+        }
         self.eof = false;
         self.refill()
     }
 
-    /// Moves the undecoded words to the front and reads more after them.
+    /// The program ended and the tails were settled: the rest comes from
+    /// the file alone, from where the decoding is.
+    fn settled(&mut self) -> Result<()> {
+        self.live = None;
+        self.size = self
+            .file
+            .metadata()
+            .with_context(|| format!("cannot read {}", self.path.display()))?
+            .len();
+        // Words read from the tail but not decoded may be stale.
+        self.end = self.pos;
+        self.eof = false;
+        Ok(())
+    }
+
+    /// Moves the undecoded words to the front and reads more after them
+    /// (while the program runs, reads the undecoded words again too).
     #[cold]
     fn refill(&mut self) -> Result<()> {
         self.buf.copy_within(self.pos..self.end, 0);
         self.base += self.pos as u64;
         self.end -= self.pos;
         self.pos = 0;
+        if self.live.is_some() {
+            self.end = 0;
+            return self.read_live();
+        }
         if self.end == self.buf.len() {
             // One record never spans more than a buffer; a full buffer of
             // undecodable words would be a decoder error before this.
             return Err(self.corrupt(0, "a record longer than the read buffer"));
         }
-        let bytes: &mut [u8] = bytemuck_words(&mut self.buf[self.end..]);
+        self.read_file(u64::MAX)
+    }
+
+    /// Reads words from the thread's tail, or from its `.bin` for the
+    /// chunks the tail has moved past.
+    fn read_live(&mut self) -> Result<()> {
+        let cw = CHUNK_WORDS as u64;
+        loop {
+            let at = self.base + self.end as u64;
+            let Some(tail) = &self.live else {
+                return Ok(());
+            };
+            let (c, held) = (at / cw, tail.chunk());
+            if c < held {
+                // Chunks before the tail's are whole in the `.bin`.
+                return self.read_file(held * cw);
+            }
+            if c > held {
+                return Ok(());
+            }
+            let from = (at - c * cw) as usize;
+            if let Some(n) = tail.copy(c, from, &mut self.buf[self.end..]) {
+                self.end += n;
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads the file's words from `base + end` on, up to word `limit`
+    /// (u64::MAX: to the end, which is then `eof`).
+    fn read_file(&mut self, limit: u64) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let at = (self.base + self.end as u64) * 8;
+        let room = (self.buf.len() - self.end) * 8;
+        let want =
+            room.min(usize::try_from(limit.saturating_mul(8).saturating_sub(at)).unwrap_or(room));
+        let bytes: &mut [u8] = &mut bytemuck_words(&mut self.buf[self.end..])[..want];
         let mut got = 0;
         while got < bytes.len() {
             let n = self
                 .file
-                .read(&mut bytes[got..])
+                .read_at(&mut bytes[got..], at + got as u64)
                 .with_context(|| format!("cannot read {}", self.path.display()))?;
             if n == 0 {
-                self.eof = true;
+                self.eof = limit == u64::MAX;
                 break;
             }
             got += n;
@@ -372,7 +564,7 @@ impl Stream {
         // goes").
         {
             use std::os::fd::AsRawFd;
-            let read = (self.base + self.end as u64) * 8 + got as u64;
+            let read = at + got as u64;
             // From the start each time, not from the last advice: pages
             // just read are often not dropped yet (advice on each range
             // once left the thread pool's read at 13.2 s of system time,
@@ -510,35 +702,57 @@ fn thread_files(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
 /// known so far (every stack id an event carries is in them), and returns
 /// the stacks. The merge runs on a second thread; `f` runs on the
 /// caller's, and its first error stops both.
-pub fn merge(
-    dir: &Path,
-    mut f: impl FnMut(&Event, Option<&Event>, &Stacks) -> Result<()>,
-) -> Result<Stacks> {
-    let files = thread_files(dir)?;
-    let block = (BUFFERS / 8 / files.len().max(1)).clamp(1 << 10, BLOCK / 8);
-    let mut streams = Vec::with_capacity(files.len());
-    for (tid, path) in files {
-        streams.push(Stream::open(tid, path, block)?);
+///
+/// With `running`, the program is still running (until `running` turns
+/// false): the merge reads the files as the threads write them and hands
+/// on every event it knows no other can come before (see [`Merge::poll`]);
+/// once the program ended it settles the tails and goes on from the files.
+/// `f` then also gets the run's `modules` listing before the first event,
+/// and again before the first event read after the listing changed (a
+/// `dlopen`): an event's addresses are named with the listing of when it
+/// was recorded.
+pub fn merge(dir: &Path, running: Option<&AtomicBool>, f: &mut impl Merged) -> Result<Stacks> {
+    let live = running.and_then(|r| Live::wait(dir, r));
+    let mut streams = Vec::new();
+    if live.is_none() {
+        let files = thread_files(dir)?;
+        let block = (BUFFERS / 8 / files.len().max(1)).clamp(1 << 10, BLOCK / 8);
+        for (tid, path) in files {
+            streams.push(Stream::open(tid, path, block, None)?);
+        }
     }
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(QUEUE);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Event>>();
     std::thread::scope(|scope| {
         let merger = std::thread::Builder::new()
             .name("cprace-merge".into())
-            .spawn_scoped(scope, move || order(streams, &full_tx, &empty_rx))
+            .spawn_scoped(scope, move || {
+                let listing = running.is_some().then(|| Listing {
+                    path: dir.join("modules"),
+                    seen: None,
+                    text: String::new(),
+                });
+                Merge::new(streams, dir).order(live, listing, &full_tx, &empty_rx)
+            })
             .context("cannot start the merge thread")?;
         let mut r = Ok(());
         // The caller's copy of the stacks, grown with each batch.
         let mut mine = Stacks::default();
         mine.intern(0, 0);
-        for (mut batch, nodes) in full_rx.iter() {
+        for (mut batch, nodes, listing) in full_rx.iter() {
             for (parent, pc) in nodes {
                 mine.intern(parent, pc);
+            }
+            if let Some(l) = listing
+                && let Err(e) = f.listing(&l)
+            {
+                r = Err(e);
+                break;
             }
             if let Err(e) = batch
                 .iter()
                 .enumerate()
-                .try_for_each(|(i, e)| f(e, batch.get(i + AHEAD), &mine))
+                .try_for_each(|(i, e)| f.event(e, batch.get(i + AHEAD), &mine))
             {
                 r = Err(e);
                 break;
@@ -556,84 +770,332 @@ pub fn merge(
     })
 }
 
-/// A batch of merged events and the stacks `(id, parent/pc)` defined since
-/// the last batch.
-type Batch = (Vec<Event>, Vec<(u32, u64)>);
+/// What [`merge`] hands its events to.
+pub trait Merged {
+    /// An event, the one [`AHEAD`] events later, and the stacks so far.
+    fn event(&mut self, e: &Event, ahead: Option<&Event>, stacks: &Stacks) -> Result<()>;
+    /// The run's `modules` listing, as it is from the next event on (only
+    /// while the program runs).
+    fn listing(&mut self, _listing: &str) -> Result<()> {
+        Ok(())
+    }
+}
 
-/// The merge proper: sends the events of `streams` to `full` in the global
-/// order, in batches (reusing those that come back on `empty`), and returns
-/// the stacks, each batch with the stacks defined since the last. Stops
-/// quietly when the receiver is gone.
-fn order(
-    mut streams: Vec<Stream>,
-    full: &mpsc::SyncSender<Batch>,
-    empty: &mpsc::Receiver<Vec<Event>>,
-) -> Result<Stacks> {
-    let mut stacks = Stacks::default();
-    stacks.intern(0, 0);
-    let mut heads: Vec<Event> = Vec::with_capacity(streams.len());
-    let mut heap = BinaryHeap::new();
-    for (i, s) in streams.iter_mut().enumerate() {
-        match s.next(&mut stacks)? {
-            Some((key, e)) => {
-                heap.push(Reverse((key, i)));
-                heads.push(e);
-            }
-            None => heads.push(Event::default()),
-        }
+impl<F: FnMut(&Event, Option<&Event>, &Stacks) -> Result<()>> Merged for F {
+    fn event(&mut self, e: &Event, ahead: Option<&Event>, stacks: &Stacks) -> Result<()> {
+        self(e, ahead, stacks)
     }
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut sent = 1;
-    let new_nodes = |stacks: &Stacks, sent: &mut usize| {
-        let n = stacks.nodes[*sent..].to_vec();
-        *sent = stacks.nodes.len();
-        n
-    };
-    // Hands over the batch when full; false when the receiver is gone.
-    let mut send = |batch: &mut Vec<Event>, stacks: &Stacks| {
-        if batch.len() < BATCH {
-            return true;
+}
+
+/// A batch of merged events, the stacks `(id, parent/pc)` defined since
+/// the last batch, and the `modules` listing when it changed.
+type Batch = (Vec<Event>, Vec<(u32, u64)>, Option<String>);
+
+/// The `modules` file of a running program, watched for changes.
+struct Listing {
+    path: PathBuf,
+    /// Its length, modification time and inode when last read.
+    seen: Option<(u64, i64, i64, u64)>,
+    text: String,
+}
+
+impl Listing {
+    /// The listing when it changed since the last call (the first time:
+    /// the listing), else None.
+    fn changed(&mut self) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(&self.path).ok()?;
+        let now = (m.len(), m.mtime(), m.mtime_nsec(), m.ino());
+        if self.seen == Some(now) {
+            return None;
         }
-        let full_one = std::mem::replace(
-            batch,
-            empty
-                .try_recv()
-                .unwrap_or_else(|_| Vec::with_capacity(BATCH)),
-        );
-        full.send((full_one, new_nodes(stacks, &mut sent))).is_ok()
-    };
-    while let Some(Reverse((_, i))) = heap.pop() {
-        // Stay on this thread while its events come before every other head.
-        let bound = heap.peek().map_or((u64::MAX, usize::MAX), |Reverse(b)| *b);
-        batch.push(heads[i]);
-        if !send(&mut batch, &stacks) {
-            return Ok(stacks);
-        }
-        let s = &mut streams[i];
+        let text = std::fs::read_to_string(&self.path).ok()?;
+        self.seen = Some(now);
+        (text != self.text).then(|| {
+            self.text = text;
+            self.text.clone()
+        })
+    }
+}
+
+/// Words read from a thread's files at a time while the program runs.
+const LIVE_BLOCK: usize = 1 << 13;
+/// The longest pause of a merge that waits for the program's threads.
+const MAX_PAUSE: Duration = Duration::from_millis(2);
+
+/// A run whose program is still running.
+struct Live<'a> {
+    running: &'a AtomicBool,
+    control: live::Control,
+    /// Thread ids below this have their streams.
+    next_tid: u32,
+    /// What threads without a stream yet may still write: their next
+    /// records' least merge key and stream index.
+    unknown: (u64, usize),
+}
+
+impl<'a> Live<'a> {
+    /// Waits for the runtime's control file; None when the program ended
+    /// without one (the files are then read whole).
+    fn wait(dir: &Path, running: &'a AtomicBool) -> Option<Live<'a>> {
         loop {
-            // Accesses go straight into the batch (see `Stream::access`).
-            let (key, e) = match s.access() {
-                Some(a) => (a.seq << 1, s.access_event(a)),
-                None => match s.next_slow(&mut stacks)? {
-                    Some(h) => h,
-                    None => break,
-                },
-            };
-            if (key, i) >= bound {
-                heap.push(Reverse((key, i)));
-                heads[i] = e;
-                break;
+            if let Some(control) = live::Control::open(dir) {
+                return Some(Live {
+                    running,
+                    control,
+                    next_tid: 0,
+                    unknown: (0, 0),
+                });
             }
-            batch.push(e);
-            if !send(&mut batch, &stacks) {
-                return Ok(stacks);
+            if !running.load(Ordering::Acquire) {
+                return None;
             }
+            std::thread::sleep(MAX_PAUSE);
         }
     }
-    if !batch.is_empty() {
-        let _ = full.send((batch, new_nodes(&stacks, &mut sent)));
+}
+
+/// The merge's state (on its own thread).
+struct Merge<'a> {
+    dir: &'a Path,
+    /// By thread id.
+    streams: Vec<Stream>,
+    /// Each stream's next event, when it is in the heap.
+    heads: Vec<Event>,
+    /// The streams with a head: (merge key, index).
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// The streams waiting for their thread (the program runs): (least key
+    /// of their next record, index).
+    waiting: Vec<(u64, usize)>,
+    /// The least of `waiting`.
+    wait_min: (u64, usize),
+    /// The global order's numbers read so far: every `seq` and number
+    /// decoded is below this.
+    seen: u64,
+    stacks: Stacks,
+}
+
+/// The global order's numbers a record of merge key `key` shows began.
+#[inline]
+fn seen_by(key: u64) -> u64 {
+    (key >> 1) + (key & 1)
+}
+
+impl<'a> Merge<'a> {
+    fn new(streams: Vec<Stream>, dir: &'a Path) -> Merge<'a> {
+        let mut stacks = Stacks::default();
+        stacks.intern(0, 0);
+        let n = streams.len();
+        Merge {
+            dir,
+            streams,
+            heads: vec![Event::default(); n],
+            heap: BinaryHeap::new(),
+            waiting: (0..n).map(|i| (0, i)).collect(),
+            wait_min: (0, 0),
+            seen: 0,
+            stacks,
+        }
     }
-    Ok(stacks)
+
+    /// Files stream `i`'s next step.
+    fn place(&mut self, i: usize, next: Next) {
+        match next {
+            Next::Head((key, e)) => {
+                self.seen = self.seen.max(seen_by(key));
+                self.heap.push(Reverse((key, i)));
+                self.heads[i] = e;
+            }
+            Next::Wait(bound) => {
+                self.waiting.push((bound, i));
+                self.wait_min = self.wait_min.min((bound, i));
+            }
+            // Its buffer goes.
+            Next::Done => self.streams[i].buf = Vec::new(),
+        }
+    }
+
+    /// Asks every waiting stream for its next step again (`parked` for
+    /// one whose thread is parked: its records then come after `seen`).
+    fn ask_waiting(&mut self, live: bool) -> Result<()> {
+        let snap = self.seen;
+        for (_, i) in std::mem::take(&mut self.waiting) {
+            let s = &mut self.streams[i];
+            // Read before the thread's words are read again.
+            let parks = s.live.as_ref().map_or(0, |t| t.parks());
+            s.parked = (live && parks & 1 == 1).then_some((snap, parks));
+            let next = s.next(&mut self.stacks)?;
+            self.streams[i].parked = None;
+            self.place(i, next);
+        }
+        self.wait_min = self
+            .waiting
+            .iter()
+            .copied()
+            .min()
+            .unwrap_or((u64::MAX, usize::MAX));
+        Ok(())
+    }
+
+    /// While the program runs: opens the streams of threads that started,
+    /// asks the waiting streams again, and says how far the merge may go.
+    /// A thread's records come in its own order, each with a `seq` at
+    /// least its last one's; a parked thread's, or a thread's not started
+    /// yet, after every number read before (the runtime's `buffer.rs`).
+    fn poll(&mut self, live: &mut Live<'_>) -> Result<()> {
+        let snap = self.seen;
+        let started = live.control.threads();
+        while u64::from(live.next_tid) < started {
+            let tid = live.next_tid;
+            let path = self.dir.join(format!("t{tid}.tail"));
+            // A thread whose tail is not made (or sized) yet: wait for it.
+            let Some(tail) = live::Tail::open(&path) else {
+                break;
+            };
+            let s = Stream::open(tid, path.with_extension("bin"), LIVE_BLOCK, Some(tail))?;
+            self.streams.push(s);
+            self.heads.push(Event::default());
+            self.waiting.push((0, self.streams.len() - 1));
+            live.next_tid += 1;
+        }
+        live.unknown = if u64::from(live.next_tid) < started {
+            (0, 0)
+        } else {
+            (snap << 1, self.streams.len())
+        };
+        self.ask_waiting(true)
+    }
+
+    /// The program ended: the tails go to their `.bin` files, the streams
+    /// read on from those, and threads never seen running get streams.
+    fn settle(&mut self, live: &Live<'_>) -> Result<()> {
+        settle_tails(self.dir)?;
+        for s in &mut self.streams {
+            s.settled()?;
+        }
+        let block = (BUFFERS / 8 / (self.streams.len() + 1)).clamp(1 << 10, LIVE_BLOCK);
+        for (tid, path) in thread_files(self.dir)? {
+            if tid >= live.next_tid {
+                self.streams.push(Stream::open(tid, path, block, None)?);
+                self.heads.push(Event::default());
+                self.waiting.push((0, self.streams.len() - 1));
+            }
+        }
+        self.ask_waiting(false)
+    }
+
+    /// The merge proper: sends the events to `full` in the global order, in
+    /// batches (reusing those that come back on `empty`), and returns the
+    /// stacks, each batch with the stacks defined since the last. Stops
+    /// quietly when the receiver is gone.
+    fn order(
+        mut self,
+        mut live: Option<Live<'_>>,
+        mut listing: Option<Listing>,
+        full: &mpsc::SyncSender<Batch>,
+        empty: &mpsc::Receiver<Vec<Event>>,
+    ) -> Result<Stacks> {
+        match &mut live {
+            Some(l) => self.poll(l)?,
+            None => self.ask_waiting(false)?,
+        }
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut sent = 1;
+        let new_nodes = |stacks: &Stacks, sent: &mut usize| {
+            let n = stacks.nodes[*sent..].to_vec();
+            *sent = stacks.nodes.len();
+            n
+        };
+        // Hands over the batch when full (or `now`); false when the
+        // receiver is gone.
+        // The listing is looked at after the batch's records were read:
+        // the runtime lists an object before its code runs.
+        let mut send = |batch: &mut Vec<Event>, stacks: &Stacks, sent: &mut usize, now: bool| {
+            if batch.len() < BATCH && !now {
+                return true;
+            }
+            let full_one = std::mem::replace(
+                batch,
+                empty
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(BATCH)),
+            );
+            let changed = listing.as_mut().and_then(Listing::changed);
+            full.send((full_one, new_nodes(stacks, sent), changed))
+                .is_ok()
+        };
+        let mut pause = Duration::ZERO;
+        loop {
+            let limit = match &live {
+                Some(l) => self.wait_min.min(l.unknown),
+                None => (u64::MAX, usize::MAX),
+            };
+            let Some(&Reverse(top)) = self.heap.peek().filter(|Reverse(t)| *t < limit) else {
+                let Some(l) = &mut live else {
+                    break;
+                };
+                // Waiting for the program: what is merged goes on now.
+                if !batch.is_empty() && !send(&mut batch, &self.stacks, &mut sent, true) {
+                    return Ok(self.stacks);
+                }
+                if !l.running.load(Ordering::Acquire) {
+                    self.settle(l)?;
+                    live = None;
+                    continue;
+                }
+                let before = (limit, self.heap.len());
+                self.poll(l)?;
+                let now = (self.wait_min.min(l.unknown), self.heap.len());
+                if now == before {
+                    pause = (pause * 2).clamp(Duration::from_micros(50), MAX_PAUSE);
+                    std::thread::sleep(pause);
+                } else {
+                    pause = Duration::ZERO;
+                }
+                continue;
+            };
+            self.heap.pop();
+            let i = top.1;
+            // Stay on this thread while its events come before every other
+            // head and every waiting thread's next.
+            let bound = self
+                .heap
+                .peek()
+                .map_or((u64::MAX, usize::MAX), |Reverse(b)| *b)
+                .min(limit);
+            batch.push(self.heads[i]);
+            if !send(&mut batch, &self.stacks, &mut sent, false) {
+                return Ok(self.stacks);
+            }
+            loop {
+                let s = &mut self.streams[i];
+                // Accesses go straight into the batch (see `Stream::access`).
+                let (key, e) = match s.access() {
+                    Some(a) => (a.seq << 1, s.access_event(a)),
+                    None => match s.next_slow(&mut self.stacks)? {
+                        Next::Head(h) => h,
+                        other => {
+                            self.place(i, other);
+                            break;
+                        }
+                    },
+                };
+                if (key, i) >= bound {
+                    self.place(i, Next::Head((key, e)));
+                    break;
+                }
+                self.seen = self.seen.max(seen_by(key));
+                batch.push(e);
+                if !send(&mut batch, &self.stacks, &mut sent, false) {
+                    return Ok(self.stacks);
+                }
+            }
+        }
+        if !batch.is_empty() {
+            send(&mut batch, &self.stacks, &mut sent, true);
+        }
+        Ok(self.stacks)
+    }
 }
 
 #[cfg(test)]
@@ -654,7 +1116,9 @@ mod tests {
 
     fn merged(dir: &Path) -> Result<Vec<Event>> {
         let mut out = Vec::new();
-        merge(dir, |e, _, _| {
+        merge(dir, None, &mut |e: &Event,
+                               _: Option<&Event>,
+                               _: &Stacks| {
             out.push(*e);
             Ok(())
         })?;
@@ -776,10 +1240,14 @@ mod tests {
         u.push(short(false, s, 0x18));
         file(dir.path(), "t4.bin", &u, &[]);
         let mut events = Vec::new();
-        let stacks = merge(dir.path(), |e, _, _| {
-            events.push(*e);
-            Ok(())
-        })
+        let stacks = merge(
+            dir.path(),
+            None,
+            &mut |e: &Event, _: Option<&Event>, _: &Stacks| {
+                events.push(*e);
+                Ok(())
+            },
+        )
         .unwrap();
         assert_eq!(events.len(), 3);
         assert_eq!(
@@ -806,13 +1274,17 @@ mod tests {
         let words = vec![short(false, 0, 0x10); BATCH * (QUEUE + 4)];
         file(dir.path(), "t1.bin", &words, &[]);
         let mut seen = 0;
-        let r = merge(dir.path(), |_, _, _| {
-            seen += 1;
-            if seen == 10 {
-                anyhow::bail!("stop");
-            }
-            Ok(())
-        });
+        let r = merge(
+            dir.path(),
+            None,
+            &mut |_: &Event, _: Option<&Event>, _: &Stacks| {
+                seen += 1;
+                if seen == 10 {
+                    anyhow::bail!("stop");
+                }
+                Ok(())
+            },
+        );
         assert_eq!(r.unwrap_err().to_string(), "stop");
         assert_eq!(seen, 10);
         assert_eq!(merged(dir.path()).unwrap().len(), words.len());

@@ -6,6 +6,7 @@
 pub mod cc;
 pub(crate) mod cpt;
 pub(crate) mod events;
+mod live;
 pub(crate) mod lower;
 mod shadow;
 pub(crate) mod symbols;
@@ -20,6 +21,7 @@ use std::ffi::OsString;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -101,6 +103,35 @@ pub struct Recording {
     /// The trace is a temporary file, analysed and removed (the summary
     /// line does not name it).
     pub temporary: bool,
+    /// Where the program's event files go, kept (None: a temporary
+    /// directory, removed).
+    pub events_dir: Option<PathBuf>,
+}
+
+impl Recording {
+    /// The directory the program's event files go to.
+    fn run_dir(&self) -> Result<RunDir> {
+        match &self.events_dir {
+            None => Ok(RunDir::Temp(
+                tempfile::tempdir().context("cannot create a temporary directory")?,
+            )),
+            Some(d) => {
+                std::fs::create_dir_all(d)
+                    .with_context(|| format!("cannot create {}", d.display()))?;
+                let empty = std::fs::read_dir(d)
+                    .with_context(|| format!("cannot read {}", d.display()))?
+                    .next()
+                    .is_none();
+                if !empty {
+                    bail!(
+                        "{} is not empty: the event files need a directory of their own",
+                        d.display()
+                    );
+                }
+                Ok(RunDir::Given(d.clone()))
+            }
+        }
+    }
 }
 
 /// What a recording wrote.
@@ -191,13 +222,28 @@ fn run_program(
     stack_depth: u32,
     timeout: Option<f64>,
 ) -> Result<Ending> {
-    use std::os::unix::process::ExitStatusExt;
-    let mut child = std::process::Command::new(prog)
+    wait_program(start_program(prog, args, dir, stack_depth)?, timeout)
+}
+
+/// Starts `prog` with the recorder on, writing its event files into `dir`.
+fn start_program(
+    prog: &OsString,
+    args: &[OsString],
+    dir: &Path,
+    stack_depth: u32,
+) -> Result<std::process::Child> {
+    std::process::Command::new(prog)
         .args(args)
         .env("CPRACE_RECORD_DIR", dir)
         .env("CPRACE_STACK_DEPTH", stack_depth.to_string())
         .spawn()
-        .with_context(|| format!("cannot run `{}`", prog.to_string_lossy()))?;
+        .with_context(|| format!("cannot run `{}`", prog.to_string_lossy()))
+}
+
+/// Waits for the program `child` to end, or stops it when `timeout`
+/// passes; the signals that would stop cprace go to it meanwhile.
+fn wait_program(mut child: std::process::Child, timeout: Option<f64>) -> Result<Ending> {
+    use std::os::unix::process::ExitStatusExt;
     CHILD.store(child.id() as i32, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: installing a handler that only calls kill.
     let old: Vec<_> = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
@@ -280,31 +326,87 @@ pub fn run(args: &Recording) -> Result<Run> {
     let Some((prog, prog_args)) = program.split_first() else {
         bail!("no program to record");
     };
-    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let dir = args.run_dir()?;
     let ending = run_program(prog, prog_args, dir.path(), args.stack_depth, args.timeout)?;
-    if let Ok(msg) = std::fs::read_to_string(dir.path().join("error")) {
-        bail!("recording `{}` failed: {msg}", prog.to_string_lossy());
-    }
-    let listing = std::fs::read_to_string(dir.path().join("modules")).unwrap_or_default();
-    if listing.is_empty() {
-        bail!(
-            "`{}` recorded nothing ({ending}): build it with `cprace cc`",
-            prog.to_string_lossy()
-        );
-    }
-    Ok(Run {
-        dir: RunDir::Temp(dir),
-        listing,
-        program: Some((prog.to_string_lossy().into_owned(), ending)),
-    })
+    let mut run = Run {
+        dir,
+        listing: String::new(),
+        program: None,
+    };
+    run.ended(prog, ending)?;
+    Ok(run)
 }
 
-impl Run {
-    fn dir(&self) -> &Path {
-        match &self.dir {
+/// Runs the program `args` names with the recorder, as [`run`] does, while
+/// `analyse` reads its event files (`running` is true until the program
+/// ended; [`Run::analyse`] takes it): the run, once the program ended, and
+/// what `analyse` gave.
+pub fn run_live<T>(
+    args: &Recording,
+    analyse: impl FnOnce(&Run, &AtomicBool) -> T,
+) -> Result<(Run, T)> {
+    crate::output::check_output_path(&args.output)?;
+    let Source::Program(program) = &args.source else {
+        bail!("no program to record");
+    };
+    let Some((prog, prog_args)) = program.split_first() else {
+        bail!("no program to record");
+    };
+    let dir = args.run_dir()?;
+    let child = start_program(prog, prog_args, dir.path(), args.stack_depth)?;
+    let mut run = Run {
+        dir,
+        listing: String::new(),
+        program: None,
+    };
+    let running = AtomicBool::new(true);
+    let (ending, out) = std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let ending = wait_program(child, args.timeout);
+            running.store(false, Ordering::Release);
+            ending
+        });
+        let out = analyse(&run, &running);
+        let ending = waiter
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (ending, out)
+    });
+    run.ended(prog, ending?)?;
+    Ok((run, out))
+}
+
+impl RunDir {
+    fn path(&self) -> &Path {
+        match self {
             RunDir::Temp(t) => t.path(),
             RunDir::Given(d) => d,
         }
+    }
+}
+
+impl Run {
+    /// Takes in how the program `prog` ended and the listing it left;
+    /// errors when its recording failed or it recorded nothing.
+    fn ended(&mut self, prog: &OsString, ending: Ending) -> Result<()> {
+        let dir = self.dir().to_path_buf();
+        if let Ok(msg) = std::fs::read_to_string(dir.join("error")) {
+            bail!("recording `{}` failed: {msg}", prog.to_string_lossy());
+        }
+        let listing = std::fs::read_to_string(dir.join("modules")).unwrap_or_default();
+        if listing.is_empty() {
+            bail!(
+                "`{}` recorded nothing ({ending}): build it with `cprace cc`",
+                prog.to_string_lossy()
+            );
+        }
+        self.listing = listing;
+        self.program = Some((prog.to_string_lossy().into_owned(), ending));
+        Ok(())
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     /// Writes the trace `args` asks for and says on standard error what it
@@ -378,14 +480,17 @@ impl Run {
     /// to the analysis: no trace is encoded, written or read back, and
     /// everything is named as reading the trace [`Run::write`] makes would
     /// name it (the same events, ids and names). The recording's outcome
-    /// (its counts, said on standard error as [`Run::write`] says them)
-    /// and the analysis's; None when `req` is no streaming analysis (its
-    /// trace must be written and loaded).
+    /// (its counts, said on standard error as [`Run::write`] says them,
+    /// unless the program still runs: see [`Run::say`]) and the
+    /// analysis's; None when `req` is no streaming analysis (its trace must
+    /// be written and loaded). With `running` (see [`run_live`]) the events
+    /// are read while the program runs.
     #[allow(clippy::type_complexity)]
     pub fn analyse(
         &self,
         args: &Recording,
         req: &crate::race::Request,
+        running: Option<&AtomicBool>,
     ) -> Option<(
         Result<write::Counts>,
         crate::Result<(crate::report::Report, crate::trace::Names)>,
@@ -395,13 +500,20 @@ impl Run {
             run: self,
             reduce: args.reduce,
             recorded: &mut recorded,
+            running,
         };
         let analysed = crate::race::analyze_fed(req, feed)?;
         let recorded = recorded.unwrap_or_else(|| Err(anyhow::anyhow!("nothing was recorded")));
-        if let Ok(c) = &recorded {
+        if let (Ok(c), None) = (&recorded, running) {
             self.summary(args, c);
         }
         Some((recorded, analysed))
+    }
+
+    /// Says on standard error what the recording holds (after a
+    /// [`Run::analyse`] while the program ran).
+    pub fn say(&self, args: &Recording, counts: &write::Counts) {
+        self.summary(args, counts);
     }
 }
 
@@ -411,6 +523,8 @@ struct Lowering<'a> {
     reduce: bool,
     /// The recording's outcome, once fed.
     recorded: &'a mut Option<Result<write::Counts>>,
+    /// While the program runs (see [`run_live`]).
+    running: Option<&'a AtomicBool>,
 }
 
 /// What an analysis's errors name as its input.
@@ -431,11 +545,16 @@ impl crate::engine::detector::Feed for Lowering<'_> {
         let mut b =
             crate::trace::validate::Builder::new(LOWERING, crate::trace::load::counted(sink));
         let lowered = (|| -> Result<write::Counts> {
-            let listing = events::segments(&self.run.listing)?;
+            // While the program runs, the merge hands over its listing
+            // (see `events::merge`).
+            let listing = match self.running {
+                Some(_) => "",
+                None => events::segments(&self.run.listing)?,
+            };
             let sym = symbols::Symbolizer::from_listing(listing);
             let w = cpt::CptWriter::to(Apply::new(&mut b, Some(retire)), sym);
             let what = "the recording to its analysis";
-            lower_records(self.run.dir(), self.reduce, w, &what).map(|(_, c)| c)
+            lower_records(self.run.dir(), self.reduce, w, &what, self.running).map(|(_, c)| c)
         })();
         let failed = lowered
             .as_ref()
@@ -485,6 +604,11 @@ pub(crate) trait LoweredSink {
     fn retire(&mut self, _low: &lower::Lowerer, _ids: &[u32]) -> Result<()> {
         Ok(())
     }
+    /// The run's `modules` listing, from the next event on (see
+    /// [`events::Merged::listing`]).
+    fn listing(&mut self, _listing: &str) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl<F> LoweredSink for F
@@ -525,6 +649,49 @@ impl<R: Records> LoweredSink for ToCpt<'_, R> {
             .retire(low, ids)
             .with_context(|| format!("cannot write {}", self.what))
     }
+
+    fn listing(&mut self, listing: &str) -> Result<()> {
+        self.w
+            .symbolize_with(symbols::Symbolizer::from_listing(events::segments(
+                listing,
+            )?));
+        Ok(())
+    }
+}
+
+/// The merged events lowered into a sink (see [`lower_all`]).
+struct Lower<S> {
+    low: lower::Lowerer,
+    buf: Vec<lower::Lowered>,
+    retired: Vec<u32>,
+    sink: S,
+}
+
+impl<S: LoweredSink> events::Merged for Lower<S> {
+    fn event(
+        &mut self,
+        e: &events::Event,
+        ahead: Option<&events::Event>,
+        stacks: &events::Stacks,
+    ) -> Result<()> {
+        if let Some(a) = ahead {
+            self.low.prefetch(a);
+        }
+        self.buf.clear();
+        self.low.event(e, &mut |l| self.buf.push(l));
+        for l in &self.buf {
+            self.sink.event(&self.low, l, stacks)?;
+        }
+        if !self.low.retired.is_empty() {
+            self.low.take_retired(&mut self.retired);
+            self.sink.retire(&self.low, &self.retired)?;
+        }
+        Ok(())
+    }
+
+    fn listing(&mut self, listing: &str) -> Result<()> {
+        self.sink.listing(listing)
+    }
 }
 
 /// Reads the event files in `dir` in the global order, lowers them, and
@@ -534,25 +701,19 @@ impl<R: Records> LoweredSink for ToCpt<'_, R> {
 pub(crate) fn lower_all(
     dir: &Path,
     reduce: bool,
-    mut sink: impl LoweredSink,
+    sink: impl LoweredSink,
+    running: Option<&AtomicBool>,
 ) -> Result<(lower::Lowerer, events::Stacks)> {
-    let mut buf = Vec::new();
     let mut low = lower::Lowerer::default();
     low.reduce = reduce.then(Default::default);
-    let mut retired = Vec::new();
-    let stacks = events::merge(dir, |e, ahead, stacks| {
-        if let Some(a) = ahead {
-            low.prefetch(a);
-        }
-        buf.clear();
-        low.event(e, &mut |l| buf.push(l));
-        buf.iter().try_for_each(|l| sink.event(&low, l, stacks))?;
-        if !low.retired.is_empty() {
-            low.take_retired(&mut retired);
-            sink.retire(&low, &retired)?;
-        }
-        Ok(())
-    })?;
+    let mut m = Lower {
+        low,
+        buf: Vec::new(),
+        retired: Vec::new(),
+        sink,
+    };
+    let stacks = events::merge(dir, running, &mut m)?;
+    let low = m.low;
     let d = low.dropped;
     if d.total() > 0 {
         eprintln!(
@@ -651,6 +812,7 @@ pub fn write_trace(
                 }
                 Ok(())
             },
+            None,
         )?;
         w.finish(&mut *out).with_context(cannot)?;
         Ok(())
@@ -685,7 +847,7 @@ fn write_cpt<W: Write>(
 ) -> Result<(W, write::Counts)> {
     let w = cpt::CptWriter::new(out, sym)
         .with_context(|| format!("cannot write {}", output.display()))?;
-    lower_records(dir, reduce, w, &output.display())
+    lower_records(dir, reduce, w, &output.display(), None)
 }
 
 /// Lowers the run in `dir` through `w` (what its records go to named
@@ -696,8 +858,9 @@ fn lower_records<R: Records>(
     reduce: bool,
     mut w: cpt::CptWriter<R>,
     what: &dyn std::fmt::Display,
+    running: Option<&AtomicBool>,
 ) -> Result<(R::Done, write::Counts)> {
-    let (low, stacks) = lower_all(dir, reduce, ToCpt { w: &mut w, what })?;
+    let (low, stacks) = lower_all(dir, reduce, ToCpt { w: &mut w, what }, running)?;
     let events = w.events;
     let done = w
         .finish(&low, &stacks)
@@ -751,6 +914,7 @@ fn write_rapidbin(
             }
             Ok(())
         },
+        None,
     );
     if let Some(why) = unfit {
         return Ok(Err(why));

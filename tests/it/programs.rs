@@ -181,7 +181,56 @@ fn check(p: &Program, cc: (&str, &str), dir: &Path) -> Option<String> {
     {
         wrong.push(e);
     }
+    if !p.hangs
+        && cc.0 == "gcc"
+        && let Err(e) = live_reports_what_the_files_do(&prog, &dir.join(format!("{name}-live")))
+    {
+        wrong.push(e);
+    }
     (!wrong.is_empty()).then(|| wrong.join("; "))
+}
+
+/// `record --analyze hb` of `prog`, which reads the events while the
+/// program runs, ends with the report that the same run's event files give
+/// afterwards (`--from-events`; the program's own output comes before).
+fn live_reports_what_the_files_do(prog: &Path, events: &Path) -> Result<(), String> {
+    let live = Command::new(CPRACE)
+        .args([
+            "record",
+            "--timeout",
+            "30",
+            "--analyze",
+            "hb",
+            "--keep-events",
+        ])
+        .arg(events)
+        .arg("--")
+        .arg(prog)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let after = Command::new(CPRACE)
+        .args(["record", "--analyze", "hb", "--from-events"])
+        .arg(events)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let report = |o: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.contains("seconds"))
+            .map(String::from)
+            .collect()
+    };
+    let (l, a) = (report(&live), report(&after));
+    if live.status.code() != after.status.code() || a.is_empty() || !l.ends_with(&a) {
+        return Err(format!(
+            "live hb report (exit {:?}) differs from the files' (exit {:?}): {}",
+            live.status.code(),
+            after.status.code(),
+            String::from_utf8_lossy(&live.stderr).trim()
+        ));
+    }
+    Ok(())
 }
 
 /// Repeated accesses left out over the whole suite (some must be, or the
@@ -216,6 +265,7 @@ fn reduction_keeps_the_pairs(prog: &Path, dir: &Path) -> Result<(), String> {
             stack_depth: cprace::record::DEFAULT_STACK_DEPTH,
             reduce,
             temporary: false,
+            events_dir: None,
         })
         .map_err(|e| format!("{e:#}"))?;
         REPEATS.fetch_add(r.counts.repeats, std::sync::atomic::Ordering::Relaxed);

@@ -233,6 +233,55 @@ fn record_analyze_chains_into_a_report() {
     );
 }
 
+/// `record --analyze` reads a program's events while it runs (threads
+/// that block, sleep, start and end meanwhile): its report is the one read
+/// from the same run's event files afterwards, for every relation.
+#[test]
+fn record_analyze_while_the_program_runs_reports_what_its_files_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "live_mix");
+    for relation in ["hb", "wcp", "cp"] {
+        let events = dir.path().join(format!("events-{relation}"));
+        let live = run(Command::new(CPRACE)
+            .args(["record", "--analyze", relation, "--keep-events"])
+            .arg(&events)
+            .arg("--")
+            .arg(&prog));
+        let stderr = String::from_utf8_lossy(&live.stderr);
+        assert_eq!(live.status.code(), Some(1), "{relation}: {stderr}");
+        assert!(
+            stderr.contains("`") && stderr.contains("exited with status 0"),
+            "{stderr}"
+        );
+        let after = run(Command::new(CPRACE)
+            .args(["record", "--analyze", relation, "--from-events"])
+            .arg(&events));
+        assert_eq!(after.status.code(), Some(1), "{relation}");
+        // The report without the program's own line and the timings.
+        let report = |o: &Output| -> Vec<String> {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| !l.contains("seconds") && !l.starts_with(|c: char| c.is_ascii_digit()))
+                .map(String::from)
+                .collect()
+        };
+        let (live, after) = (report(&live), report(&after));
+        assert!(
+            live.iter().any(|l| l.contains("data race on `stats`")),
+            "{relation}: {live:?}"
+        );
+        assert_eq!(live, after, "{relation}");
+    }
+    // The event files need a directory of their own.
+    let out = run(Command::new(CPRACE)
+        .args(["record", "--analyze", "hb", "--keep-events"])
+        .arg(dir.path())
+        .arg("--")
+        .arg(&prog));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not empty"));
+}
+
 #[test]
 fn record_analyze_without_output_keeps_no_trace() {
     let dir = tempfile::tempdir().unwrap();
