@@ -18,7 +18,8 @@
 //! the files' sizes justify, and a corrupt file is an error naming the file,
 //! the byte offset and the problem. The merge runs on a thread of its own
 //! and hands the ordered events over in batches, so that lowering them
-//! ([`merge`]'s callback) uses the second core.
+//! ([`merge`]'s callback) uses the second core. It may also read the files
+//! while the program writes them (see [`merge`] and [`super::live`]).
 
 use super::live;
 use std::cmp::Reverse;

@@ -2,11 +2,13 @@
 //!
 //! A thread's tail file is mapped here as the runtime maps it: its header's
 //! first word names the chunk the tail holds (the chunks before it are in
-//! the `.bin` file, whole), the second says the thread is parked (about to
-//! block; see the runtime's `buffer.rs`), and the chunk's records are
-//! committed by their first word, stored last. The run's `control` file
-//! says how many thread ids were handed out. What the merge may conclude
-//! from them is in [`super::events`].
+//! the `.bin` file, whole), the second counts the thread's parks and
+//! unparks (odd: parked, about to block; see the runtime's `buffer.rs`),
+//! the third its changes to a record already committed (odd while one is
+//! under way), and the chunk's records are committed by their first word,
+//! stored last. The run's `control` file says how many thread ids were
+//! handed out. What the merge may conclude from them is in
+//! [`super::events`].
 
 use std::fs::File;
 use std::path::Path;
@@ -109,9 +111,9 @@ impl Tail {
     /// that a record committed there is whole: the words of a record not
     /// committed yet may come too, behind its zero first word. None when
     /// the words changed under the copy: the tail moved on to another chunk
-    /// (which is then in the `.bin` file), or the thread took its last
-    /// record back (the header's third word counts that, odd while under
-    /// way: then nothing is copied).
+    /// (which is then in the `.bin` file), or the thread changed its last
+    /// record (took it back, or completed it in place; nothing is copied
+    /// while such a change is under way).
     pub(crate) fn copy(&self, chunk: u64, from: usize, out: &mut [u64]) -> Option<usize> {
         let changes = self.0.word(2, Ordering::Acquire);
         if changes & 1 == 1 {
