@@ -23,14 +23,15 @@
 //! committed, and a thread that commits nothing for a while may still add
 //! records numbered below what other threads wrote since. So a thread
 //! about to block (a lock, a wait, a join) says so in its tail's second
-//! header word (*parked*), and its next record clears the word before it
-//! reads [`SEQ`]; the file `control` holds how many thread ids were handed
-//! out (and the tail's third header word counts the records taken back,
-//! see [`Thread::truncate`]). With every operation on [`SEQ`], the parked word and the published
-//! count sequentially consistent (on x86-64 they compile to what relaxed
-//! ones do), a reader that saw records up to number `m`, then a thread
-//! parked (or a thread id not yet handed out), knows that thread's next
-//! records come after `m`.
+//! header word, a count of its parks and unparks (odd: *parked*), and its
+//! next record unparks it before it reads [`SEQ`]; the file `control`
+//! holds how many thread ids were handed out; and the tail's third header
+//! word counts the changes to a record already committed (see
+//! [`Thread::changing`]). With every operation on [`SEQ`], the park count
+//! and the published count sequentially consistent (on x86-64 they compile
+//! to what relaxed ones do), a reader that saw records up to number `m`,
+//! then a thread parked (or a thread id not yet handed out), knows that
+//! thread's next records come after `m`.
 
 use std::ffi::CString;
 use std::sync::OnceLock;
@@ -470,10 +471,18 @@ impl Thread {
         }
     }
 
-    /// Ends the park, before the record that follows reads [`SEQ`]. (A
-    /// count, not a flag: a reader that saw the same odd count before and
-    /// after copying the thread's words knows the thread wrote none
-    /// meanwhile, so its last record stands.)
+    /// Ends a park, before the record that follows reads [`SEQ`].
+    #[inline(always)]
+    fn awake(&mut self) {
+        if self.parks & 1 == 1 {
+            self.unpark();
+        }
+    }
+
+    /// [`Thread::awake`] for a parked thread. (A count, not a flag: a
+    /// reader that saw the same odd count before and after copying the
+    /// thread's words knows the thread wrote none meanwhile, so its last
+    /// record stands.)
     #[cold]
     fn unpark(&mut self) {
         self.parks += 1;
@@ -655,9 +664,7 @@ impl Thread {
         if !self.room(4) {
             return;
         }
-        if self.parks & 1 == 1 {
-            self.unpark();
-        }
+        self.awake();
         let seq = SEQ.load(SeqCst);
         self.state(seq);
         let slot = self.slot_for(pc);
@@ -715,9 +722,7 @@ impl Thread {
         if !self.room(2 + MAX_RECORD) {
             return None;
         }
-        if self.parks & 1 == 1 {
-            self.unpark();
-        }
+        self.awake();
         let seq = if kind.numbered() {
             // Only the stack word matters before a numbered event.
             self.state(self.seq);
@@ -769,9 +774,7 @@ impl Thread {
         let words = 1 + Kind::Acquire.payload();
         if p.chunk == self.chunk && p.at + words == self.len && !self.base.is_null() {
             if taken {
-                if self.parks & 1 == 1 {
-                    self.unpark();
-                }
+                self.awake();
                 let seq = SEQ.fetch_add(1, SeqCst);
                 // SAFETY: `p.at` is a word of the mapped chunk.
                 let w = unsafe { self.base.add(p.at) };
