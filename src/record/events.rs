@@ -421,26 +421,8 @@ impl Stream {
                     let next = (at / CHUNK_WORDS as u64 + 1) * CHUNK_WORDS as u64;
                     self.seek(next)?;
                 }
-                Ok(Step::End { words }) => {
+                Ok(Step::NeedMore { words }) if self.live.is_none() => {
                     self.pos += words;
-                    if again {
-                        again = false;
-                        self.refill()?;
-                        continue;
-                    }
-                    return Ok(self.waiting());
-                }
-                Ok(Step::NeedMore { words }) => {
-                    self.pos += words;
-                    if self.live.is_some() {
-                        // A record is committed whole: this one is not yet.
-                        if again {
-                            again = false;
-                            self.refill()?;
-                            continue;
-                        }
-                        return Ok(self.waiting());
-                    }
                     if self.eof {
                         // A record cut short: the thread was writing it when
                         // the program ended (the runtime commits the first
@@ -449,6 +431,17 @@ impl Stream {
                         return Ok(Rec::Done);
                     }
                     self.refill()?;
+                }
+                // Nothing more committed; while the program runs, a record
+                // cut short is one not committed yet (it is committed whole).
+                Ok(Step::End { words }) | Ok(Step::NeedMore { words }) => {
+                    self.pos += words;
+                    if again {
+                        again = false;
+                        self.refill()?;
+                        continue;
+                    }
+                    return Ok(self.waiting());
                 }
                 Err((at, e)) => return Err(self.corrupt(self.pos + at, e)),
             }
@@ -717,7 +710,7 @@ pub fn merge(dir: &Path, running: Option<&AtomicBool>, f: &mut impl Merged) -> R
     let mut streams = Vec::new();
     if live.is_none() {
         let files = thread_files(dir)?;
-        let block = (BUFFERS / 8 / files.len().max(1)).clamp(1 << 10, BLOCK / 8);
+        let block = read_block(files.len());
         for (tid, path) in files {
             streams.push(Stream::open(tid, path, block, None)?);
         }
@@ -817,6 +810,11 @@ impl Listing {
             self.text.clone()
         })
     }
+}
+
+/// Words read from each of `files` thread files at a time.
+fn read_block(files: usize) -> usize {
+    (BUFFERS / 8 / files.max(1)).clamp(1 << 10, BLOCK / 8)
 }
 
 /// Words read from a thread's files at a time while the program runs.
@@ -974,8 +972,9 @@ impl<'a> Merge<'a> {
         for s in &mut self.streams {
             s.settled()?;
         }
-        let block = (BUFFERS / 8 / (self.streams.len() + 1)).clamp(1 << 10, LIVE_BLOCK);
-        for (tid, path) in thread_files(self.dir)? {
+        let files = thread_files(self.dir)?;
+        let block = read_block(files.len());
+        for (tid, path) in files {
             if tid >= live.next_tid {
                 self.streams.push(Stream::open(tid, path, block, None)?);
                 self.heads.push(Event::default());
