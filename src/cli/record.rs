@@ -163,7 +163,7 @@ pub(crate) fn run(args: RecordArgs, out: &mut dyn Write) -> Outcome {
                     run.analyse(&recording, &req, Some(running))
                 })?;
                 if let Some((Ok(counts), _)) = &done {
-                    run.say(&recording, counts);
+                    run.summary(&recording, counts);
                 }
                 (run, done)
             }

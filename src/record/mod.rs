@@ -214,17 +214,6 @@ extern "C" fn forward(sig: libc::c_int) {
     }
 }
 
-/// Runs `prog` with the recorder on, until it ends or `timeout` passes.
-fn run_program(
-    prog: &OsString,
-    args: &[OsString],
-    dir: &Path,
-    stack_depth: u32,
-    timeout: Option<f64>,
-) -> Result<Ending> {
-    wait_program(start_program(prog, args, dir, stack_depth)?, timeout)
-}
-
 /// Starts `prog` with the recorder on, writing its event files into `dir`.
 fn start_program(
     prog: &OsString,
@@ -310,37 +299,23 @@ enum RunDir {
 /// files of a run it names); its output path is checked first, so that an
 /// output that cannot be written does not lose the run.
 pub fn run(args: &Recording) -> Result<Run> {
+    let Source::Events(dir) = &args.source else {
+        return run_live(args, |_, _| ()).map(|(run, ())| run);
+    };
     crate::output::check_output_path(&args.output)?;
-    let program = match &args.source {
-        Source::Events(dir) => {
-            let listing = std::fs::read_to_string(dir.join("modules"))
-                .with_context(|| format!("{} holds no recording", dir.display()))?;
-            return Ok(Run {
-                dir: RunDir::Given(dir.clone()),
-                listing,
-                program: None,
-            });
-        }
-        Source::Program(program) => program,
-    };
-    let Some((prog, prog_args)) = program.split_first() else {
-        bail!("no program to record");
-    };
-    let dir = args.run_dir()?;
-    let ending = run_program(prog, prog_args, dir.path(), args.stack_depth, args.timeout)?;
-    let mut run = Run {
-        dir,
-        listing: String::new(),
+    let listing = std::fs::read_to_string(dir.join("modules"))
+        .with_context(|| format!("{} holds no recording", dir.display()))?;
+    Ok(Run {
+        dir: RunDir::Given(dir.clone()),
+        listing,
         program: None,
-    };
-    run.ended(prog, ending)?;
-    Ok(run)
+    })
 }
 
-/// Runs the program `args` names with the recorder, as [`run`] does, while
-/// `analyse` reads its event files (`running` is true until the program
-/// ended; [`Run::analyse`] takes it): the run, once the program ended, and
-/// what `analyse` gave.
+/// Runs the program `args` names with the recorder (its output path
+/// checked first) while `analyse` reads its event files (`running` is true
+/// until the program ended; [`Run::analyse`] takes it): the run, once the
+/// program ended, and what `analyse` gave.
 pub fn run_live<T>(
     args: &Recording,
     analyse: impl FnOnce(&Run, &AtomicBool) -> T,
@@ -451,8 +426,10 @@ impl Run {
         )
     }
 
-    /// The summary line on standard error.
-    fn summary(&self, args: &Recording, counts: &write::Counts) {
+    /// The summary line on standard error: what the recording holds (said
+    /// by [`Run::write`], and by [`Run::analyse`] unless the program still
+    /// ran).
+    pub fn summary(&self, args: &Recording, counts: &write::Counts) {
         match &self.program {
             None => eprintln!(
                 "cprace record: {} events ({} threads{}) {}",
@@ -481,7 +458,7 @@ impl Run {
     /// everything is named as reading the trace [`Run::write`] makes would
     /// name it (the same events, ids and names). The recording's outcome
     /// (its counts, said on standard error as [`Run::write`] says them,
-    /// unless the program still runs: see [`Run::say`]) and the
+    /// unless the program still runs: see [`Run::summary`]) and the
     /// analysis's; None when `req` is no streaming analysis (its trace must
     /// be written and loaded). With `running` (see [`run_live`]) the events
     /// are read while the program runs.
@@ -508,12 +485,6 @@ impl Run {
             self.summary(args, c);
         }
         Some((recorded, analysed))
-    }
-
-    /// Says on standard error what the recording holds (after a
-    /// [`Run::analyse`] while the program ran).
-    pub fn say(&self, args: &Recording, counts: &write::Counts) {
-        self.summary(args, counts);
     }
 }
 
